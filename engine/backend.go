@@ -1,0 +1,52 @@
+// Package engine runs models: it picks the GoMLX backend, compiles each graph once per shape
+// bucket, keeps a fixed-capacity KV cache, and generates text (greedy, temperature, top-k,
+// top-p, seed, stop tokens) or fills masks for encoders. It never names a positional scheme.
+package engine
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/simplego"
+)
+
+// DefaultBackend is the pure-Go backend, the one that runs everywhere.
+const DefaultBackend = "go"
+
+// xlaBackend is set by backend_xla.go when the binary is built with XLA support.
+var xlaBackend func(plugin string) (backends.Backend, error)
+
+// BackendNames lists the accepted --backend values.
+func BackendNames() []string { return []string{"go", "xla:cpu", "xla:cuda"} }
+
+// NewBackend returns the backend called name: "go" (pure Go; "go:OPTIONS" passes options
+// such as ops_sequential to it), or "xla:cpu" / "xla:cuda" through a PJRT plugin. An empty
+// name means $GOMLX_BACKEND, else "go". A missing plugin is an error, never a silent fallback.
+func NewBackend(name string) (backends.Backend, error) {
+	if name == "" {
+		name = os.Getenv(backends.ConfigEnvVar)
+	}
+	if name == "" {
+		name = DefaultBackend
+	}
+	kind, config, _ := strings.Cut(name, ":")
+	switch kind {
+	case "go", "simplego":
+		b, err := simplego.New(config)
+		if err != nil {
+			return nil, fmt.Errorf("backend %q: %w", name, err)
+		}
+		return b, nil
+	case "xla", "stablehlo":
+		if config == "" {
+			config = "cpu"
+		}
+		if xlaBackend == nil {
+			return nil, fmt.Errorf("backend %q: this binary was built without XLA (build tag noxla or CGO_ENABLED=0); rebuild with cgo, or use --backend go", name)
+		}
+		return xlaBackend(config)
+	}
+	return nil, fmt.Errorf("unknown backend %q (valid: %s)", name, strings.Join(BackendNames(), ", "))
+}

@@ -1,0 +1,129 @@
+// Package layers holds the building blocks of posformer's transformers: embeddings, norms,
+// projections, attention with positional hooks and a KV cache, feed-forward networks and the
+// pre-norm block. Every function builds part of a GoMLX graph; variables live in context scopes
+// (ctx.In("attn").In("wq") holds "weight"), which name the tensors of a checkpoint.
+//
+// Graphs built here avoid Slice, Pad and DynamicUpdateSlice: the pure-Go backend lacks the
+// latter two, and Slice's gradient is built from Pad.
+package layers
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
+)
+
+// InitStd is the standard deviation of the normal initialisation of weights (GPT-2's).
+const InitStd = 0.02
+
+// Linear computes x·Wᵀ (+ b) with W stored [out, in] as PyTorch stores it, which is also the
+// faster layout for the pure-Go backend's dot product.
+func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Node {
+	in := x.Shape().Dim(-1)
+	w := ctx.WithInitializer(initializers.RandomNormalFn(ctx, std)).
+		VariableWithShape("weight", shapes.Make(x.DType(), out, in)).ValueGraph(x.Graph())
+	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	if bias {
+		b := ctx.WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(x.DType(), out)).ValueGraph(x.Graph())
+		y = Add(y, ExpandLeftToRank(b, y.Rank()))
+	}
+	return y
+}
+
+// EmbeddingTable returns the [vocab, dim] token embedding table of ctx.
+func EmbeddingTable(ctx *context.Context, g *Graph, vocab, dim int, dtype dtypes.DType) *Node {
+	return ctx.WithInitializer(initializers.RandomNormalFn(ctx, InitStd)).
+		VariableWithShape("weight", shapes.Make(dtype, vocab, dim)).ValueGraph(g)
+}
+
+// Embed looks up tokens [batch, seq] (int32) in table [vocab, dim].
+func Embed(table, tokens *Node) *Node {
+	return Gather(table, ExpandAxes(tokens, -1))
+}
+
+// Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim].
+func Unembed(table, x *Node) *Node {
+	return DotGeneral(x, []int{2}, nil, table, []int{1}, nil)
+}
+
+// Norm applies "rmsnorm" (Zhang & Sennrich 2019) or "layernorm" (Ba et al. 2016) over the last axis.
+func Norm(ctx *context.Context, kind string, eps float64, x *Node) *Node {
+	g := x.Graph()
+	dim := x.Shape().Dim(-1)
+	scale := ctx.WithInitializer(initializers.One).VariableWithShape("weight", shapes.Make(x.DType(), dim)).ValueGraph(g)
+	scale = ExpandLeftToRank(scale, x.Rank())
+	switch kind {
+	case "rmsnorm":
+		ms := ReduceAndKeep(Square(x), ReduceMean, -1)
+		return Mul(Mul(x, Rsqrt(AddScalar(ms, eps))), scale)
+	case "layernorm":
+		bias := ExpandLeftToRank(ctx.WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(x.DType(), dim)).ValueGraph(g), x.Rank())
+		centered := Sub(x, ReduceAndKeep(x, ReduceMean, -1))
+		variance := ReduceAndKeep(Square(centered), ReduceMean, -1)
+		return Add(Mul(Mul(centered, Rsqrt(AddScalar(variance, eps))), scale), bias)
+	}
+	panic(fmt.Errorf("unknown norm %q (valid: rmsnorm, layernorm)", kind))
+}
+
+// GELU is the exact (erf) Gaussian error linear unit of BERT and GPT-2's paper.
+func GELU(x *Node) *Node {
+	return Mul(MulScalar(x, 0.5), OnePlus(Erf(MulScalar(x, 1/math.Sqrt2))))
+}
+
+// SiLU is x·sigmoid(x).
+func SiLU(x *Node) *Node { return Mul(x, Sigmoid(x)) }
+
+// FFN is the position-wise feed-forward network: "gelu" w2(gelu(w1 x)) or
+// "swiglu" w2(silu(w1 x) ⊙ w3 x) (Shazeer 2020), as in Llama.
+func FFN(ctx *context.Context, kind string, hidden int, bias bool, outStd float64, x *Node) *Node {
+	dim := x.Shape().Dim(-1)
+	switch kind {
+	case "gelu":
+		h := GELU(Linear(ctx.In("w1"), x, hidden, bias, InitStd))
+		return Linear(ctx.In("w2"), h, dim, bias, outStd)
+	case "swiglu":
+		h := Mul(SiLU(Linear(ctx.In("w1"), x, hidden, bias, InitStd)), Linear(ctx.In("w3"), x, hidden, bias, InitStd))
+		return Linear(ctx.In("w2"), h, dim, bias, outStd)
+	}
+	panic(fmt.Errorf("unknown ffn %q (valid: gelu, swiglu)", kind))
+}
+
+// BlockConfig is what a transformer block needs to know; models.Config fills it.
+type BlockConfig struct {
+	Dim, Hidden          int
+	NumHeads, NumKVHeads int
+	HeadDim              int
+	NumLayers            int
+	Causal               bool
+	Norm                 string // "rmsnorm" or "layernorm"
+	NormEps              float64
+	FFN                  string // "gelu" or "swiglu"
+	Bias                 bool   // biases in projections
+}
+
+// Validate checks the head arithmetic.
+func (c BlockConfig) Validate() error {
+	switch {
+	case c.NumHeads < 1 || c.NumKVHeads < 1:
+		return fmt.Errorf("n_heads (%d) and n_kv_heads (%d) must be >= 1", c.NumHeads, c.NumKVHeads)
+	case c.NumHeads%c.NumKVHeads != 0:
+		return fmt.Errorf("n_heads (%d) must be a multiple of n_kv_heads (%d)", c.NumHeads, c.NumKVHeads)
+	case c.HeadDim < 1:
+		return fmt.Errorf("head dim must be >= 1, got %d", c.HeadDim)
+	}
+	return nil
+}
+
+// Block is the pre-norm residual block: x + attn(norm(x)), then x + ffn(norm(x)).
+func Block(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, x *Node, att AttentionInput) (*Node, *LayerCache) {
+	outStd := InitStd / math.Sqrt(2*float64(cfg.NumLayers))
+	a, cache := Attention(ctx.In("attn"), layer, cfg, pe, Norm(ctx.In("attn_norm"), cfg.Norm, cfg.NormEps, x), att, outStd)
+	x = Add(x, a)
+	f := FFN(ctx.In("ffn"), cfg.FFN, cfg.Hidden, cfg.Bias, outStd, Norm(ctx.In("ffn_norm"), cfg.Norm, cfg.NormEps, x))
+	return Add(x, f), cache
+}

@@ -1,0 +1,205 @@
+package models
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/models/safetensors"
+)
+
+// Files of a checkpoint directory.
+const (
+	ConfigFile  = "config.json"
+	WeightsFile = "model.safetensors"
+)
+
+// TensorName maps a variable's context scope and name to its checkpoint name:
+// scope "/model/layer_0/attn/wq", name "weight" -> "layer_0.attn.wq.weight".
+func TensorName(scope, name string) string {
+	scope = strings.TrimPrefix(scope, "/"+Scope)
+	scope = strings.Trim(scope, "/")
+	if scope == "" {
+		return name
+	}
+	return strings.ReplaceAll(scope, "/", ".") + "." + name
+}
+
+// Param is one tensor the model expects.
+type Param struct {
+	Name  string
+	Shape []int
+}
+
+// Params lists, sorted by name, the tensors that m's graph creates. It is derived by building
+// the graph once (without compiling it), so that the list can never disagree with the code.
+func (m *Model) Params(backend backends.Backend) ([]Param, error) {
+	ctx := context.New()
+	err := Try(func() {
+		g := NewGraph(backend, "params")
+		tokens := Parameter(g, "tokens", shapes.Make(dtypes.Int32, 1, 1))
+		pos := Parameter(g, "pos", shapes.Make(dtypes.Int32, 1, 1))
+		valid := Parameter(g, "valid", shapes.Make(dtypes.Bool, 1, 1))
+		m.Forward(ctx, tokens, pos, valid, nil)
+		g.Finalize()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the %s graph: %w", m.Config.Kind, err)
+	}
+	var params []Param
+	for v := range ctx.IterVariablesInScope() {
+		params = append(params, Param{Name: TensorName(v.Scope(), v.Name()), Shape: v.Shape().Dimensions})
+	}
+	sort.Slice(params, func(i, j int) bool { return params[i].Name < params[j].Name })
+	return params, nil
+}
+
+// Try runs a graph-building function, turning GoMLX's panics into errors.
+func Try(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = e
+			} else {
+				err = fmt.Errorf("%v", r)
+			}
+		}
+	}()
+	fn()
+	return nil
+}
+
+// Save writes cfg and the model variables of ctx to dir, each file through a temporary file
+// and a rename so that a crash never leaves half a checkpoint.
+func Save(dir string, cfg Config, ctx *context.Context) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	var ts []safetensors.Tensor
+	for v := range ctx.In(Scope).IterVariablesInScope() {
+		value, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
+		}
+		data, err := tensors.CopyFlatData[float32](value)
+		if err != nil {
+			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
+		}
+		ts = append(ts, safetensors.Tensor{Name: TensorName(v.Scope(), v.Name()), Shape: v.Shape().Dimensions, Data: data})
+	}
+	if err := safetensors.Write(filepath.Join(dir, WeightsFile), ts, map[string]string{"format": "posformer"}); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("saving checkpoint config: %w", err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, ConfigFile), append(data, '\n'))
+}
+
+// WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// Load reads a checkpoint directory: its config, then every tensor the config implies, each
+// checked for presence, dtype and shape before it is read. Tensors are streamed one at a time
+// into the variables of the returned context.
+func Load(dir string, backend backends.Backend) (*Model, *context.Context, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := New(*cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	ctx := context.New()
+	if err := m.LoadWeights(filepath.Join(dir, WeightsFile), backend, ctx); err != nil {
+		return nil, nil, err
+	}
+	return m, ctx, nil
+}
+
+// LoadWeights reads a safetensors file into ctx, validating it against m's parameters.
+func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.Context) error {
+	params, err := m.Params(backend)
+	if err != nil {
+		return err
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("loading weights: %s does not exist (train a model with cmd/train or pass -m DIR)", path)
+		}
+		return fmt.Errorf("loading weights: %w", err)
+	}
+	defer f.Close()
+	want := map[string]bool{}
+	for _, p := range params {
+		want[p.Name] = true
+		info, ok := f.Info(p.Name)
+		if !ok {
+			return fmt.Errorf("loading %s: tensor %s is missing (the config wants shape %v)", path, p.Name, p.Shape)
+		}
+		if !slices.Equal(info.Shape, p.Shape) {
+			return fmt.Errorf("loading %s: tensor %s has shape %v in the checkpoint but the config wants %v", path, p.Name, info.Shape, p.Shape)
+		}
+		switch info.DType {
+		case "F32", "F16", "BF16", "F64":
+		default:
+			return fmt.Errorf("loading %s: tensor %s has dtype %s; want a float type (F32, F16, BF16)", path, p.Name, info.DType)
+		}
+	}
+	for _, info := range f.Infos() {
+		if !want[info.Name] {
+			return fmt.Errorf("loading %s: unexpected tensor %s %v, not part of this config's %s", path, info.Name, info.Shape, m.Config.Kind)
+		}
+	}
+	for _, p := range params {
+		t := tensors.FromShape(shapes.Make(DType, p.Shape...))
+		var readErr error
+		t.MustMutableFlatData(func(flat any) { readErr = f.ReadFloat32Into(p.Name, flat.([]float32)) })
+		if readErr != nil {
+			return fmt.Errorf("loading %s: %w", path, readErr)
+		}
+		scope, name := variablePath(p.Name)
+		ctx.InAbsPath(scope).VariableWithValue(name, t)
+	}
+	return nil
+}
+
+// variablePath inverts TensorName.
+func variablePath(tensor string) (scope, name string) {
+	parts := strings.Split(tensor, ".")
+	return "/" + strings.Join(append([]string{Scope}, parts[:len(parts)-1]...), "/"), parts[len(parts)-1]
+}

@@ -1,0 +1,144 @@
+// Package models describes a transformer in one Config (as nanoGPT does), builds decoders
+// (causal LM) and encoders (bidirectional, masked-LM head) from it, and reads and writes
+// posformer checkpoints: a directory with config.json and model.safetensors.
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/positional"
+)
+
+// Config is a model's architecture and positional scheme, stored as config.json.
+type Config struct {
+	Kind          string  `json:"kind"`       // "decoder" (causal LM) or "encoder" (masked LM)
+	VocabSize     int     `json:"vocab_size"` // tokens
+	Dim           int     `json:"dim"`        // model width
+	NumLayers     int     `json:"n_layers"`
+	NumHeads      int     `json:"n_heads"`
+	NumKVHeads    int     `json:"n_kv_heads"` // grouped-query attention; 0 means n_heads
+	HiddenDim     int     `json:"hidden_dim"` // feed-forward width
+	FFN           string  `json:"ffn"`        // "swiglu" or "gelu"
+	Norm          string  `json:"norm"`       // "rmsnorm" or "layernorm"
+	NormEps       float64 `json:"norm_eps"`
+	Bias          bool    `json:"bias"`           // biases in the linear projections
+	TieEmbeddings bool    `json:"tie_embeddings"` // the output head reuses the token embedding
+	MaxSeqLen     int     `json:"max_seq_len"`    // default KV-cache capacity (context size)
+	TrainSeqLen   int     `json:"train_seq_len,omitempty"`
+	Tokenizer     string  `json:"tokenizer"` // "byte", or a tokenizer.json path relative to the checkpoint
+	// Positional is the scheme's block: {"name": "rope", "base": 10000, ...}.
+	Positional map[string]any `json:"positional"`
+}
+
+// Decoder and Encoder are the two kinds of model.
+const (
+	Decoder = "decoder"
+	Encoder = "encoder"
+)
+
+// Defaults fills unset optional fields.
+func (c *Config) Defaults() {
+	if c.NumKVHeads == 0 {
+		c.NumKVHeads = c.NumHeads
+	}
+	if c.FFN == "" {
+		c.FFN = "swiglu"
+	}
+	if c.Norm == "" {
+		c.Norm = "rmsnorm"
+	}
+	if c.NormEps == 0 {
+		c.NormEps = 1e-5
+	}
+	if c.Tokenizer == "" {
+		c.Tokenizer = "byte"
+	}
+	if c.Positional == nil {
+		c.Positional = map[string]any{"name": "none"}
+	}
+}
+
+// Causal reports whether the model is a decoder.
+func (c *Config) Causal() bool { return c.Kind == Decoder }
+
+// SchemeName is the positional scheme's registry name.
+func (c *Config) SchemeName() string {
+	name, _ := c.Positional["name"].(string)
+	return name
+}
+
+// Block is the per-block part of the configuration.
+func (c *Config) Block() layers.BlockConfig {
+	hd := 0
+	if c.NumHeads > 0 {
+		hd = c.Dim / c.NumHeads
+	}
+	return layers.BlockConfig{
+		Dim: c.Dim, Hidden: c.HiddenDim, NumHeads: c.NumHeads, NumKVHeads: c.NumKVHeads, HeadDim: hd,
+		NumLayers: c.NumLayers, Causal: c.Causal(), Norm: c.Norm, NormEps: c.NormEps, FFN: c.FFN, Bias: c.Bias,
+	}
+}
+
+// Arch is what the positional scheme sees of the model.
+func (c *Config) Arch() positional.Arch {
+	b := c.Block()
+	return positional.Arch{Dim: c.Dim, NumHeads: c.NumHeads, NumKVHeads: c.NumKVHeads, HeadDim: b.HeadDim, NumLayers: c.NumLayers, Causal: c.Causal()}
+}
+
+// Scheme builds the configured positional scheme.
+func (c *Config) Scheme() (positional.Scheme, error) {
+	opts := map[string]any{}
+	for k, v := range c.Positional {
+		if k != "name" {
+			opts[k] = v
+		}
+	}
+	return positional.New(c.SchemeName(), opts, c.Arch())
+}
+
+// Validate reports the first inconsistency, as a one-line error.
+func (c *Config) Validate() error {
+	switch {
+	case c.Kind != Decoder && c.Kind != Encoder:
+		return fmt.Errorf("config: kind is %q (valid: decoder, encoder)", c.Kind)
+	case c.VocabSize < 1 || c.Dim < 1 || c.NumLayers < 1 || c.HiddenDim < 1:
+		return fmt.Errorf("config: vocab_size (%d), dim (%d), n_layers (%d) and hidden_dim (%d) must be >= 1", c.VocabSize, c.Dim, c.NumLayers, c.HiddenDim)
+	case c.NumHeads < 1 || c.Dim%c.NumHeads != 0:
+		return fmt.Errorf("config: dim (%d) must be a multiple of n_heads (%d)", c.Dim, c.NumHeads)
+	case c.FFN != "swiglu" && c.FFN != "gelu":
+		return fmt.Errorf("config: ffn is %q (valid: swiglu, gelu)", c.FFN)
+	case c.Norm != "rmsnorm" && c.Norm != "layernorm":
+		return fmt.Errorf("config: norm is %q (valid: rmsnorm, layernorm)", c.Norm)
+	case c.MaxSeqLen < 1:
+		return fmt.Errorf("config: max_seq_len must be >= 1, got %d", c.MaxSeqLen)
+	}
+	if err := c.Block().Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if _, err := c.Scheme(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// ReadConfig reads and validates dir/config.json.
+func ReadConfig(dir string) (*Config, error) {
+	path := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading model config: %w", err)
+	}
+	var c Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", path, err)
+	}
+	c.Defaults()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}

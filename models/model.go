@@ -1,0 +1,87 @@
+package models
+
+import (
+	"fmt"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/positional"
+)
+
+// Model is a decoder or an encoder: token embedding, positional scheme, n pre-norm blocks,
+// final norm, and a head onto the vocabulary.
+type Model struct {
+	Config Config
+	Scheme positional.Scheme
+}
+
+// New validates cfg and builds its positional scheme.
+func New(cfg Config) (*Model, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := cfg.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Config: cfg, Scheme: s}, nil
+}
+
+// Scope is the context scope that holds the model's variables; optimizers keep theirs elsewhere.
+const Scope = "model"
+
+// Cache is the graph-side KV cache: one LayerCache per block, plus the positions and validity
+// of every slot, and the slots the current chunk writes to.
+type Cache struct {
+	Layers []layers.LayerCache
+	Pos    *Node // [batch, capacity] int32
+	Valid  *Node // [batch, capacity] bool
+	Slots  *Node // [batch, seq] int32: where this chunk's tokens go
+}
+
+// Forward maps tokens [batch, seq] (int32) at positions pos [batch, seq] (int32), with valid
+// [batch, seq] (bool, false for padding), to logits [batch, seq, vocab]. With a cache, the
+// chunk also attends to the cached tokens and the updated cache is returned.
+//
+// ctx is the root context; variables live under ctx.In(Scope).
+func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *Cache) (*Node, *Cache) {
+	c := m.Config
+	ctx = ctx.In(Scope)
+	block := c.Block()
+	pe := layers.Positional{Scheme: m.Scheme, Ctx: ctx.In("positional")}
+
+	table := layers.EmbeddingTable(ctx.In("tok_embeddings"), tokens.Graph(), c.VocabSize, c.Dim, DType)
+	x := layers.Embed(table, tokens)
+	if hook, ok := m.Scheme.(positional.Input); ok {
+		x = hook.Input(pe.Ctx, x, pos)
+	}
+
+	att := layers.AttentionInput{Pos: pos, Valid: valid}
+	var out *Cache
+	if cache != nil {
+		att.Write = layers.NewCacheWrite(cache.Slots, valid, pos, cache.Pos, cache.Valid)
+		out = &Cache{Pos: att.Write.Pos, Valid: att.Write.Valid, Slots: cache.Slots}
+	}
+	for i := 0; i < c.NumLayers; i++ {
+		if cache != nil {
+			att.Cache = &cache.Layers[i]
+		}
+		var lc *layers.LayerCache
+		x, lc = layers.Block(ctx.In(fmt.Sprintf("layer_%d", i)), i, block, pe, x, att)
+		if out != nil {
+			out.Layers = append(out.Layers, *lc)
+		}
+	}
+	x = layers.Norm(ctx.In("norm"), c.Norm, c.NormEps, x)
+	head := table
+	if !c.TieEmbeddings {
+		head = layers.EmbeddingTable(ctx.In("output"), tokens.Graph(), c.VocabSize, c.Dim, DType)
+	}
+	return layers.Unembed(head, x), out
+}
+
+// DType is the floating-point type of every weight and activation.
+const DType = dtypes.Float32

@@ -1,0 +1,172 @@
+package positional
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Constructor builds a scheme from its options (the keys of the config's "positional" block
+// other than "name") and the architecture it is plugged into.
+type Constructor func(opts *Options, arch Arch) (Scheme, error)
+
+var registry = map[string]Constructor{}
+
+// Register makes a scheme constructible by name. Scheme files call it from init.
+func Register(name string, c Constructor) {
+	if _, dup := registry[name]; dup {
+		panic("positional: scheme registered twice: " + name)
+	}
+	registry[name] = c
+}
+
+// Names lists the registered schemes, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New builds the scheme called name. Unknown names and unknown or mistyped options are errors.
+func New(name string, raw map[string]any, arch Arch) (Scheme, error) {
+	c, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown positional scheme %q (valid: %s)", name, strings.Join(Names(), ", "))
+	}
+	opts := NewOptions(raw)
+	s, err := c(opts, arch)
+	if err == nil {
+		err = opts.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("positional scheme %q: %w", name, err)
+	}
+	return s, nil
+}
+
+// Options reads a scheme's options with defaults, recording which keys were read so that a
+// misspelt key is reported instead of silently ignored.
+type Options struct {
+	raw  map[string]any
+	read map[string]bool
+	errs []string
+}
+
+// NewOptions wraps raw option values (as decoded from JSON).
+func NewOptions(raw map[string]any) *Options {
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	return &Options{raw: raw, read: map[string]bool{}}
+}
+
+// Float returns the option key as a float64, or def when absent.
+func (o *Options) Float(key string, def float64) float64 {
+	o.read[key] = true
+	v, ok := o.raw[key]
+	if !ok {
+		return def
+	}
+	switch x := v.(type) {
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	case int:
+		return float64(x)
+	case json.Number:
+		f, err := x.Float64()
+		if err == nil {
+			return f
+		}
+	}
+	o.errs = append(o.errs, fmt.Sprintf("option %q must be a number, got %v", key, v))
+	return def
+}
+
+// Int returns the option key as an int, or def when absent.
+func (o *Options) Int(key string, def int) int {
+	f := o.Float(key, float64(def))
+	if f != math.Trunc(f) {
+		o.errs = append(o.errs, fmt.Sprintf("option %q must be an integer, got %v", key, f))
+		return def
+	}
+	return int(f)
+}
+
+// String returns the option key as a string, or def when absent; allowed, when given, lists
+// the accepted values.
+func (o *Options) String(key, def string, allowed ...string) string {
+	o.read[key] = true
+	v, ok := o.raw[key]
+	if !ok {
+		return def
+	}
+	s, isString := v.(string)
+	if !isString {
+		o.errs = append(o.errs, fmt.Sprintf("option %q must be a string, got %v", key, v))
+		return def
+	}
+	if len(allowed) > 0 {
+		for _, a := range allowed {
+			if s == a {
+				return s
+			}
+		}
+		o.errs = append(o.errs, fmt.Sprintf("option %q is %q (valid: %s)", key, s, strings.Join(allowed, ", ")))
+		return def
+	}
+	return s
+}
+
+// Bool returns the option key as a bool, or def when absent.
+func (o *Options) Bool(key string, def bool) bool {
+	o.read[key] = true
+	v, ok := o.raw[key]
+	if !ok {
+		return def
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		o.errs = append(o.errs, fmt.Sprintf("option %q must be true or false, got %v", key, v))
+		return def
+	}
+	return b
+}
+
+// Errorf records a validation error found by a constructor.
+func (o *Options) Errorf(format string, args ...any) {
+	o.errs = append(o.errs, fmt.Sprintf(format, args...))
+}
+
+// Err reports mistyped options and keys that the scheme never read.
+func (o *Options) Err() error {
+	var unknown []string
+	for k := range o.raw {
+		if k != "name" && !o.read[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	if len(unknown) > 0 {
+		var known []string
+		for k := range o.read {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		valid := strings.Join(known, ", ")
+		if valid == "" {
+			valid = "none"
+		}
+		o.errs = append(o.errs, fmt.Sprintf("unknown option %s (valid: %s)", strings.Join(unknown, ", "), valid))
+	}
+	if len(o.errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(o.errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+// Package positional holds the positional encodings of posformer, one file per scheme.
+//
+// A scheme touches attention at one or more of four points (hooks). It implements only the
+// interfaces it needs, and attention calls whichever are present, in this order:
+//
+//	Input     x' = f(x, pos)                   on the token embeddings (sinusoidal, learned)
+//	QueryKey  q', k' = g(q, k, qPos, kPos)     before the dot product (RoPE)
+//	Relative  extra logits from content x relative embeddings, extra values (Shaw, XL, DeBERTa)
+//	Bias      bias[h,i,j] = b(qPos_i, kPos_j)  added to the scaled logits (ALiBi)
+//
+// Positions are data: every hook receives explicit int32 position tensors of shape [batch, seq],
+// never an implied iota. That makes KV-cache decoding, padding and packed sequences one code path.
+package positional
+
+import (
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// Scheme is a positional encoding. On its own it does nothing (that is NoPE); its behaviour
+// comes from the hook interfaces below that it also implements.
+type Scheme interface {
+	Name() string
+}
+
+// Input adds (or otherwise mixes) a position code into the token embeddings.
+type Input interface {
+	Scheme
+	// Input maps embeddings x [batch, seq, dim] at positions pos [batch, seq] to new embeddings.
+	Input(ctx *context.Context, x, pos *Node) *Node
+}
+
+// QueryKey transforms queries and keys before their dot product.
+type QueryKey interface {
+	Scheme
+	// QueryKey receives the new queries q [batch, heads, seq, headDim] and the new keys
+	// k [batch, kvHeads, seq, headDim] of the current chunk with their positions [batch, seq].
+	// Keys are transformed once, before they enter the KV cache.
+	QueryKey(ctx *context.Context, layer int, q, k, qPos, kPos *Node) (*Node, *Node)
+}
+
+// Bias adds a bias that depends on query and key positions to the attention logits.
+type Bias interface {
+	Scheme
+	// Bias returns a tensor broadcastable to [batch, heads, seq_q, seq_k], added after the
+	// 1/sqrt(headDim) scaling. qPos is [batch, seq_q], kPos is [batch, seq_k].
+	Bias(ctx *context.Context, layer int, qPos, kPos *Node, numHeads int) *Node
+}
+
+// Relative adds content-by-position terms (Shaw et al., Transformer-XL, DeBERTa).
+type Relative interface {
+	Scheme
+	// RelativeLogits returns extra logits [batch, heads, seq_q, seq_k], added to q·k before
+	// the 1/sqrt(headDim) scaling. q is [batch, heads, seq_q, headDim]; k is the full key set
+	// [batch, heads, seq_k, headDim] (key/value heads already repeated for grouped queries).
+	RelativeLogits(ctx *context.Context, layer int, q, k, qPos, kPos *Node) *Node
+	// RelativeValues returns extra attention output [batch, heads, seq_q, headDim] from the
+	// attention probabilities [batch, heads, seq_q, seq_k], or nil when the scheme has none.
+	RelativeValues(ctx *context.Context, layer int, probs, qPos, kPos *Node) *Node
+}
+
+// Limited is implemented by schemes that cannot encode positions past some bound (a learned
+// table). Limit returns that bound (the number of valid positions), or 0 for no bound.
+type Limited interface {
+	Limit() int
+}
+
+// Arch is what a scheme may need to know about the model it is plugged into.
+type Arch struct {
+	Dim        int  // model width
+	NumHeads   int  // query heads
+	NumKVHeads int  // key/value heads
+	HeadDim    int  // width of one head
+	NumLayers  int  // transformer blocks
+	Causal     bool // decoder (causal) or encoder (bidirectional)
+}
