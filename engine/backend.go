@@ -34,6 +34,11 @@ func NewBackend(name string) (backends.Backend, error) {
 	kind, config, _ := strings.Cut(name, ":")
 	switch kind {
 	case "go", "simplego":
+		if config == "" {
+			// The backend's default parallel op scheduling was seen to hang on 2 cores;
+			// sequential ops (DotGeneral still runs in parallel inside) did not.
+			config = "ops_sequential"
+		}
 		b, err := simplego.New(config)
 		if err != nil {
 			return nil, fmt.Errorf("backend %q: %w", name, err)

@@ -1,0 +1,177 @@
+// Command infer runs a posformer checkpoint: a decoder continues the prompt, streaming tokens;
+// an encoder fills each <mask> in the prompt and prints the top candidates. Flags follow
+// llama.cpp's llama-cli. The last line on stderr reports prefill and decode tokens per second.
+//
+//	go run ./cmd/infer -p "func main() {"
+//	go run ./cmd/infer -m weights/sinusoidal-encoder -p "for i := 0; i < n; i<mask><mask> {"
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/tokenizer"
+)
+
+// DefaultModel is the shipped RoPE decoder, relative to the repository root.
+const DefaultModel = "weights/rope-decoder"
+
+type options struct {
+	model, prompt, backend, cpuprofile string
+	n, topK, ctxSize                   int
+	temp, topP                         float64
+	seed                               int64
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
+	for _, name := range []string{"m", "model"} {
+		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory (config.json + model.safetensors)")
+	}
+	for _, name := range []string{"p", "prompt"} {
+		fs.StringVar(&o.prompt, name, "func main() {", "prompt; for an encoder, mark tokens to fill with "+tokenizer.MaskLiteral)
+	}
+	for _, name := range []string{"n", "n-predict"} {
+		fs.IntVar(&o.n, name, 128, "tokens to generate (-1: until the context is full)")
+	}
+	for _, name := range []string{"c", "ctx-size"} {
+		fs.IntVar(&o.ctxSize, name, 0, "context size, the KV-cache capacity (0: the model's max_seq_len)")
+	}
+	fs.Float64Var(&o.temp, "temp", 0.8, "temperature (0: greedy)")
+	fs.IntVar(&o.topK, "top-k", 40, "top-k sampling (0: off)")
+	fs.Float64Var(&o.topP, "top-p", 0.95, "top-p sampling (1: off)")
+	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
+	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return
+		}
+		os.Exit(2)
+	}
+	if err := run(o, fs.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "infer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options, args []string) error {
+	switch {
+	case len(args) > 0:
+		return fmt.Errorf("unexpected argument %q; pass the prompt with -p", args[0])
+	case o.n < -1:
+		return fmt.Errorf("-n must be >= -1, got %d", o.n)
+	case o.temp < 0:
+		return fmt.Errorf("--temp must be >= 0, got %g", o.temp)
+	case o.topK < 0:
+		return fmt.Errorf("--top-k must be >= 0, got %d", o.topK)
+	case o.topP <= 0 || o.topP > 1:
+		return fmt.Errorf("--top-p must be in (0, 1], got %g", o.topP)
+	case o.ctxSize < 0:
+		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if _, err := os.Stat(filepath.Join(o.model, models.ConfigFile)); err != nil {
+		return fmt.Errorf("no model at %s (want a directory with %s and %s); pass -m DIR", o.model, models.ConfigFile, models.WeightsFile)
+	}
+	start := time.Now()
+	e, err := engine.Load(o.model, o.backend, o.ctxSize)
+	if err != nil {
+		return err
+	}
+	tok, err := loadTokenizer(o.model, e.Model.Config.Tokenizer)
+	if err != nil {
+		return err
+	}
+	load := time.Since(start)
+	if !e.Model.Config.Causal() {
+		return fillMask(e, tok, o.prompt)
+	}
+	ids, err := tok.Encode(o.prompt)
+	if err != nil {
+		return err
+	}
+	seed := uint64(o.seed)
+	if o.seed < 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	sm, err := engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed})
+	if err != nil {
+		return err
+	}
+	var stop []int
+	if eos := tok.Special().EOS; eos >= 0 {
+		stop = append(stop, eos)
+	}
+	fmt.Print(o.prompt)
+	// Bytes of a multi-byte character arrive one token at a time; hold them until whole.
+	var pending []int
+	st, err := e.Generate(ids, o.n, sm, stop, func(t int) {
+		pending = append(pending, t)
+		if text := tok.Decode(pending); !strings.HasSuffix(text, "\uFFFD") || len(pending) >= 4 {
+			fmt.Print(text)
+			pending = pending[:0]
+		}
+	})
+	fmt.Print(tok.Decode(pending), "\n")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "infer: load %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
+		load.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
+	return nil
+}
+
+func loadTokenizer(dir, name string) (tokenizer.Tokenizer, error) {
+	if name != "byte" && !filepath.IsAbs(name) {
+		name = filepath.Join(dir, name)
+	}
+	return tokenizer.Load(name)
+}
+
+func fillMask(e *engine.Engine, tok tokenizer.Tokenizer, prompt string) error {
+	ids, maskAt, err := tokenizer.EncodeWithMask(tok, prompt)
+	if err != nil {
+		return err
+	}
+	if len(maskAt) == 0 {
+		return fmt.Errorf("this model is an encoder: put %s in the prompt where a token should be filled", tokenizer.MaskLiteral)
+	}
+	start := time.Now()
+	fills, err := e.FillMask(ids, maskAt, 5)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	best := append([]int(nil), ids...)
+	for i, at := range maskAt {
+		fmt.Printf("mask %d (token %d):", i+1, at)
+		for _, f := range fills[i] {
+			fmt.Printf("  %q %.3f", tok.Decode([]int{f.Token}), f.Prob)
+		}
+		fmt.Println()
+		best[at] = fills[i][0].Token
+	}
+	fmt.Printf("best: %s\n", tok.Decode(best))
+	fmt.Fprintf(os.Stderr, "infer: prefill %.1f tok/s (%d tokens) · decode 0.0 tok/s (0 tokens, encoder) · %d graphs compiled\n",
+		float64(len(ids))/elapsed.Seconds(), len(ids), e.Compilations())
+	return nil
+}

@@ -1,0 +1,249 @@
+// Command train trains a toy decoder or encoder, byte level, on the Go standard library's
+// source (the text every Go user has), for one named positional scheme. It shows a progress bar,
+// saves a checkpoint (config.json + model.safetensors, plus train_state.safetensors for the
+// optimizer) every -save-every steps and at the end, and resumes from one with -resume.
+//
+//	go run ./cmd/train -scheme rope -o weights/rope-decoder
+//	go run ./cmd/train -kind encoder -scheme sinusoidal -o weights/sinusoidal-encoder
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/benchmarks/corpus"
+	"github.com/posformer/posformer/cmd/internal/progress"
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/positional"
+	"github.com/posformer/posformer/tokenizer"
+)
+
+// peOptions collects repeated -pe key=value flags.
+type peOptions map[string]any
+
+func (p peOptions) String() string { return fmt.Sprint(map[string]any(p)) }
+
+func (p peOptions) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		p[k] = f
+	} else if b, err := strconv.ParseBool(v); err == nil {
+		p[k] = b
+	} else {
+		p[k] = v
+	}
+	return nil
+}
+
+type options struct {
+	kind, scheme, out, backend string
+	pe                         peOptions
+	dim, layers, heads, kv     int
+	hidden, ctxLen             int
+	steps, batch, seq          int
+	lr, warmup, wd             float64
+	seed                       int64
+	evalEvery, saveEvery       int
+	evalWindows, maxBytes      int
+	maskRate                   float64
+	resume                     bool
+}
+
+func main() {
+	o := options{pe: peOptions{}}
+	flag.StringVar(&o.kind, "kind", "decoder", "decoder (causal LM) or encoder (masked LM)")
+	flag.StringVar(&o.scheme, "scheme", "rope", "positional scheme: "+strings.Join(positional.Names(), ", "))
+	flag.Var(o.pe, "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
+	flag.StringVar(&o.out, "o", "", "checkpoint directory to write (required)")
+	flag.StringVar(&o.backend, "backend", "", "go (default), xla:cpu or xla:cuda")
+	flag.IntVar(&o.dim, "dim", 128, "model width")
+	flag.IntVar(&o.layers, "layers", 4, "transformer blocks")
+	flag.IntVar(&o.heads, "heads", 4, "attention heads")
+	flag.IntVar(&o.kv, "kv-heads", 2, "key/value heads (grouped-query attention)")
+	flag.IntVar(&o.hidden, "hidden", 384, "feed-forward width")
+	flag.IntVar(&o.ctxLen, "ctx", 1024, "max_seq_len written to the config: the default context size at inference")
+	flag.IntVar(&o.steps, "steps", 2000, "optimizer steps in total (a resumed run continues up to this)")
+	flag.IntVar(&o.batch, "batch", 16, "sequences per step")
+	flag.IntVar(&o.seq, "seq", 128, "training sequence length L")
+	flag.Float64Var(&o.lr, "lr", 2e-3, "peak learning rate (linear warm-up, cosine decay to 10%)")
+	flag.Float64Var(&o.warmup, "warmup", 100, "warm-up steps")
+	flag.Float64Var(&o.wd, "wd", 0.01, "AdamW weight decay")
+	flag.Int64Var(&o.seed, "seed", 1, "seed of data sampling and masking")
+	flag.IntVar(&o.evalEvery, "eval-every", 250, "evaluate every N steps")
+	flag.IntVar(&o.saveEvery, "save-every", 250, "save a checkpoint every N steps")
+	flag.IntVar(&o.evalWindows, "eval-windows", 64, "held-out windows of length L used for eval loss")
+	flag.IntVar(&o.maxBytes, "max-bytes", 0, "cap on each corpus split in bytes (0: all of $GOROOT/src)")
+	flag.Float64Var(&o.maskRate, "mask-rate", 0.15, "encoder: fraction of bytes masked")
+	flag.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -o")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "train:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	switch {
+	case o.out == "":
+		return fmt.Errorf("-o DIR is required (where the checkpoint goes)")
+	case flag.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q; flags only (see -h)", flag.Arg(0))
+	case o.steps < 1 || o.batch < 1 || o.seq < 2:
+		return fmt.Errorf("-steps, -batch must be >= 1 and -seq >= 2")
+	}
+	backend, err := engine.NewBackend(o.backend)
+	if err != nil {
+		return err
+	}
+	tok := tokenizer.NewByte()
+	pe := map[string]any{"name": o.scheme}
+	for k, v := range o.pe {
+		pe[k] = v
+	}
+	cfg := models.Config{
+		Kind: o.kind, VocabSize: tok.VocabSize(), Dim: o.dim, NumLayers: o.layers, NumHeads: o.heads,
+		NumKVHeads: o.kv, HiddenDim: o.hidden, TieEmbeddings: true, MaxSeqLen: o.ctxLen, TrainSeqLen: o.seq,
+		Tokenizer: "byte", Positional: pe,
+	}
+	ctx := context.New()
+	var m *models.Model
+	if o.resume {
+		m, ctx, err = models.Load(o.out, backend)
+		if err != nil {
+			return fmt.Errorf("resuming: %w", err)
+		}
+		if err := loadState(filepath.Join(o.out, stateFile), ctx); err != nil {
+			return fmt.Errorf("resuming: %w", err)
+		}
+		cfg = m.Config
+	} else if m, err = models.New(cfg); err != nil {
+		return err
+	}
+	root, err := corpus.GoRoot()
+	if err != nil {
+		return err
+	}
+	data, err := corpus.Load(root, o.maxBytes)
+	if err != nil {
+		return err
+	}
+	tr, err := engine.NewTrainer(backend, m, ctx, o.wd)
+	if err != nil {
+		return err
+	}
+	sampler := corpus.NewSampler(data.Train, o.seed+int64(tr.GlobalStep()))
+	maskRNG := rand.New(rand.NewPCG(uint64(o.seed), uint64(tr.GlobalStep())))
+	evalIn, evalTgt := corpus.Windows(data.Eval, cfg.TrainSeqLen, o.evalWindows)
+	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.maskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
+	fmt.Fprintf(os.Stderr, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes\n",
+		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.steps, o.batch, cfg.TrainSeqLen)
+
+	start := time.Now()
+	first := tr.GlobalStep()
+	bar := progress.New(os.Stderr, "train "+cfg.SchemeName()+" "+cfg.Kind, o.steps-first)
+	var loss, evalLoss float64 = math.NaN(), math.NaN()
+	for step := first; step < o.steps; step++ {
+		in, tgt := sampler.Batch(o.batch, cfg.TrainSeqLen)
+		b := makeBatch(cfg.Kind, in, tgt, o.maskRate, maskRNG, tok.Special().MASK)
+		if loss, err = tr.Step(b, schedule(step, o)); err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		done := step + 1
+		if done%o.evalEvery == 0 || done == o.steps {
+			if evalLoss, err = tr.Eval(evalBatch); err != nil {
+				return err
+			}
+		}
+		if done%o.saveEvery == 0 || done == o.steps {
+			if err := save(o.out, cfg, ctx); err != nil {
+				return err
+			}
+		}
+		tokPerSec := float64((done-first)*o.batch*cfg.TrainSeqLen) / time.Since(start).Seconds()
+		bar.Set(done-first, fmt.Sprintf("loss %.3f · eval %.3f · %.0f tok/s", loss, evalLoss, tokPerSec))
+	}
+	bar.Finish()
+	wall := time.Since(start)
+	summary := map[string]any{
+		"command":            "go run ./cmd/train " + strings.Join(os.Args[1:], " "),
+		"scheme":             cfg.SchemeName(),
+		"kind":               cfg.Kind,
+		"steps":              o.steps,
+		"batch":              o.batch,
+		"seq_len":            cfg.TrainSeqLen,
+		"seed":               o.seed,
+		"wall_seconds":       math.Round(wall.Seconds()),
+		"final_loss":         loss,
+		"final_eval_loss":    evalLoss,
+		"eval_bits_per_byte": evalLoss / math.Ln2,
+	}
+	js, _ := json.MarshalIndent(summary, "", "  ")
+	if err := models.WriteFileAtomic(filepath.Join(o.out, "train.json"), append(js, '\n')); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "train: done in %s: loss %.4f, eval loss %.4f nats (%.3f bits/byte); checkpoint in %s\n",
+		wall.Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.out)
+	return nil
+}
+
+// schedule is linear warm-up then cosine decay to 10% of the peak.
+func schedule(step int, o options) float64 {
+	if float64(step) < o.warmup {
+		return o.lr * float64(step+1) / o.warmup
+	}
+	progress := (float64(step) - o.warmup) / math.Max(1, float64(o.steps)-o.warmup)
+	return o.lr * (0.1 + 0.9*0.5*(1+math.Cos(math.Pi*math.Min(progress, 1))))
+}
+
+// makeBatch turns byte windows into a training batch: next-byte prediction for a decoder;
+// for an encoder, BERT's masking (of the chosen bytes, 80% become <mask>, 10% a random byte,
+// 10% stay) with the loss on the chosen bytes only.
+func makeBatch(kind string, in, tgt [][]int32, maskRate float64, r *rand.Rand, maskID int) engine.Batch {
+	b := engine.Batch{Inputs: in, Targets: tgt}
+	for i := range in {
+		pos := make([]int32, len(in[i]))
+		w := make([]float32, len(in[i]))
+		for j := range pos {
+			pos[j] = int32(j)
+			w[j] = 1
+		}
+		b.Positions = append(b.Positions, pos)
+		b.Weights = append(b.Weights, w)
+	}
+	if kind != models.Encoder {
+		return b
+	}
+	b.Targets = in
+	b.Inputs = make([][]int32, len(in))
+	for i, row := range in {
+		masked := append([]int32(nil), row...)
+		for j := range masked {
+			b.Weights[i][j] = 0
+			if r.Float64() >= maskRate {
+				continue
+			}
+			b.Weights[i][j] = 1
+			switch u := r.Float64(); {
+			case u < 0.8:
+				masked[j] = int32(maskID)
+			case u < 0.9:
+				masked[j] = int32(r.IntN(256))
+			}
+		}
+		b.Inputs[i] = masked
+	}
+	return b
+}

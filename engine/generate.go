@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Sampling chooses the next token from logits, as llama.cpp's samplers do.
+type Sampling struct {
+	Temp float64 // <= 0: greedy (argmax)
+	TopK int     // keep the k most likely tokens (0: all)
+	TopP float64 // keep the smallest set whose probability reaches p (>= 1: all)
+	Seed uint64
+}
+
+// Sampler draws tokens reproducibly for a seed.
+type Sampler struct {
+	s   Sampling
+	rng *rand.Rand
+}
+
+// NewSampler validates s.
+func NewSampler(s Sampling) (*Sampler, error) {
+	if s.TopK < 0 || s.TopP < 0 || math.IsNaN(s.Temp) {
+		return nil, fmt.Errorf("sampling: top-k (%d) and top-p (%g) must be >= 0", s.TopK, s.TopP)
+	}
+	return &Sampler{s: s, rng: rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))}, nil
+}
+
+// Next picks a token id.
+func (sm *Sampler) Next(logits []float32) int {
+	if sm.s.Temp <= 0 {
+		best := 0
+		for i, l := range logits {
+			if l > logits[best] {
+				best = i
+			}
+		}
+		return best
+	}
+	ids := make([]int, len(logits))
+	for i := range ids {
+		ids[i] = i
+	}
+	sort.SliceStable(ids, func(a, b int) bool { return logits[ids[a]] > logits[ids[b]] })
+	if k := sm.s.TopK; k > 0 && k < len(ids) {
+		ids = ids[:k]
+	}
+	probs := make([]float64, len(ids))
+	top, sum := float64(logits[ids[0]]), 0.0
+	for i, id := range ids {
+		probs[i] = math.Exp((float64(logits[id]) - top) / sm.s.Temp)
+		sum += probs[i]
+	}
+	if p := sm.s.TopP; p > 0 && p < 1 {
+		cum := 0.0
+		for i := range probs {
+			cum += probs[i] / sum
+			if cum >= p {
+				ids, probs = ids[:i+1], probs[:i+1]
+				break
+			}
+		}
+		sum = 0
+		for _, q := range probs {
+			sum += q
+		}
+	}
+	u := sm.rng.Float64() * sum
+	for i, q := range probs {
+		if u -= q; u < 0 {
+			return ids[i]
+		}
+	}
+	return ids[len(ids)-1]
+}
+
+// Stats reports a generation's timing, as llama.cpp's prompt-eval and eval lines do.
+type Stats struct {
+	PromptTokens, Generated int
+	Prefill, Decode         time.Duration
+	StopReason              string
+}
+
+// PrefillRate and DecodeRate are tokens per second.
+func (s Stats) PrefillRate() float64 { return rate(s.PromptTokens, s.Prefill) }
+func (s Stats) DecodeRate() float64  { return rate(s.Generated, s.Decode) }
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// Generate continues prompt by up to n tokens (n < 0: until the context is full), calling emit
+// with each new token as soon as it is chosen. It stops at a token in stop, at n, or when the
+// context (or the positional scheme's range) is full.
+func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit func(token int)) (Stats, error) {
+	var st Stats
+	if len(prompt) == 0 {
+		return st, fmt.Errorf("empty prompt: give at least one token")
+	}
+	if len(prompt) > e.Capacity {
+		return st, fmt.Errorf("prompt of %d tokens exceeds the context size %d; shorten it or raise -c", len(prompt), e.Capacity)
+	}
+	limit := e.Capacity
+	if l := e.positionLimit(); l > 0 {
+		if len(prompt) > l {
+			return st, fmt.Errorf("prompt of %d tokens is longer than the %s table's %d positions; shorten it or set the scheme's \"beyond\" option to clamp or interpolate", len(prompt), e.Model.Scheme.Name(), l)
+		}
+		limit = min(limit, l)
+	}
+	s := e.NewSession(1)
+	start := time.Now()
+	out, err := s.Append([][]int{prompt}, [][]int{iotaFrom(0, len(prompt))})
+	if err != nil {
+		return st, err
+	}
+	st.PromptTokens, st.Prefill = len(prompt), time.Since(start)
+	logits := out[0][len(prompt)-1]
+	start = time.Now()
+	defer func() { st.Decode = time.Since(start) }()
+	for pos := len(prompt); ; pos++ {
+		tok := sm.Next(logits)
+		if slices.Contains(stop, tok) {
+			st.StopReason = "stop token"
+			return st, nil
+		}
+		emit(tok)
+		st.Generated++
+		switch {
+		case n >= 0 && st.Generated >= n:
+			st.StopReason = "length"
+			return st, nil
+		case pos >= limit:
+			st.StopReason = "context full"
+			return st, nil
+		}
+		out, err := s.Append([][]int{{tok}}, [][]int{{pos}})
+		if err != nil {
+			return st, err
+		}
+		logits = out[0][0]
+	}
+}
+
+func (e *Engine) positionLimit() int {
+	if lim, ok := e.Model.Scheme.(interface{ Limit() int }); ok {
+		return lim.Limit()
+	}
+	return 0
+}
+
+func iotaFrom(from, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = from + i
+	}
+	return out
+}
+
+// Filling is one candidate for a masked token.
+type Filling struct {
+	Token int
+	Prob  float64
+}
+
+// FillMask runs an encoder over tokens and returns, for each index in maskAt, the k most
+// likely tokens there.
+func (e *Engine) FillMask(tokens, maskAt []int, k int) ([][]Filling, error) {
+	if e.Model.Config.Causal() {
+		return nil, fmt.Errorf("fill-mask needs an encoder; this model is a %s", e.Model.Config.Kind)
+	}
+	logits, err := e.Forward([][]int{tokens}, [][]int{iotaFrom(0, len(tokens))})
+	if err != nil {
+		return nil, err
+	}
+	var all [][]Filling
+	for _, at := range maskAt {
+		row := logits[0][at]
+		top := float64(slices.Max(row))
+		sum := 0.0
+		for _, l := range row {
+			sum += math.Exp(float64(l) - top)
+		}
+		fs := make([]Filling, len(row))
+		for i, l := range row {
+			fs[i] = Filling{Token: i, Prob: math.Exp(float64(l)-top) / sum}
+		}
+		sort.SliceStable(fs, func(a, b int) bool { return fs[a].Prob > fs[b].Prob })
+		all = append(all, fs[:min(k, len(fs))])
+	}
+	return all, nil
+}
