@@ -116,6 +116,9 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp's 0600 would make checkpoints private to their trainer
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

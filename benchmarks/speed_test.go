@@ -1,0 +1,80 @@
+package benchmarks
+
+import (
+	"os"
+	"testing"
+
+	"github.com/posformer/posformer/engine"
+)
+
+const shippedDecoder = "../weights/rope-decoder"
+
+func loadShipped(b *testing.B) *engine.Engine {
+	if _, err := os.Stat(shippedDecoder); err != nil {
+		b.Skip("no shipped decoder at " + shippedDecoder)
+	}
+	e, err := engine.Load(shippedDecoder, "go", 512)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+func prompt(n int) ([]int, []int) {
+	toks, pos := make([]int, n), make([]int, n)
+	for i := range toks {
+		toks[i] = int("func main() { fmt.Println(\"hello\") }\n"[i%38])
+		pos[i] = i
+	}
+	return toks, pos
+}
+
+// BenchmarkPrefill128 measures a 128-byte prompt through the KV-cache graph.
+func BenchmarkPrefill128(b *testing.B) {
+	e := loadShipped(b)
+	toks, pos := prompt(128)
+	if _, err := e.NewSession(1).Append([][]int{toks}, [][]int{pos}); err != nil { // warm-up: compile
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := e.NewSession(1).Append([][]int{toks}, [][]int{pos}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(128*b.N)/b.Elapsed().Seconds(), "tok/s")
+}
+
+// BenchmarkDecode measures one generated token at a time after a 32-byte prompt, the cache
+// restarting when it reaches 256 tokens.
+func BenchmarkDecode(b *testing.B) {
+	e := loadShipped(b)
+	toks, pos := prompt(32)
+	var s *engine.Session
+	next := 0
+	restart := func() {
+		s = e.NewSession(1)
+		if _, err := s.Append([][]int{toks}, [][]int{pos}); err != nil {
+			b.Fatal(err)
+		}
+		next = 32
+	}
+	restart()
+	if _, err := s.Append([][]int{{65}}, [][]int{{next}}); err != nil { // warm-up: compile
+		b.Fatal(err)
+	}
+	next++
+	b.ResetTimer()
+	for range b.N {
+		if next == 256 {
+			b.StopTimer()
+			restart()
+			b.StartTimer()
+		}
+		if _, err := s.Append([][]int{{65}}, [][]int{{next}}); err != nil {
+			b.Fatal(err)
+		}
+		next++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+}

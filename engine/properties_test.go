@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/posformer/posformer/models"
+)
+
+// With no positional scheme and no causal mask, permuting the input permutes the output
+// (the seeds' argument for why transformers need positions); any absolute scheme breaks it.
+func TestPermutationEquivariance(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	toks := randomTokens(r, 10)
+	perm := r.Perm(10)
+	permuted := make([]int, 10)
+	for i, p := range perm {
+		permuted[i] = toks[p]
+	}
+	for _, pe := range []map[string]any{{"name": "none"}, {"name": "sinusoidal"}, {"name": "learned", "max_positions": 64}} {
+		e := newTestEngine(t, tinyConfig(models.Encoder, 2, pe))
+		a, err := e.Forward([][]int{toks}, [][]int{iota(0, 10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.Forward([][]int{permuted}, [][]int{iota(0, 10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i, p := range perm {
+			worst = max(worst, maxAbsDiff(b[0][i], a[0][p]))
+		}
+		equivariant := worst < 1e-4
+		if want := pe["name"] == "none"; equivariant != want {
+			t.Errorf("%v: equivariant=%v (max diff %g), want %v", pe, equivariant, worst, want)
+		}
+	}
+}
+
+// After warm-up, generating never compiles a graph, whatever the prompt length within a bucket
+// and however many tokens are generated.
+func TestNoCompilationPerToken(t *testing.T) {
+	e := newTestEngine(t, tinyConfig(models.Decoder, 2, map[string]any{"name": "rope"}))
+	sm, err := NewSampler(Sampling{Temp: 0.8, TopK: 10, TopP: 0.9, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	if _, err := e.Generate(randomTokens(r, 5), 3, sm, nil, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	warm := e.Compilations()
+	if warm != 2 { // the prefill bucket (8) and the one-token decode graph
+		t.Errorf("warm-up built %d graphs, want 2", warm)
+	}
+	for _, n := range []int{6, 7, 8} { // same bucket as 5
+		st, err := e.Generate(randomTokens(r, n), 30, sm, nil, func(int) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Generated != 30 {
+			t.Errorf("generated %d tokens, want 30", st.Generated)
+		}
+	}
+	if got := e.Compilations(); got != warm {
+		t.Errorf("generation compiled %d more graphs after warm-up", got-warm)
+	}
+}
+
+// Greedy decoding with a seed is deterministic, and sampling respects top-k.
+func TestSampler(t *testing.T) {
+	logits := []float32{0.1, 3, 2.9, -1, 0}
+	g, _ := NewSampler(Sampling{})
+	if got := g.Next(logits); got != 1 {
+		t.Errorf("greedy picked %d, want 1", got)
+	}
+	s, _ := NewSampler(Sampling{Temp: 1, TopK: 2, Seed: 3})
+	seen := map[int]int{}
+	for range 2000 {
+		seen[s.Next(logits)]++
+	}
+	if len(seen) != 2 || seen[1] == 0 || seen[2] == 0 {
+		t.Errorf("top-k 2 sampled %v, want only tokens 1 and 2", seen)
+	}
+	// p(1)/p(2) = e^0.1 ≈ 1.105
+	if ratio := float64(seen[1]) / float64(seen[2]); ratio < 0.95 || ratio > 1.3 {
+		t.Errorf("sampled ratio %g, want about 1.105", ratio)
+	}
+	p, _ := NewSampler(Sampling{Temp: 1, TopP: 0.4, Seed: 3})
+	for range 200 {
+		if tok := p.Next(logits); tok != 1 {
+			t.Fatalf("top-p 0.4 sampled %d; only token 1 (p≈0.45) is in the nucleus", tok)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	e := newTestEngine(t, tinyConfig(models.Decoder, 1, map[string]any{"name": "learned", "max_positions": 16}))
+	sm, _ := NewSampler(Sampling{})
+	_, err := e.Generate(make([]int, 20), 1, sm, nil, func(int) {})
+	if err == nil || !strings.Contains(err.Error(), "16 positions") {
+		t.Errorf("prompt past the learned table: got %v", err)
+	}
+	st, err := e.Generate(make([]int, 10), 100, sm, nil, func(int) {})
+	if err != nil || st.StopReason != "context full" || st.Generated != 7 {
+		t.Errorf("generation past the table: %+v, %v; want a stop after 7 tokens (positions 10..16)", st, err)
+	}
+	if _, err := NewBackend("xla:cpu"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("xla:cpu without a plugin: want a one-line error, got %v", err)
+	}
+	if _, err := NewBackend("tpu"); err == nil || !strings.Contains(err.Error(), "xla:cpu") {
+		t.Errorf("unknown backend: want an error listing valid ones, got %v", err)
+	}
+}
