@@ -9,6 +9,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -51,10 +52,18 @@ func main() {
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B]")
+		fs.PrintDefaults()
+	}
+	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
+			fs.SetOutput(os.Stderr)
+			fs.Usage()
 			return
 		}
+		fmt.Fprintf(os.Stderr, "infer: %v (run with -h for the flags)\n", err)
 		os.Exit(2)
 	}
 	if err := run(o, fs.Args()); err != nil {

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBadFlags(t *testing.T) {
+	base := options{model: "../../" + DefaultModel, prompt: "x", n: 4, temp: 0, topK: 40, topP: 0.95}
+	cases := []struct {
+		mutate func(*options)
+		args   []string
+		want   string
+	}{
+		{func(o *options) { o.n = -5 }, nil, "-n must be"},
+		{func(o *options) { o.temp = -1 }, nil, "--temp"},
+		{func(o *options) { o.topP = 1.5 }, nil, "--top-p"},
+		{func(o *options) { o.topK = -1 }, nil, "--top-k"},
+		{func(o *options) {}, []string{"stray"}, "unexpected argument"},
+		{func(o *options) { o.model = t.TempDir() }, nil, "no model at"},
+		{func(o *options) { o.backend = "xla:cpu" }, nil, "PJRT"},
+	}
+	for _, c := range cases {
+		o := base
+		c.mutate(&o)
+		err := run(o, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("want a one-line error mentioning %q, got %v", c.want, err)
+		}
+	}
+}
