@@ -100,8 +100,7 @@ func rate(n int, d time.Duration) float64 {
 // Generate continues prompt by up to n tokens (n < 0: until the context is full), calling emit
 // with each new token as soon as it is chosen. It stops at a token in stop, at n, or when the
 // context (or the positional scheme's range) is full.
-func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit func(token int)) (Stats, error) {
-	var st Stats
+func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit func(token int)) (st Stats, err error) {
 	if len(prompt) == 0 {
 		return st, fmt.Errorf("empty prompt: give at least one token")
 	}
@@ -117,6 +116,7 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 	}
 	s := e.NewSession(1)
 	start := time.Now()
+	// The first call of a shape also compiles its graph: the prefill rate includes it.
 	out, err := s.Append([][]int{prompt}, [][]int{iotaFrom(0, len(prompt))})
 	if err != nil {
 		return st, err
