@@ -21,9 +21,10 @@ func loadShipped(b *testing.B) *engine.Engine {
 }
 
 func prompt(n int) ([]int, []int) {
+	const text = "func main() { fmt.Println(\"hello\") }\n"
 	toks, pos := make([]int, n), make([]int, n)
 	for i := range toks {
-		toks[i] = int("func main() { fmt.Println(\"hello\") }\n"[i%38])
+		toks[i] = int(text[i%len(text)])
 		pos[i] = i
 	}
 	return toks, pos

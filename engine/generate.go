@@ -15,12 +15,18 @@ type Sampling struct {
 	TopK int     // keep the k most likely tokens (0: all)
 	TopP float64 // keep the smallest set whose probability reaches p (>= 1: all)
 	Seed uint64
+	// RepeatPenalty divides the (positive) logits of tokens among the last RepeatLastN
+	// generated, as llama.cpp's --repeat-penalty does (1: off). Small byte-level models
+	// otherwise fall into runs of tabs.
+	RepeatPenalty float64
+	RepeatLastN   int
 }
 
 // Sampler draws tokens reproducibly for a seed.
 type Sampler struct {
-	s   Sampling
-	rng *rand.Rand
+	s       Sampling
+	rng     *rand.Rand
+	history []int
 }
 
 // NewSampler validates s.
@@ -33,6 +39,36 @@ func NewSampler(s Sampling) (*Sampler, error) {
 
 // Next picks a token id.
 func (sm *Sampler) Next(logits []float32) int {
+	tok := sm.pick(sm.penalize(logits))
+	sm.history = append(sm.history, tok)
+	if n := sm.s.RepeatLastN; n > 0 && len(sm.history) > n {
+		sm.history = sm.history[len(sm.history)-n:]
+	}
+	return tok
+}
+
+func (sm *Sampler) penalize(logits []float32) []float32 {
+	p := float32(sm.s.RepeatPenalty)
+	if p == 0 || p == 1 || len(sm.history) == 0 {
+		return logits
+	}
+	out := slices.Clone(logits)
+	seen := map[int]bool{}
+	for _, t := range sm.history {
+		if seen[t] || t >= len(out) {
+			continue
+		}
+		seen[t] = true
+		if out[t] > 0 {
+			out[t] /= p
+		} else {
+			out[t] *= p
+		}
+	}
+	return out
+}
+
+func (sm *Sampler) pick(logits []float32) int {
 	if sm.s.Temp <= 0 {
 		best := 0
 		for i, l := range logits {

@@ -27,7 +27,8 @@ const DefaultModel = "weights/rope-decoder"
 type options struct {
 	model, prompt, backend, cpuprofile string
 	n, topK, ctxSize                   int
-	temp, topP                         float64
+	temp, topP, repeatPenalty          float64
+	repeatLastN                        int
 	seed                               int64
 }
 
@@ -49,6 +50,8 @@ func main() {
 	fs.Float64Var(&o.temp, "temp", 0.8, "temperature (0: greedy)")
 	fs.IntVar(&o.topK, "top-k", 40, "top-k sampling (0: off)")
 	fs.Float64Var(&o.topP, "top-p", 0.95, "top-p sampling (1: off)")
+	fs.Float64Var(&o.repeatPenalty, "repeat-penalty", 1.1, "penalize tokens repeated within the last --repeat-last-n (1: off)")
+	fs.IntVar(&o.repeatLastN, "repeat-last-n", 64, "tokens considered by --repeat-penalty")
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
@@ -84,6 +87,8 @@ func run(o options, args []string) error {
 		return fmt.Errorf("--top-k must be >= 0, got %d", o.topK)
 	case o.topP <= 0 || o.topP > 1:
 		return fmt.Errorf("--top-p must be in (0, 1], got %g", o.topP)
+	case o.repeatPenalty <= 0:
+		return fmt.Errorf("--repeat-penalty must be > 0, got %g", o.repeatPenalty)
 	case o.ctxSize < 0:
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
 	}
@@ -122,7 +127,7 @@ func run(o options, args []string) error {
 	if o.seed < 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	sm, err := engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed})
+	sm, err := engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN})
 	if err != nil {
 		return err
 	}

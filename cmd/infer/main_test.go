@@ -6,7 +6,7 @@ import (
 )
 
 func TestBadFlags(t *testing.T) {
-	base := options{model: "../../" + DefaultModel, prompt: "x", n: 4, temp: 0, topK: 40, topP: 0.95}
+	base := options{model: "../../" + DefaultModel, prompt: "x", n: 4, temp: 0, topK: 40, topP: 0.95, repeatPenalty: 1}
 	cases := []struct {
 		mutate func(*options)
 		args   []string
