@@ -88,6 +88,11 @@ func TestSampler(t *testing.T) {
 	if ratio := float64(seen[1]) / float64(seen[2]); ratio < 0.95 || ratio > 1.3 {
 		t.Errorf("sampled ratio %g, want about 1.105", ratio)
 	}
+	// Repeat penalty: 3/1.1 < 2.9, so greedy alternates instead of repeating token 1.
+	rp, _ := NewSampler(Sampling{RepeatPenalty: 1.1, RepeatLastN: 1})
+	if a, b, c := rp.Next(logits), rp.Next(logits), rp.Next(logits); a != 1 || b != 2 || c != 1 {
+		t.Errorf("greedy with repeat penalty picked %d %d %d, want 1 2 1", a, b, c)
+	}
 	p, _ := NewSampler(Sampling{Temp: 1, TopP: 0.4, Seed: 3})
 	for range 200 {
 		if tok := p.Next(logits); tok != 1 {
