@@ -101,18 +101,26 @@ func Bucket(n int) int {
 
 // checkPositions rejects positions the scheme cannot encode (past a learned table).
 func (e *Engine) checkPositions(positions [][]int) error {
-	lim, ok := e.Model.Scheme.(positional.Limited)
-	if !ok || lim.Limit() == 0 {
+	limit := e.positionLimit()
+	if limit == 0 {
 		return nil
 	}
 	for _, row := range positions {
 		for _, p := range row {
-			if p >= lim.Limit() {
-				return fmt.Errorf("position %d is past the %s table's %d positions; shorten the input or set the scheme's \"beyond\" option to clamp or interpolate", p, e.Model.Scheme.Name(), lim.Limit())
+			if p >= limit {
+				return fmt.Errorf("position %d is past the %s table's %d positions; shorten the input or set the scheme's \"beyond\" option to clamp or interpolate", p, e.Model.Scheme.Name(), limit)
 			}
 		}
 	}
 	return nil
+}
+
+// positionLimit is the number of positions the scheme can encode, or 0 for no bound.
+func (e *Engine) positionLimit() int {
+	if lim, ok := e.Model.Scheme.(positional.Limited); ok {
+		return lim.Limit()
+	}
+	return 0
 }
 
 // batchInputs pads ragged rows to [len(rows), Bucket(longest)] tensors.

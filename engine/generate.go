@@ -185,13 +185,6 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 	}
 }
 
-func (e *Engine) positionLimit() int {
-	if lim, ok := e.Model.Scheme.(interface{ Limit() int }); ok {
-		return lim.Limit()
-	}
-	return 0
-}
-
 func iotaFrom(from, n int) []int {
 	out := make([]int, n)
 	for i := range out {
