@@ -40,8 +40,14 @@ func New(name string, raw map[string]any, arch Arch) (Scheme, error) {
 	}
 	opts := NewOptions(raw)
 	s, err := c(opts, arch)
-	if err == nil {
-		err = opts.Err()
+	// A mistyped option is often why the constructor failed (it saw the default), so the
+	// option error comes first and the constructor's follows on the same line.
+	if optErr := opts.Err(); optErr != nil {
+		if err != nil {
+			err = fmt.Errorf("%w; %v", optErr, err)
+		} else {
+			err = optErr
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("positional scheme %q: %w", name, err)
