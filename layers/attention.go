@@ -73,7 +73,11 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
 		logits = Add(logits, hook.RelativeLogits(pe.Ctx, layer, q, repeatKV(k, group), in.Pos, keyPos))
 	}
-	logits = MulScalar(logits, 1/math.Sqrt(float64(hd)))
+	scale := 1 / math.Sqrt(float64(hd))
+	if hook, ok := pe.Scheme.(positional.LogitScale); ok {
+		scale = hook.LogitScale(hd)
+	}
+	logits = MulScalar(logits, scale)
 	if hook, ok := pe.Scheme.(positional.Bias); ok {
 		logits = Add(logits, hook.Bias(pe.Ctx, layer, in.Pos, keyPos, h))
 	}

@@ -62,21 +62,24 @@ func (l *Learned) Limit() int {
 
 // Input implements the Input hook.
 func (l *Learned) Input(ctx *context.Context, x, pos *Node) *Node {
-	dim := x.Shape().Dim(-1)
+	return Add(x, ConvertDType(l.Code(ctx, pos, x.Shape().Dim(-1)), x.DType()))
+}
+
+// Code implements Absolute: the table's rows at pos.
+func (l *Learned) Code(ctx *context.Context, pos *Node, dim int) *Node {
 	table := ctx.WithInitializer(initializers.RandomNormalFn(ctx, 0.02)).
-		VariableWithShape("table", shapes.Make(x.DType(), l.MaxPositions, dim)).ValueGraph(x.Graph())
+		VariableWithShape("table", shapes.Make(dtypes.Float32, l.MaxPositions, dim)).ValueGraph(pos.Graph())
 	last := l.MaxPositions - 1
 	if l.Beyond != "interpolate" {
 		// Clamping also keeps the gather in range under the "error" policy, which the engine
 		// enforces before running the graph.
-		return Add(x, Gather(table, ExpandAxes(ClipScalar(pos, 0, float64(last)), -1)))
+		return Gather(table, ExpandAxes(ClipScalar(pos, 0, float64(last)), -1))
 	}
-	p := MulScalar(ConvertDType(pos, x.DType()), float64(last)/float64(l.InterpolateTo-1))
+	p := MulScalar(ConvertDType(pos, dtypes.Float32), float64(last)/float64(l.InterpolateTo-1))
 	p = ClipScalar(p, 0, float64(last))
 	lo := Floor(p)
 	w := ExpandAxes(Sub(p, lo), -1)
 	loIdx := ConvertDType(lo, dtypes.Int32)
 	hiIdx := MinScalar(AddScalar(loIdx, 1), last)
-	rows := Add(Mul(OneMinus(w), Gather(table, ExpandAxes(loIdx, -1))), Mul(w, Gather(table, ExpandAxes(hiIdx, -1))))
-	return Add(x, rows)
+	return Add(Mul(OneMinus(w), Gather(table, ExpandAxes(loIdx, -1))), Mul(w, Gather(table, ExpandAxes(hiIdx, -1))))
 }

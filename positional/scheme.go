@@ -13,6 +13,8 @@
 package positional
 
 import (
+	"fmt"
+
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 )
@@ -57,6 +59,29 @@ type Relative interface {
 	// RelativeValues returns extra attention output [batch, heads, seq_q, headDim] from the
 	// attention probabilities [batch, heads, seq_q, seq_k], or nil when the scheme has none.
 	RelativeValues(ctx *context.Context, layer int, probs, qPos, kPos *Node) *Node
+}
+
+// LogitScale is implemented by schemes that replace the 1/sqrt(headDim) logit scaling, such as
+// DeBERTa, which scales its three terms together by 1/sqrt(3·headDim).
+type LogitScale interface {
+	LogitScale(headDim int) float64
+}
+
+// Absolute is implemented by Input schemes whose code depends on the position alone (not on x).
+// Code returns that code [batch, seq, dim] for positions pos [batch, seq]; cmd/pe draws it.
+type Absolute interface {
+	Code(ctx *context.Context, pos *Node, dim int) *Node
+}
+
+// Bucketed is implemented by schemes that map a (query, key) position pair to a discrete
+// relative index (T5 buckets, Shaw's and DeBERTa's clipped distances); cmd/pe prints it.
+type Bucketed interface {
+	Bucket(qPos, kPos int) int
+}
+
+// LayerScope is the context scope of a scheme's per-layer variables.
+func LayerScope(ctx *context.Context, layer int) *context.Context {
+	return ctx.In(fmt.Sprintf("layer_%d", layer))
 }
 
 // Limited is implemented by schemes that cannot encode positions past some bound (a learned

@@ -46,7 +46,12 @@ func (*Sinusoidal) Name() string { return "sinusoidal" }
 // Input implements the Input hook.
 func (s *Sinusoidal) Input(ctx *context.Context, x, pos *Node) *Node {
 	dim := x.Shape().Dim(-1)
-	return Add(MulScalar(x, s.EmbedScale), SinusoidalGraph(pos, dim, s.Base, x.DType()))
+	return Add(MulScalar(x, s.EmbedScale), ConvertDType(s.Code(ctx, pos, dim), x.DType()))
+}
+
+// Code implements Absolute.
+func (s *Sinusoidal) Code(ctx *context.Context, pos *Node, dim int) *Node {
+	return SinusoidalGraph(pos, dim, s.Base, dtypes.Float32)
 }
 
 // Frequencies returns ω_i = base^(-2i/d) for i in [0, d/2).
