@@ -60,7 +60,9 @@ func testSchemes(t *testing.T, kind string) []models.Config {
 		}
 		out = append(out, cfg)
 	}
-	return out
+	mixed := tinyConfig(kind, layers, map[string]any{"name": "rope"})
+	mixed.NoPELayers = []int{0}
+	return append(out, mixed)
 }
 
 func newTestEngine(t testing.TB, cfg models.Config) *Engine {
