@@ -31,9 +31,14 @@ func prompt(n int) ([]int, []int) {
 }
 
 // BenchmarkPrefill128 measures a 128-byte prompt through the KV-cache graph.
-func BenchmarkPrefill128(b *testing.B) {
-	e := loadShipped(b)
-	toks, pos := prompt(128)
+func BenchmarkPrefill128(b *testing.B) { benchPrefill(b, loadShipped(b), 128) }
+
+// BenchmarkDecode measures one generated token at a time after a 32-byte prompt, the cache
+// restarting when it reaches 256 tokens.
+func BenchmarkDecode(b *testing.B) { benchDecode(b, loadShipped(b), 32) }
+
+func benchPrefill(b *testing.B, e *engine.Engine, n int) {
+	toks, pos := prompt(n)
 	if _, err := e.NewSession(1).Append([][]int{toks}, [][]int{pos}); err != nil { // warm-up: compile
 		b.Fatal(err)
 	}
@@ -43,14 +48,11 @@ func BenchmarkPrefill128(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(128*b.N)/b.Elapsed().Seconds(), "tok/s")
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
 }
 
-// BenchmarkDecode measures one generated token at a time after a 32-byte prompt, the cache
-// restarting when it reaches 256 tokens.
-func BenchmarkDecode(b *testing.B) {
-	e := loadShipped(b)
-	toks, pos := prompt(32)
+func benchDecode(b *testing.B, e *engine.Engine, promptLen int) {
+	toks, pos := prompt(promptLen)
 	var s *engine.Session
 	next := 0
 	restart := func() {
@@ -58,7 +60,7 @@ func BenchmarkDecode(b *testing.B) {
 		if _, err := s.Append([][]int{toks}, [][]int{pos}); err != nil {
 			b.Fatal(err)
 		}
-		next = 32
+		next = promptLen
 	}
 	restart()
 	if _, err := s.Append([][]int{{65}}, [][]int{{next}}); err != nil { // warm-up: compile

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/positional"
 )
 
 // tinyConfig is a small random model for tests.
@@ -17,13 +18,51 @@ func tinyConfig(kind string, layers int, pe map[string]any) models.Config {
 	}
 }
 
-var testSchemes = []map[string]any{
-	{"name": "none"},
-	{"name": "sinusoidal"},
-	{"name": "learned", "max_positions": 64},
-	{"name": "rope"},
+// schemeOptions are the options a scheme needs beyond its defaults in these tiny models.
+var schemeOptions = map[string]map[string]any{
+	"learned": {"max_positions": 64},
+}
+
+// schemeVariants are non-default settings worth running through the same tests.
+var schemeVariants = []map[string]any{
 	{"name": "rope", "layout": "interleaved", "rotary_fraction": 0.5},
-	{"name": "alibi"},
+}
+
+// testSchemes is every registered scheme with its default options, plus the variants, so a
+// new scheme is covered by the generic tests the moment it registers. Schemes that refuse
+// this kind of model (xPos in an encoder) must say so with an error, and are skipped.
+func testSchemes(t *testing.T, kind string) []models.Config {
+	t.Helper()
+	var pes []map[string]any
+	for _, name := range positional.Names() {
+		pe := map[string]any{"name": name}
+		for k, v := range schemeOptions[name] {
+			pe[k] = v
+		}
+		pes = append(pes, pe)
+	}
+	pes = append(pes, schemeVariants...)
+	layers := 2
+	if kind == models.Encoder {
+		// A bidirectional stack is cache-equivalent only with one layer: deeper, the cached
+		// keys of early tokens would have to see tokens that came later.
+		layers = 1
+	}
+	var out []models.Config
+	for _, pe := range pes {
+		cfg := tinyConfig(kind, layers, pe)
+		if _, err := models.New(cfg); err != nil {
+			if kind == models.Decoder {
+				t.Fatalf("%v: %v", pe, err)
+			}
+			t.Logf("skipping %v in an encoder: %v", pe, err)
+			continue
+		}
+		out = append(out, cfg)
+	}
+	mixed := tinyConfig(kind, layers, map[string]any{"name": "rope"})
+	mixed.NoPELayers = []int{0}
+	return append(out, mixed)
 }
 
 func newTestEngine(t testing.TB, cfg models.Config) *Engine {
@@ -72,14 +111,9 @@ func maxAbsDiff(a, b []float32) float64 {
 func TestCachedEqualsFull(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, kind := range []string{models.Decoder, models.Encoder} {
-		// A bidirectional stack is cache-equivalent only with one layer: deeper, the cached
-		// keys of early tokens would have to see tokens that came later.
-		layers := 2
-		if kind == models.Encoder {
-			layers = 1
-		}
-		for _, pe := range testSchemes {
-			e := newTestEngine(t, tinyConfig(kind, layers, pe))
+		for _, cfg := range testSchemes(t, kind) {
+			pe := cfg.Positional
+			e := newTestEngine(t, cfg)
 			for _, n := range []int{1, 4, 9, 23} {
 				toks := randomTokens(r, n)
 				full, err := e.Forward([][]int{toks}, [][]int{iota(0, n)})
@@ -115,8 +149,9 @@ func TestCachedEqualsFull(t *testing.T) {
 // Changing a future token never changes an earlier position's logits in a decoder.
 func TestCausality(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, pe := range testSchemes {
-		e := newTestEngine(t, tinyConfig(models.Decoder, 2, pe))
+	for _, cfg := range testSchemes(t, models.Decoder) {
+		pe := cfg.Positional
+		e := newTestEngine(t, cfg)
 		toks := randomTokens(r, 12)
 		a, err := e.Forward([][]int{toks}, [][]int{iota(0, 12)})
 		if err != nil {

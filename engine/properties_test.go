@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
 )
 
@@ -117,5 +118,53 @@ func TestBadInput(t *testing.T) {
 	}
 	if _, err := NewBackend("tpu"); err == nil || !strings.Contains(err.Error(), "xla:cpu") {
 		t.Errorf("unknown backend: want an error listing valid ones, got %v", err)
+	}
+}
+
+// A layer listed in nope_layers runs without the scheme's attention hooks: RoPE with every
+// layer listed is exactly NoPE (same weights), with one layer listed it is neither, and the
+// cache stays exact.
+func TestNoPELayers(t *testing.T) {
+	backend, err := NewBackend("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	toks := randomTokens(r, 11)
+	ctx := context.New()
+	run := func(pe string, nope []int) []float32 {
+		cfg := tinyConfig(models.Decoder, 2, map[string]any{"name": pe})
+		cfg.NoPELayers = nope
+		m, err := models.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(backend, m, ctx, 0) // one context: the same weights for every variant
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.Forward([][]int{toks}, [][]int{iota(0, len(toks))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0][len(toks)-1]
+	}
+	none, rope := run("none", nil), run("rope", nil)
+	allNoPE, oneNoPE := run("rope", []int{0, 1}), run("rope", []int{1})
+	if d := maxAbsDiff(allNoPE, none); d > 1e-6 {
+		t.Errorf("rope with nope_layers [0 1] differs from none by %g", d)
+	}
+	if maxAbsDiff(oneNoPE, none) < 1e-4 || maxAbsDiff(oneNoPE, rope) < 1e-4 {
+		t.Errorf("rope with nope_layers [1] equals none or rope")
+	}
+	cfg := tinyConfig(models.Decoder, 2, map[string]any{"name": "sinusoidal"})
+	cfg.NoPELayers = []int{1}
+	if _, err := models.New(cfg); err == nil || !strings.Contains(err.Error(), "nope_layers") {
+		t.Errorf("sinusoidal with nope_layers: error %v, want one naming nope_layers", err)
+	}
+	cfg = tinyConfig(models.Decoder, 2, map[string]any{"name": "rope"})
+	cfg.NoPELayers = []int{2}
+	if _, err := models.New(cfg); err == nil || !strings.Contains(err.Error(), "nope_layers") {
+		t.Errorf("nope_layers past the last layer: error %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/positional"
@@ -32,6 +33,10 @@ type Config struct {
 	Tokenizer     string  `json:"tokenizer"` // "byte", or a tokenizer.json path relative to the checkpoint
 	// Positional is the scheme's block: {"name": "rope", "base": 10000, ...}.
 	Positional map[string]any `json:"positional"`
+	// NoPELayers lists blocks (from 0) whose attention gets no positional hook, as SmolLM3 and
+	// Llama 4 interleave NoPE layers with RoPE ones. Input hooks, applied once below the first
+	// block, are unaffected, so this needs a scheme that acts inside attention.
+	NoPELayers []int `json:"nope_layers,omitempty"`
 }
 
 // Decoder and Encoder are the two kinds of model.
@@ -119,10 +124,31 @@ func (c *Config) Validate() error {
 	if err := c.Block().Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if _, err := c.Scheme(); err != nil {
+	s, err := c.Scheme()
+	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if len(c.NoPELayers) > 0 {
+		_, qk := s.(positional.QueryKey)
+		_, rel := s.(positional.Relative)
+		_, bias := s.(positional.Bias)
+		if !qk && !rel && !bias {
+			return fmt.Errorf("config: nope_layers needs a scheme that acts inside attention; %q only touches the input embeddings", c.SchemeName())
+		}
+	}
+	seen := map[int]bool{}
+	for _, l := range c.NoPELayers {
+		if l < 0 || l >= c.NumLayers || seen[l] {
+			return fmt.Errorf("config: nope_layers %v: each entry must be a distinct layer in [0, %d)", c.NoPELayers, c.NumLayers)
+		}
+		seen[l] = true
+	}
 	return nil
+}
+
+// UsesPositions reports whether block layer applies the positional scheme's attention hooks.
+func (c *Config) UsesPositions(layer int) bool {
+	return !slices.Contains(c.NoPELayers, layer)
 }
 
 // ReadConfig reads and validates dir/config.json.

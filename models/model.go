@@ -69,8 +69,12 @@ func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *C
 		if cache != nil {
 			att.Cache = &cache.Layers[i]
 		}
+		lpe := pe
+		if !c.UsesPositions(i) {
+			lpe.Scheme = positional.NoPE{}
+		}
 		var lc *layers.LayerCache
-		x, lc = layers.Block(ctx.In(fmt.Sprintf("layer_%d", i)), i, block, pe, x, att)
+		x, lc = layers.Block(ctx.In(fmt.Sprintf("layer_%d", i)), i, block, lpe, x, att)
 		if out != nil {
 			out.Layers = append(out.Layers, *lc)
 		}

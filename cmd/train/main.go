@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,8 @@ type options struct {
 	evalWindows, maxBytes      int
 	maskRate                   float64
 	resume                     bool
+	randomPositions            int
+	nopeLayers                 string
 }
 
 func main() {
@@ -88,6 +91,8 @@ func main() {
 	flag.IntVar(&o.maxBytes, "max-bytes", 0, "cap on each corpus split in bytes (0: all of $GOROOT/src)")
 	flag.Float64Var(&o.maskRate, "mask-rate", 0.15, "encoder: fraction of bytes masked")
 	flag.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -o")
+	flag.IntVar(&o.randomPositions, "random-positions", 0, "randomized positions (Ruoss et al. 2023): each training sequence gets a sorted random subset of [0, N); 0 is off")
+	flag.StringVar(&o.nopeLayers, "nope-layers", "", "comma-separated blocks (from 0) that skip the scheme's attention hooks, e.g. 1,3")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
@@ -103,6 +108,12 @@ func run(o options) error {
 		return fmt.Errorf("unexpected argument %q; flags only (see -h)", flag.Arg(0))
 	case o.steps < 1 || o.batch < 1 || o.seq < 2:
 		return fmt.Errorf("-steps, -batch must be >= 1 and -seq >= 2")
+	case o.randomPositions != 0 && o.randomPositions < o.seq:
+		return fmt.Errorf("-random-positions %d must be 0 (off) or >= -seq %d: it is the range the %d positions are drawn from", o.randomPositions, o.seq, o.seq)
+	}
+	nope, err := parseLayers(o.nopeLayers)
+	if err != nil {
+		return err
 	}
 	backend, err := engine.NewBackend(o.backend)
 	if err != nil {
@@ -116,7 +127,7 @@ func run(o options) error {
 	cfg := models.Config{
 		Kind: o.kind, VocabSize: tok.VocabSize(), Dim: o.dim, NumLayers: o.layers, NumHeads: o.heads,
 		NumKVHeads: o.kv, HiddenDim: o.hidden, TieEmbeddings: true, MaxSeqLen: o.ctxLen, TrainSeqLen: o.seq,
-		Tokenizer: "byte", Positional: pe,
+		Tokenizer: "byte", Positional: pe, NoPELayers: nope,
 	}
 	ctx := context.New()
 	var m *models.Model
@@ -132,6 +143,9 @@ func run(o options) error {
 	} else if m, err = models.New(cfg); err != nil {
 		return err
 	}
+	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.randomPositions, cfg.TrainSeqLen) > l.Limit() {
+		return fmt.Errorf("%s encodes positions below %d only; lower -seq / -random-positions or raise its max_positions", cfg.SchemeName(), l.Limit())
+	}
 	root, err := corpus.GoRoot()
 	if err != nil {
 		return err
@@ -146,6 +160,7 @@ func run(o options) error {
 	}
 	sampler := corpus.NewSampler(data.Train, o.seed+int64(tr.GlobalStep()))
 	maskRNG := rand.New(rand.NewPCG(uint64(o.seed), uint64(tr.GlobalStep())))
+	posRNG := rand.New(rand.NewPCG(uint64(o.seed)+7, uint64(tr.GlobalStep())))
 	evalIn, evalTgt := corpus.Windows(data.Eval, cfg.TrainSeqLen, o.evalWindows)
 	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.maskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
 	fmt.Fprintf(os.Stderr, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes\n",
@@ -158,6 +173,9 @@ func run(o options) error {
 	for step := first; step < o.steps; step++ {
 		in, tgt := sampler.Batch(o.batch, cfg.TrainSeqLen)
 		b := makeBatch(cfg.Kind, in, tgt, o.maskRate, maskRNG, tok.Special().MASK)
+		if o.randomPositions > 0 {
+			randomizePositions(b.Positions, o.randomPositions, posRNG)
+		}
 		if loss, err = tr.Step(b, schedule(step, o)); err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
 		}
@@ -189,6 +207,9 @@ func run(o options) error {
 		"final_loss":         loss,
 		"final_eval_loss":    evalLoss,
 		"eval_bits_per_byte": evalLoss / math.Ln2,
+		"unigram_eval_loss":  unigramLoss(data.Train, evalTgt),
+		"random_positions":   o.randomPositions,
+		"nope_layers":        cfg.NoPELayers,
 	}
 	js, _ := json.MarshalIndent(summary, "", "  ")
 	if err := models.WriteFileAtomic(filepath.Join(o.out, "train.json"), append(js, '\n')); err != nil {
@@ -206,6 +227,56 @@ func schedule(step int, o options) float64 {
 	}
 	progress := (float64(step) - o.warmup) / math.Max(1, float64(o.steps)-o.warmup)
 	return o.lr * (0.1 + 0.9*0.5*(1+math.Cos(math.Pi*math.Min(progress, 1))))
+}
+
+// randomizePositions replaces each row's positions 0..n-1 by a sorted random subset of [0, n):
+// Ruoss et al. 2023, "Randomized Positional Encodings Boost Length Generalization of
+// Transformers". The model sees large positions (and gaps) in training, while evaluation keeps
+// the ordinary 0..n-1.
+func randomizePositions(pos [][]int32, n int, r *rand.Rand) {
+	for _, row := range pos {
+		picked := r.Perm(n)[:len(row)]
+		slices.Sort(picked)
+		for j, p := range picked {
+			row[j] = int32(p)
+		}
+	}
+}
+
+// unigramLoss is the cross-entropy (nats per byte) of the eval targets under the training
+// split's byte frequencies (add-one smoothed): the loss of a model that ignores context.
+func unigramLoss(train []byte, eval [][]int32) float64 {
+	var counts [256]float64
+	for _, b := range train {
+		counts[b]++
+	}
+	total := float64(len(train)) + 256
+	sum, n := 0.0, 0
+	for _, row := range eval {
+		for _, b := range row {
+			if b >= 0 && b < 256 {
+				sum -= math.Log((counts[b] + 1) / total)
+				n++
+			}
+		}
+	}
+	return sum / float64(max(n, 1))
+}
+
+// parseLayers reads the -nope-layers list.
+func parseLayers(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		l, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("-nope-layers %q: want comma-separated layer numbers, e.g. 1,3", s)
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }
 
 // makeBatch turns byte windows into a training batch: next-byte prediction for a decoder;
