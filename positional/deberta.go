@@ -17,7 +17,8 @@ package positional
 //
 // Computed as in the paper's Algorithm 1, without a [seq, keys, head_dim] tensor: each
 // content query meets all 2k relative keys (and each content key all 2k relative queries),
-// then every (i, j) picks its δ.
+// then every (i, j) picks its δ. With fewer queries than 2k (decoding), the position→content
+// term instead fetches each pair's row of Q^r, which is then the cheaper of the two.
 
 import (
 	"fmt"
@@ -72,13 +73,17 @@ func (d *DeBERTa) relative(ctx *context.Context, layer int, g *Graph) (qr, kr *N
 	// P stands where the hidden states stand in Q^c = H·W_q (after a norm, about unit scale; the
 	// paper's code normalises P too in later versions), so it starts at unit scale and
 	// W_q,r, W_k,r start like the content projections.
-	p := ctx.WithInitializer(initializers.RandomNormalFn(ctx, 1)).
+	// P is read by every layer of one graph: unchecked, later layers reuse what the first
+	// created instead of failing in a checked context.
+	shared := ctx.Checked(false)
+	p := shared.WithInitializer(initializers.RandomNormalFn(shared, 1)).
 		VariableWithShape("p", shapes.Make(dtypes.Float32, rows, d.Dim)).ValueGraph(g)
 	lctx := LayerScope(ctx, layer)
 	lctx = lctx.WithInitializer(initializers.RandomNormalFn(lctx, 0.02))
-	project := func(name string) *Node {
-		w := lctx.VariableWithShape(name, shapes.Make(dtypes.Float32, d.Dim, d.NumHeads*d.HeadDim)).ValueGraph(g)
-		return TransposeAllAxes(Reshape(Dot(p, w), rows, d.NumHeads, d.HeadDim), 1, 0, 2)
+	project := func(name string) *Node { // W stored [out, in], as layers.Linear and PyTorch store it
+		w := lctx.VariableWithShape(name, shapes.Make(dtypes.Float32, d.NumHeads*d.HeadDim, d.Dim)).ValueGraph(g)
+		pw := DotGeneral(p, []int{1}, nil, w, []int{1}, nil)
+		return TransposeAllAxes(Reshape(pw, rows, d.NumHeads, d.HeadDim), 1, 0, 2)
 	}
 	return project("wq_r"), project("wk_r")
 }
@@ -91,9 +96,28 @@ func (d *DeBERTa) RelativeLogits(ctx *context.Context, layer int, q, k, qPos, kP
 		y := DotGeneral(x, []int{3}, []int{1}, ConvertDType(rel, x.DType()), []int{2}, []int{0}) // [h, b, n, 2k]
 		return TransposeAllAxes(y, 1, 0, 2, 3)
 	}
-	c2p := pickPerPair(allRows(q, kr), d.delta(qPos, kPos))                               // [b, h, s, t]
-	p2c := TransposeAllAxes(pickPerPair(allRows(k, qr), d.delta(kPos, qPos)), 0, 1, 3, 2) // [b, h, t, s] -> [b, h, s, t]
+	c2p := pickPerPair(allRows(q, kr), d.delta(qPos, kPos)) // [b, h, s, t]
+	var p2c *Node
+	if q.Shape().Dim(2) >= 2*d.MaxDistance {
+		p2c = TransposeAllAxes(pickPerPair(allRows(k, qr), d.delta(kPos, qPos)), 0, 1, 3, 2) // [b, h, t, s] -> [b, h, s, t]
+	} else {
+		// Fewer queries than rows (decoding one token against the cache): meeting every key
+		// with all 2k rows would cost 2k/s times more than fetching each pair's own row.
+		p2c = rowPerPair(k, qr, TransposeAllAxes(d.delta(kPos, qPos), 0, 2, 1))
+	}
 	return Add(c2p, p2c)
+}
+
+// rowPerPair returns out[b, h, i, j] = x[b, h, j]·rel[h, idx[b, i, j]] for x [b, h, t, hd],
+// rel [h, r, hd] and idx [b, s, t], through a [b, h, s, t, hd] tensor: for small s only.
+func rowPerPair(x, rel, idx *Node) *Node {
+	dims := x.Shape().Dimensions
+	b, h, t, hd := dims[0], dims[1], dims[2], dims[3]
+	s, r := idx.Shape().Dim(1), rel.Shape().Dim(1)
+	headStart := MulScalar(Iota(x.Graph(), shapes.Make(dtypes.Int32, 1, h, 1, 1), 1), float64(r))
+	flat := Add(headStart, ExpandAxes(ConvertDType(idx, dtypes.Int32), 1)) // [b, h, s, t]
+	rows := Gather(Reshape(ConvertDType(rel, x.DType()), h*r, hd), Reshape(flat, b*h*s*t, 1))
+	return ReduceSum(Mul(Reshape(rows, b, h, s, t, hd), ExpandAxes(x, 2)), -1)
 }
 
 // RelativeValues implements Relative: DeBERTa leaves the values alone.

@@ -12,9 +12,11 @@ package positional
 // that precise relative position is not useful beyond some distance, and clipping lets the
 // model see sequences longer than any it was trained on.
 //
-// Computed without a [seq, keys, head_dim] tensor (the paper's own efficient form, sect. 3.3):
-// q_i·w^K_r for all 2k+1 rows r, then each (i, j) picks its row; for values, the probabilities
-// are first summed into their 2k+1 buckets, then multiplied by w^V.
+// The paper (sect. 3.3) builds a^K as one [n, n, d] tensor shared by the batch and the heads.
+// Here positions differ per batch row and keys may come from a cache, and nothing of size
+// [seq, keys, head_dim] is built: q_i·w^K_r is computed for all 2k+1 rows r and each (i, j)
+// picks its row; for values, the probabilities are summed into their 2k+1 buckets, then
+// multiplied by w^V.
 
 import (
 	"fmt"
@@ -59,7 +61,9 @@ func (s *Shaw) buckets(qPos, kPos *Node) *Node {
 
 // tables returns the layer's w^K and w^V, each [2k+1, headDim].
 func (s *Shaw) tables(ctx *context.Context, layer int, g *Graph) (wk, wv *Node) {
-	ctx = LayerScope(ctx, layer)
+	// Both hooks read the same tables within one graph: unchecked, the second call reuses
+	// what the first created instead of failing in a checked context.
+	ctx = LayerScope(ctx, layer).Checked(false)
 	ctx = ctx.WithInitializer(initializers.RandomNormalFn(ctx, 0.02))
 	shape := shapes.Make(dtypes.Float32, 2*s.MaxDistance+1, s.HeadDim)
 	return ctx.VariableWithShape("wk", shape).ValueGraph(g), ctx.VariableWithShape("wv", shape).ValueGraph(g)
