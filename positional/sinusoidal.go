@@ -54,6 +54,10 @@ func (s *Sinusoidal) Code(ctx *context.Context, pos *Node, dim int) *Node {
 	return SinusoidalGraph(pos, dim, s.Base, dtypes.Float32)
 }
 
+// Frequencies returns ω_i of a code of width dim: pair (2i, 2i+1) turns by k·ω_i when the
+// position moves by k (cmd/pe checks that rotation property with them).
+func (s *Sinusoidal) Frequencies(dim int) []float64 { return Frequencies(dim, s.Base) }
+
 // Frequencies returns ω_i = base^(-2i/d) for i in [0, d/2).
 func Frequencies(dim int, base float64) []float64 {
 	f := make([]float64, dim/2)

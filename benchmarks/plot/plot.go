@@ -1,0 +1,257 @@
+// Package plot draws the project's figures as PNG images: heatmaps of matrices and line plots,
+// laid out in a grid of panels under a title. It wraps gonum.org/v1/plot so that commands
+// (cmd/pe, the benchmarks) describe what to draw, not how.
+//
+//	png, err := plot.Figure{Title: "rope", Rows: [][]plot.Panel{{heat0, heat1}, {lines}}}.PNG()
+package plot
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"math"
+
+	gp "gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/palette"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Panel is one cell of a Figure: a Heatmap or Lines.
+type Panel interface {
+	draw(c draw.Canvas) error
+}
+
+// Figure is a grid of panels. Each entry of Rows starts a new row, wrapped at MaxCols panels.
+type Figure struct {
+	Title      string
+	Rows       [][]Panel
+	CellWidth  int // pixels per panel; 0 means 400
+	CellHeight int // 0 means 340
+	MaxCols    int // 0 means 4
+}
+
+const dpi = 96
+
+// px converts pixels to vg lengths at the figure's resolution.
+func px(n float64) vg.Length { return vg.Length(n) * vg.Inch / dpi }
+
+// PNG renders the figure and encodes it as PNG.
+func (f Figure) PNG() ([]byte, error) {
+	cw, ch, maxCols := orDefault(f.CellWidth, 400), orDefault(f.CellHeight, 340), orDefault(f.MaxCols, 4)
+	var grid [][]Panel
+	for _, row := range f.Rows {
+		for len(row) > maxCols {
+			grid, row = append(grid, row[:maxCols]), row[maxCols:]
+		}
+		if len(row) > 0 {
+			grid = append(grid, row)
+		}
+	}
+	if len(grid) == 0 {
+		return nil, fmt.Errorf("plot: nothing to draw")
+	}
+	cols := 0
+	for _, row := range grid {
+		cols = max(cols, len(row))
+	}
+	titleH := 0.0
+	sty := text.Style{Color: color.Black, Font: font.From(gp.DefaultFont, 14), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: gp.DefaultTextHandler}
+	w := float64(cols * cw)
+	if f.Title != "" {
+		titleH = 30
+		// A one-panel figure must still be wide enough for its title.
+		w = max(w, math.Ceil(float64(sty.Width(f.Title)/px(1)))+20)
+	}
+	h := float64(len(grid)*ch) + titleH
+	img := vgimg.NewWith(vgimg.UseWH(px(w), px(h)), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
+	c := draw.New(img)
+	if f.Title != "" {
+		c.FillText(sty, vg.Point{X: px(w / 2), Y: px(h - 6)}, f.Title)
+	}
+	for r, row := range grid {
+		for i, p := range row {
+			// vg's y axis points up: row 0 is at the top, below the title.
+			top := h - titleH - float64(r*ch)
+			cell := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: px(float64(i * cw)), Y: px(top - float64(ch))},
+				Max: vg.Point{X: px(float64((i + 1) * cw)), Y: px(top)},
+			}}
+			if err := p.draw(cell); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("plot: encoding png: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Heatmap draws a matrix, row 0 at the top as it is printed, with a colour bar.
+type Heatmap struct {
+	Title, XLabel, YLabel string
+	Z                     [][]float64 // Z[row][col]; NaN cells (masked) are drawn light grey
+	// Diverging centres the colour scale on 0 (blue below, red above), for signed values;
+	// otherwise the scale runs dark to light from the minimum to the maximum.
+	Diverging bool
+}
+
+// Pixel widths of a heatmap's colour bar, of the gap between it and the heatmap, and of the
+// margin that keeps it off the next panel.
+const colourBarWidth, colourBarGap, colourBarMargin = 16, 10, 12
+
+var maskedColour = color.Gray{Y: 0xd8}
+
+func (hm Heatmap) draw(c draw.Canvas) error {
+	rows := len(hm.Z)
+	if rows == 0 || len(hm.Z[0]) == 0 {
+		return fmt.Errorf("plot: heatmap %q is empty", hm.Title)
+	}
+	cols := len(hm.Z[0])
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, row := range hm.Z {
+		if len(row) != cols {
+			return fmt.Errorf("plot: heatmap %q has rows of %d and %d values", hm.Title, cols, len(row))
+		}
+		for _, v := range row {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
+	}
+	if lo > hi { // every cell masked
+		lo, hi = 0, 1
+	}
+	var cm palette.ColorMap
+	if hm.Diverging {
+		a := max(math.Abs(lo), math.Abs(hi))
+		lo, hi = -a, a
+		cm = moreland.SmoothBlueRed()
+	} else {
+		cm = moreland.ExtendedBlackBody()
+	}
+	if hi-lo < 1e-12*max(1, math.Abs(hi)) { // a constant matrix still gets a colour scale
+		lo, hi = lo-0.5, hi+0.5
+	}
+	cm.SetMin(lo)
+	cm.SetMax(hi)
+
+	// Each cell becomes a block of pixels: the canvas scales images bilinearly, which would
+	// blur the cells of a small matrix into each other.
+	fx, fy := max(1, 512/cols), max(1, 512/rows)
+	img := image.NewRGBA(image.Rect(0, 0, cols*fx, rows*fy))
+	for i, row := range hm.Z {
+		for j, v := range row {
+			var col color.Color = maskedColour
+			if !math.IsNaN(v) {
+				col, _ = cm.At(min(max(v, lo), hi))
+			}
+			for y := i * fy; y < (i+1)*fy; y++ {
+				for x := j * fx; x < (j+1)*fx; x++ {
+					img.Set(x, y, col)
+				}
+			}
+		}
+	}
+
+	p := gp.New()
+	p.Title.Text = hm.Title
+	p.X.Label.Text, p.Y.Label.Text = hm.XLabel, hm.YLabel
+	p.Y.Scale = gp.InvertedScale{Normalizer: gp.LinearScale{}}
+	p.Add(raster{img: img, cols: cols, rows: rows})
+	p.X.Min, p.X.Max = -0.5, float64(cols)-0.5
+	p.Y.Min, p.Y.Max = -0.5, float64(rows)-0.5
+	// The colour bar is a plot of its own at the right of the cell: a fixed-width bar, its tick
+	// labels to its left (as wide as they need), spanning the heatmap's height.
+	bar := gp.New()
+	bar.HideX()
+	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
+	labels := bar.DataCanvas(c).Min.X - c.Min.X
+	heat := c
+	heat.Max.X -= labels + px(colourBarWidth+colourBarGap+colourBarMargin)
+	p.Draw(heat)
+	data := p.DataCanvas(heat)
+	barCanvas := c
+	barCanvas.Min.X, barCanvas.Min.Y, barCanvas.Max.Y = heat.Max.X+px(colourBarGap), data.Min.Y, data.Max.Y
+	barCanvas.Max.X -= px(colourBarMargin)
+	bar.Draw(barCanvas)
+	return nil
+}
+
+// raster is a plotter that draws a prepared image over the cells [-0.5, cols-0.5] x
+// [-0.5, rows-0.5], whatever the direction of the axes.
+type raster struct {
+	img        image.Image
+	cols, rows int
+}
+
+func (r raster) Plot(c draw.Canvas, p *gp.Plot) {
+	trX, trY := p.Transforms(&c)
+	x0, x1 := trX(-0.5), trX(float64(r.cols)-0.5)
+	y0, y1 := trY(-0.5), trY(float64(r.rows)-0.5)
+	c.DrawImage(vg.Rectangle{Min: vg.Point{X: min(x0, x1), Y: min(y0, y1)}, Max: vg.Point{X: max(x0, x1), Y: max(y0, y1)}}, r.img)
+}
+
+func (r raster) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return -0.5, float64(r.cols) - 0.5, -0.5, float64(r.rows) - 0.5
+}
+
+// Series is one line of a Lines panel.
+type Series struct {
+	Label string
+	X, Y  []float64
+}
+
+// Lines draws one or more series against a shared x axis, with a legend when they are named.
+type Lines struct {
+	Title, XLabel, YLabel string
+	Series                []Series
+}
+
+// maxLegend is the most legend entries drawn; more would cover the lines.
+const maxLegend = 8
+
+func (l Lines) draw(c draw.Canvas) error {
+	p := gp.New()
+	p.Title.Text = l.Title
+	p.X.Label.Text, p.Y.Label.Text = l.XLabel, l.YLabel
+	p.Add(plotter.NewGrid())
+	for i, s := range l.Series {
+		if len(s.X) != len(s.Y) {
+			return fmt.Errorf("plot: series %q has %d x and %d y values", s.Label, len(s.X), len(s.Y))
+		}
+		xys := make(plotter.XYs, len(s.X))
+		for k := range s.X {
+			xys[k].X, xys[k].Y = s.X[k], s.Y[k]
+		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return fmt.Errorf("plot: series %q: %w", s.Label, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(1.2)
+		p.Add(line)
+		if s.Label != "" && len(l.Series) <= maxLegend {
+			p.Legend.Add(s.Label, line)
+		}
+	}
+	p.Legend.Top = true
+	p.Draw(c)
+	return nil
+}

@@ -1,0 +1,91 @@
+package plot
+
+import (
+	"bytes"
+	"image"
+	"image/png"
+	"math"
+	"strings"
+	"testing"
+)
+
+func decode(t *testing.T, data []byte) image.Image {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	return img
+}
+
+// A figure is as large as its grid: rows wrap at MaxCols, and a new entry of Rows starts a row.
+func TestFigureSize(t *testing.T) {
+	hm := Heatmap{Title: "h", Z: [][]float64{{0, 1}, {2, 3}}}
+	ln := Lines{Title: "l", Series: []Series{{Label: "a", X: []float64{0, 1, 2}, Y: []float64{1, 0, 1}}}}
+	data, err := Figure{Title: "t", Rows: [][]Panel{{hm, hm, hm}, {ln}}, CellWidth: 200, CellHeight: 150, MaxCols: 2}.PNG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := decode(t, data).Bounds()
+	if b.Dx() != 2*200 || b.Dy() != 3*150+30 {
+		t.Errorf("image is %dx%d, want %dx%d (2 columns, 3 rows, title)", b.Dx(), b.Dy(), 400, 3*150+30)
+	}
+}
+
+// Row 0 of the matrix is drawn at the top; with a diverging scale, positive cells are red and
+// negative ones blue.
+func TestHeatmapOrientationAndColours(t *testing.T) {
+	z := [][]float64{{1, 1, 1}, {-1, -1, -1}, {-1, -1, -1}}
+	data, err := Figure{Rows: [][]Panel{{Heatmap{Z: z, Diverging: true}}}}.PNG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := decode(t, data)
+	b := img.Bounds()
+	x := b.Dx() * 2 / 5 // inside the heatmap, left of the colour bar
+	redSum, redN, blueSum, blueN := 0, 0, 0, 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		r, _, bl, _ := img.At(x, y).RGBA()
+		switch {
+		case r > bl+0x4000:
+			redSum, redN = redSum+y, redN+1
+		case bl > r+0x4000:
+			blueSum, blueN = blueSum+y, blueN+1
+		}
+	}
+	if redN == 0 || blueN == 0 {
+		t.Fatalf("column %d has %d red and %d blue pixels", x, redN, blueN)
+	}
+	if redSum/redN >= blueSum/blueN {
+		t.Errorf("positive row 0 is drawn below the negative rows (mean y %d vs %d)", redSum/redN, blueSum/blueN)
+	}
+	if ratio := float64(blueN) / float64(redN); math.Abs(ratio-2) > 0.2 {
+		t.Errorf("blue/red rows = %.2f, want 2 (two negative rows, one positive)", ratio)
+	}
+}
+
+// Constant and fully masked matrices still draw; bad input is an error, not a panic.
+func TestHeatmapEdgeCases(t *testing.T) {
+	nan := math.NaN()
+	for _, z := range [][][]float64{{{3, 3}, {3, 3}}, {{nan, nan}}, {{0}}} {
+		if _, err := (Figure{Rows: [][]Panel{{Heatmap{Z: z}}}}).PNG(); err != nil {
+			t.Errorf("%v: %v", z, err)
+		}
+	}
+	for _, c := range []struct {
+		p    Panel
+		want string
+	}{
+		{Heatmap{Title: "e"}, "empty"},
+		{Heatmap{Title: "r", Z: [][]float64{{1, 2}, {3}}}, "rows of"},
+		{Lines{Series: []Series{{Label: "s", X: []float64{1}, Y: nil}}}, "x and"},
+	} {
+		_, err := Figure{Rows: [][]Panel{{c.p}}}.PNG()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error mentioning %q, got %v", c.want, err)
+		}
+	}
+	if _, err := (Figure{}).PNG(); err == nil {
+		t.Error("an empty figure gave no error")
+	}
+}
