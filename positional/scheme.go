@@ -79,7 +79,9 @@ type Bucketed interface {
 	Bucket(qPos, kPos int) int
 }
 
-// LayerScope is the context scope of a scheme's per-layer variables.
+// LayerScope is the context scope of a scheme's per-layer variables. Variables that several
+// layers (or two hooks) read, such as T5's shared table, are read through ctx.Checked(false):
+// a checked context, as used when a checkpoint is loaded, refuses a second read otherwise.
 func LayerScope(ctx *context.Context, layer int) *context.Context {
 	return ctx.In(fmt.Sprintf("layer_%d", layer))
 }
