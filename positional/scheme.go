@@ -87,9 +87,12 @@ func LayerScope(ctx *context.Context, layer int) *context.Context {
 }
 
 // Limited is implemented by schemes that cannot encode positions past some bound (a learned
-// table). Limit returns that bound (the number of valid positions), or 0 for no bound.
+// table, xPos's float32 range).
 type Limited interface {
+	// Limit is the number of valid positions (0 to Limit-1), or 0 for no bound.
 	Limit() int
+	// LimitFix says, for an error message, what the bound is and how to go past it.
+	LimitFix() string
 }
 
 // Arch is what a scheme may need to know about the model it is plugged into.

@@ -99,3 +99,12 @@ func (x *XPos) Scale(v, pos *Node, sign float64) *Node {
 	expo := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), 1, -1), Reshape(Const(g, toFloat32(rate)), 1, 1, 1, hd)) // [b, 1, s, hd]
 	return Mul(v, ConvertDType(Exp(expo), v.DType()))
 }
+
+// Limit implements Limited. Keys are scaled by ζ^(-n/B) before they are cached, and the
+// smallest ζ (0.4/1.4) makes that overflow float32 near n = 70·B; 64·B keeps a margin.
+func (x *XPos) Limit() int { return int(64 * x.ScaleBase) }
+
+// LimitFix implements Limited.
+func (x *XPos) LimitFix() string {
+	return fmt.Sprintf("xPos's key scale ζ^(-n/B) overflows float32 past about 64·scale_base = %d positions; shorten the input or raise scale_base", x.Limit())
+}
