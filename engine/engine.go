@@ -99,7 +99,7 @@ func Bucket(n int) int {
 	return 1 << bits.Len(uint(n-1))
 }
 
-// checkPositions rejects positions the scheme cannot encode (past a learned table).
+// checkPositions rejects positions the scheme cannot encode (past a learned table, say).
 func (e *Engine) checkPositions(positions [][]int) error {
 	limit := e.positionLimit()
 	if limit == 0 {
@@ -108,11 +108,19 @@ func (e *Engine) checkPositions(positions [][]int) error {
 	for _, row := range positions {
 		for _, p := range row {
 			if p >= limit {
-				return fmt.Errorf("position %d is past the %s table's %d positions; shorten the input or set the scheme's \"beyond\" option to clamp or interpolate", p, e.Model.Scheme.Name(), limit)
+				return fmt.Errorf("position %d is past what %s can encode: %s", p, e.Model.Scheme.Name(), e.limitFix())
 			}
 		}
 	}
 	return nil
+}
+
+// limitFix explains the scheme's position limit, for error messages.
+func (e *Engine) limitFix() string {
+	if lim, ok := e.Model.Scheme.(positional.Limited); ok {
+		return lim.LimitFix()
+	}
+	return ""
 }
 
 // positionLimit is the number of positions the scheme can encode, or 0 for no bound.

@@ -146,7 +146,7 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 	limit := e.Capacity
 	if l := e.positionLimit(); l > 0 {
 		if len(prompt) > l {
-			return st, fmt.Errorf("prompt of %d tokens is longer than the %s table's %d positions; shorten it or set the scheme's \"beyond\" option to clamp or interpolate", len(prompt), e.Model.Scheme.Name(), l)
+			return st, fmt.Errorf("prompt of %d tokens is longer than %s can encode: %s", len(prompt), e.Model.Scheme.Name(), e.limitFix())
 		}
 		limit = min(limit, l)
 	}

@@ -168,3 +168,15 @@ func TestNoPELayers(t *testing.T) {
 		t.Errorf("nope_layers past the last layer: error %v", err)
 	}
 }
+
+// xPos cannot go past the float32 range of its key scale: a clear error, not NaN logits.
+func TestXPosLimit(t *testing.T) {
+	e := newTestEngine(t, tinyConfig(models.Decoder, 1, map[string]any{"name": "xpos", "scale_base": 8}))
+	if _, err := e.Forward([][]int{{1, 2}}, [][]int{{500, 511}}); err != nil {
+		t.Errorf("positions below 64·scale_base: %v", err)
+	}
+	_, err := e.Forward([][]int{{1, 2}}, [][]int{{500, 512}})
+	if err == nil || !strings.Contains(err.Error(), "scale_base") {
+		t.Errorf("position 512 with scale_base 8: error %v, want one naming scale_base", err)
+	}
+}

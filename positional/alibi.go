@@ -8,11 +8,14 @@ package positional
 //	largest power of two below n: the p slopes for p heads, then every other slope of the
 //	2p-head sequence for the remaining n-p heads (the paper's reference code).
 //
+// Option slopes sets the m_h by hand, one per head, to study other decay rates.
+//
 // Causal form: keys j <= i only, so the distance is i - j. Bidirectional form (encoders):
 // the symmetric -m_h·|i - j|. Both are computed as -m_h·|i - j|, identical on every key the
 // causal mask leaves visible.
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -22,7 +25,16 @@ import (
 
 func init() {
 	Register("alibi", func(opts *Options, arch Arch) (Scheme, error) {
-		return &ALiBi{slopes: ALiBiSlopes(arch.NumHeads)}, nil
+		slopes := opts.Floats("slopes", ALiBiSlopes(arch.NumHeads))
+		if len(slopes) != arch.NumHeads {
+			return nil, fmt.Errorf("slopes has %d values, want one per head (%d)", len(slopes), arch.NumHeads)
+		}
+		for h, m := range slopes {
+			if !(m > 0) || math.IsInf(m, 0) {
+				return nil, fmt.Errorf("slopes must be positive and finite, head %d has %g", h, m)
+			}
+		}
+		return &ALiBi{slopes: slopes}, nil
 	})
 }
 

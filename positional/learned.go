@@ -60,6 +60,14 @@ func (l *Learned) Limit() int {
 	return 0
 }
 
+// LimitFix implements Limited.
+func (l *Learned) LimitFix() string {
+	if l.Beyond == "interpolate" {
+		return fmt.Sprintf("beyond=interpolate fits %d positions onto the table; raise interpolate_to", l.InterpolateTo)
+	}
+	return fmt.Sprintf("the learned table has %d positions; shorten the input or set the scheme's \"beyond\" option to clamp or interpolate", l.MaxPositions)
+}
+
 // Input implements the Input hook.
 func (l *Learned) Input(ctx *context.Context, x, pos *Node) *Node {
 	return Add(x, ConvertDType(l.Code(ctx, pos, x.Shape().Dim(-1)), x.DType()))

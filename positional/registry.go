@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -78,21 +79,77 @@ func (o *Options) Float(key string, def float64) float64 {
 	if !ok {
 		return def
 	}
-	switch x := v.(type) {
-	case float64:
-		return x
-	case float32:
-		return float64(x)
-	case int:
-		return float64(x)
-	case json.Number:
-		f, err := x.Float64()
-		if err == nil {
-			return f
-		}
+	if f, ok := number(v); ok {
+		return f
 	}
 	o.errs = append(o.errs, fmt.Sprintf("option %q must be a number, got %v", key, v))
 	return def
+}
+
+// number converts the numeric types that JSON decoding and Go callers produce.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Floats returns the option key as a list of numbers, or def when absent. Besides a JSON
+// array it accepts a single number (a list of one) and a comma-separated string such as
+// "0.5,0.25", which is what a key=value command-line flag can carry.
+func (o *Options) Floats(key string, def []float64) []float64 {
+	o.read[key] = true
+	v, ok := o.raw[key]
+	if !ok {
+		return def
+	}
+	out, ok := numbers(v)
+	if !ok {
+		o.errs = append(o.errs, fmt.Sprintf("option %q must be a list of numbers, got %v", key, v))
+		return def
+	}
+	return out
+}
+
+// numbers converts a list option: a number, a JSON array of numbers, or "a,b,c".
+func numbers(v any) ([]float64, bool) {
+	if f, ok := number(v); ok {
+		return []float64{f}, true
+	}
+	var items []any
+	switch x := v.(type) {
+	case []float64:
+		return append([]float64{}, x...), true
+	case []any:
+		items = x
+	case string:
+		for _, part := range strings.Split(x, ",") {
+			f, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+			if err != nil {
+				return nil, false
+			}
+			items = append(items, f)
+		}
+	default:
+		return nil, false
+	}
+	out := make([]float64, len(items))
+	for i, e := range items {
+		f, ok := number(e)
+		if !ok {
+			return nil, false
+		}
+		out[i] = f
+	}
+	return out, true
 }
 
 // Int returns the option key as an int, or def when absent.

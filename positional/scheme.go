@@ -79,15 +79,20 @@ type Bucketed interface {
 	Bucket(qPos, kPos int) int
 }
 
-// LayerScope is the context scope of a scheme's per-layer variables.
+// LayerScope is the context scope of a scheme's per-layer variables. Variables that several
+// layers (or two hooks) read, such as T5's shared table, are read through ctx.Checked(false):
+// a checked context, as used when a checkpoint is loaded, refuses a second read otherwise.
 func LayerScope(ctx *context.Context, layer int) *context.Context {
 	return ctx.In(fmt.Sprintf("layer_%d", layer))
 }
 
 // Limited is implemented by schemes that cannot encode positions past some bound (a learned
-// table). Limit returns that bound (the number of valid positions), or 0 for no bound.
+// table, xPos's float32 range).
 type Limited interface {
+	// Limit is the number of valid positions (0 to Limit-1), or 0 for no bound.
 	Limit() int
+	// LimitFix says, for an error message, what the bound is and how to go past it.
+	LimitFix() string
 }
 
 // Arch is what a scheme may need to know about the model it is plugged into.

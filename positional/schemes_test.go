@@ -770,7 +770,7 @@ func TestRegistryNamesAndErrors(t *testing.T) {
 		{"learned", map[string]any{"max_positions": 16.0, "beyond": "clamp", "interpolate_to": 20.5}, []string{`"interpolate_to"`, "integer"}},
 		{"learned", map[string]any{"max_positions": 8.0, "beyond": "wrap"}, []string{"error", "clamp", "interpolate"}},
 		{"learned", map[string]any{"max_positions": 8.0, "beyond": "interpolate", "interpolate_to": 8.0}, []string{"interpolate_to"}},
-		{"alibi", map[string]any{"slopes": 1.0}, []string{"unknown option slopes", "valid: none"}},
+		{"alibi", map[string]any{"slope": 1.0}, []string{"unknown option slope", "valid: slopes"}},
 		{"none", map[string]any{"x": 1.0, "a": 2.0}, []string{"unknown option a, x"}},
 	} {
 		_, err := New(c.name, c.opts, arch)

@@ -6,6 +6,10 @@ package positional
 //	PE(pos, 2i+1) = cos(pos / base^(2i/d))        base = 10000
 //	x' = x·sqrt(d) + PE(pos)                      (the paper scales embeddings by sqrt(d_model))
 //
+// Option learn_scale makes it x' = x·sqrt(d) + α·PE(pos) with α one learned scalar, initialised
+// to 1 so that training starts from the paper's code (x-transformers' ScaledSinusoidalEmbedding;
+// its d^-0.5 initial scale on PE with unscaled x is the same ratio as α = 1 here).
+//
 // For every offset k there is one matrix M_k, block-diagonal with 2x2 rotations by k·ω_i,
 // such that PE(pos+k) = M_k PE(pos) for every pos: a relative offset is a linear map of the code.
 
@@ -15,7 +19,9 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
 )
 
 func init() {
@@ -23,6 +29,7 @@ func init() {
 		s := &Sinusoidal{
 			Base:       opts.Float("base", 10000),
 			EmbedScale: opts.Float("embed_scale", math.Sqrt(float64(arch.Dim))),
+			LearnScale: opts.Bool("learn_scale", false),
 		}
 		if arch.Dim%2 != 0 {
 			return nil, fmt.Errorf("needs an even model dim, got %d", arch.Dim)
@@ -38,6 +45,7 @@ func init() {
 type Sinusoidal struct {
 	Base       float64 // the 10000 of the paper
 	EmbedScale float64 // embeddings are multiplied by this before the code is added
+	LearnScale bool    // the code is multiplied by a learned scalar α (variable "scale")
 }
 
 // Name implements Scheme.
@@ -49,9 +57,15 @@ func (s *Sinusoidal) Input(ctx *context.Context, x, pos *Node) *Node {
 	return Add(MulScalar(x, s.EmbedScale), ConvertDType(s.Code(ctx, pos, dim), x.DType()))
 }
 
-// Code implements Absolute.
+// Code implements Absolute: what is added to the scaled embeddings, α·PE with learn_scale.
 func (s *Sinusoidal) Code(ctx *context.Context, pos *Node, dim int) *Node {
-	return SinusoidalGraph(pos, dim, s.Base, dtypes.Float32)
+	pe := SinusoidalGraph(pos, dim, s.Base, dtypes.Float32)
+	if !s.LearnScale {
+		return pe
+	}
+	alpha := ctx.WithInitializer(initializers.One).
+		VariableWithShape("scale", shapes.Make(dtypes.Float32)).ValueGraph(pos.Graph())
+	return Mul(pe, Reshape(alpha, 1, 1, 1))
 }
 
 // Frequencies returns ω_i of a code of width dim: pair (2i, 2i+1) turns by k·ω_i when the

@@ -144,7 +144,7 @@ func run(o options) error {
 		return err
 	}
 	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.randomPositions, cfg.TrainSeqLen) > l.Limit() {
-		return fmt.Errorf("%s encodes positions below %d only; lower -seq / -random-positions or raise its max_positions", cfg.SchemeName(), l.Limit())
+		return fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions", cfg.SchemeName(), l.Limit(), l.LimitFix())
 	}
 	root, err := corpus.GoRoot()
 	if err != nil {
