@@ -148,7 +148,7 @@ func run(o options, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if l, ok := st.scheme.(positional.Limited); ok && l.Limit() > 0 && o.length > l.Limit() {
-		return fmt.Errorf("-len %d is past the %d positions %s can encode; use -len <= %d", o.length, l.Limit(), st.name, l.Limit())
+		return fmt.Errorf("-len %d: %s encodes positions below %d only (%s); use -len <= %d", o.length, st.name, l.Limit(), l.LimitFix(), l.Limit())
 	}
 	rep, err := inspect(backend, st, o.length, o.layer)
 	if err != nil {

@@ -13,6 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -315,6 +320,58 @@ func TestCheckpointTable(t *testing.T) {
 	}
 }
 
+// A trained table is read from the checkpoint, not re-initialized: a learned-positions model is
+// saved with a known table, and -m prints that table.
+func TestCheckpointLearnedTable(t *testing.T) {
+	const n, dim = 12, 8
+	cfg := models.Config{
+		Kind: models.Decoder, VocabSize: 8, Dim: dim, NumLayers: 1, NumHeads: 2, HiddenDim: 8, MaxSeqLen: n,
+		Positional: map[string]any{"name": "learned", "max_positions": float64(n)},
+	}
+	m, err := models.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := engine.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.New()
+	// One forward pass creates the variables.
+	if _, err := context.ExecOnce(backend, ctx, func(ctx *context.Context, tok, pos, valid *Node) *Node {
+		logits, _ := m.Forward(ctx, tok, pos, valid, nil)
+		return logits
+	}, [][]int32{{1}}, [][]int32{{0}}, [][]bool{{true}}); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, n*dim)
+	for i := range want {
+		want[i] = float32(i%7) - 3.5 + float32(i)/100
+	}
+	v := ctx.GetVariableByScopeAndName("/"+models.Scope+"/positional", "table")
+	if v == nil {
+		t.Fatal("no positional table variable")
+	}
+	if err := v.SetValue(tensors.FromFlatDataAndDimensions(want, n, dim)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := models.Save(dir, cfg, ctx); err != nil {
+		t.Fatal(err)
+	}
+	table := matrix(t, peJSON(t, "-m", dir, "-len", fmt.Sprint(n))["table"])
+	for p := range n {
+		for d := range dim {
+			if got := table[p][d]; math.Abs(got-float64(want[p*dim+d])) > 1e-6 {
+				t.Fatalf("table[%d][%d] = %g, want the saved %g", p, d, got, want[p*dim+d])
+			}
+		}
+	}
+	if _, err := pe("-m", dir, "-len", fmt.Sprint(n+1)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("use -len <= %d", n)) {
+		t.Errorf("-len past the table: want an error saying -len <= %d, got %v", n, err)
+	}
+}
+
 // Learned variables come from -seed: the same seed gives the same table, another seed another.
 func TestSeed(t *testing.T) {
 	table := func(seed string) string {
@@ -338,6 +395,34 @@ func TestSchemeFlags(t *testing.T) {
 	if got := matrix(t, m["buckets"]); got[8][0] != 0 || got[0][8] != 6 {
 		t.Errorf("buckets at distance ±8 with max_distance 3: %v and %v, want 0 and 6", got[8][0], got[0][8])
 	}
+	// T5's three options: buckets in [0, 8), and keys after the query get buckets of their own
+	// only when bidirectional.
+	upper := func(args ...string) (opts map[string]any, maxBucket, upperSum float64) {
+		m := peJSON(t, append([]string{"-scheme", "t5", "-len", "10", "-dim", "8", "-heads", "2"}, args...)...)
+		for i, row := range matrix(t, m["buckets"]) {
+			for j, b := range row {
+				maxBucket = max(maxBucket, b)
+				if j > i {
+					upperSum += b
+				}
+			}
+		}
+		return m["options"].(map[string]any), maxBucket, upperSum
+	}
+	opts, top, up := upper("-num-buckets", "8", "-max-distance", "16", "-bidirectional")
+	if len(opts) != 3 || opts["num_buckets"] != 8.0 || opts["max_distance"] != 16.0 || opts["bidirectional"] != true {
+		t.Errorf("t5 options %v", opts)
+	}
+	if top >= 8 || up == 0 {
+		t.Errorf("t5 bidirectional with 8 buckets: largest bucket %g, keys after the query sum to %g", top, up)
+	}
+	if opts, _, up := upper("-num-buckets", "8"); len(opts) != 1 || up != 0 {
+		t.Errorf("t5 decoder without -bidirectional: options %v, keys after the query sum to %g, want 0", opts, up)
+	}
+	if opts, _, _ := upper(); len(opts) != 0 {
+		t.Errorf("no scheme flag given, but options %v", opts)
+	}
+
 	for _, c := range []struct {
 		args []string
 		want string

@@ -100,13 +100,17 @@ func figure(rep *report) (plot.Figure, error) {
 	}
 	causal := rep.Kind == models.Decoder
 	if rep.Table != nil {
+		// Averaged over i: a code need not say anything at position 0 (FLOATER's starts at 0).
 		dot := make([]float64, rep.Len)
 		for k := range dot {
-			for d, v := range rep.Table[0] {
-				dot[k] += float64(v) * float64(rep.Table[k][d])
+			for i := 0; i+k < rep.Len; i++ {
+				for d, v := range rep.Table[i] {
+					dot[k] += float64(v) * float64(rep.Table[i+k][d])
+				}
 			}
+			dot[k] /= float64(rep.Len - k)
 		}
-		lineTitle := "<PE(0), PE(k)>"
+		lineTitle := "<PE(i), PE(i+k)>, mean over i"
 		if rep.Rotation != nil {
 			lineTitle += fmt.Sprintf("   (rotation residual %.2g)", *rep.Rotation)
 		}
