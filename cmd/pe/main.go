@@ -17,39 +17,19 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/positional"
 )
 
-// peOptions collects repeated -pe key=value flags, parsed as in cmd/train.
-type peOptions map[string]any
-
-func (p peOptions) String() string { return fmt.Sprint(map[string]any(p)) }
-
-func (p peOptions) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want key=value, got %q", s)
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		p[k] = f
-	} else if b, err := strconv.ParseBool(v); err == nil {
-		p[k] = b
-	} else {
-		p[k] = v
-	}
-	return nil
-}
-
 type options struct {
 	scheme, model, format, out, kind, backend string
-	pe                                        peOptions
+	pe                                        peflag.Options
 	length, dim, heads, layer                 int
 	seed                                      int64
 	numBuckets, maxDistance                   int
@@ -83,7 +63,7 @@ func newFlags(o *options) *flag.FlagSet {
 
 // parse reads the command line; with -h it prints the usage to help and returns flag.ErrHelp.
 func parse(args []string, help io.Writer) (options, []string, error) {
-	o := options{pe: peOptions{}, set: map[string]bool{}}
+	o := options{pe: peflag.Options{}, set: map[string]bool{}}
 	fs := newFlags(&o)
 	fs.Usage = func() { // the flag package calls it on errors too, while output is discarded
 		fmt.Fprintln(fs.Output(), "usage: pe -scheme NAME [-len N] [-dim D] [-heads H] [-pe key=value]... [-format json|csv|png] [-o FILE]")

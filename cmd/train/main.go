@@ -22,6 +22,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/corpus"
+	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/progress"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
@@ -29,29 +30,9 @@ import (
 	"github.com/posformer/posformer/tokenizer"
 )
 
-// peOptions collects repeated -pe key=value flags.
-type peOptions map[string]any
-
-func (p peOptions) String() string { return fmt.Sprint(map[string]any(p)) }
-
-func (p peOptions) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want key=value, got %q", s)
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		p[k] = f
-	} else if b, err := strconv.ParseBool(v); err == nil {
-		p[k] = b
-	} else {
-		p[k] = v
-	}
-	return nil
-}
-
 type options struct {
 	kind, scheme, out, backend string
-	pe                         peOptions
+	pe                         peflag.Options
 	dim, layers, heads, kv     int
 	hidden, ctxLen             int
 	steps, batch, seq          int
@@ -66,7 +47,7 @@ type options struct {
 }
 
 func main() {
-	o := options{pe: peOptions{}}
+	o := options{pe: peflag.Options{}}
 	flag.StringVar(&o.kind, "kind", "decoder", "decoder (causal LM) or encoder (masked LM)")
 	flag.StringVar(&o.scheme, "scheme", "rope", "positional scheme: "+strings.Join(positional.Names(), ", "))
 	flag.Var(o.pe, "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
