@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -74,7 +75,19 @@ func main() {
 	flag.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -o")
 	flag.IntVar(&o.randomPositions, "random-positions", 0, "randomized positions (Ruoss et al. 2023): each training sequence gets a sorted random subset of [0, N); 0 is off")
 	flag.StringVar(&o.nopeLayers, "nope-layers", "", "comma-separated blocks (from 0) that skip the scheme's attention hooks, e.g. 1,3")
-	flag.Parse()
+	// One-line errors for bad flags, the full list only for -h.
+	flag.CommandLine.Init("train", flag.ContinueOnError)
+	flag.CommandLine.SetOutput(io.Discard)
+	if err := flag.CommandLine.Parse(os.Args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			flag.CommandLine.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: train -o DIR [-kind decoder|encoder] [-scheme NAME] [-pe key=value ...] [flags]")
+			flag.PrintDefaults()
+			return
+		}
+		fmt.Fprintf(os.Stderr, "train: %v (run with -h for the flags)\n", err)
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "train:", err)
 		os.Exit(1)
