@@ -20,48 +20,109 @@ import (
 type Engine struct {
 	Backend  backends.Backend
 	Model    *models.Model
-	Ctx      *context.Context
-	Capacity int // KV-cache slots per sequence (the context size)
+	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked)
+	Capacity int              // KV-cache slots per sequence (the context size)
 
 	builds atomic.Int64 // graphs built (and so compiled): one per new input shape
 	full   *context.Exec
-	cached *context.Exec
+	cached *context.Exec // a chunk through the KV cache, logits of every token
+	picked *context.Exec // the same, logits of one token per row (prefill)
 }
 
 // Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len).
+// capacity slots per sequence (0: the model's max_seq_len). The weights are read straight
+// into the inference layout.
 func Load(dir, backendName string, capacity int) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
 	}
-	m, ctx, err := models.Load(dir, backend)
+	ctx := context.New()
+	layers.SetPacked(ctx)
+	m, err := models.LoadInto(dir, backend, ctx)
 	if err != nil {
 		return nil, err
 	}
 	return New(backend, m, ctx, capacity)
 }
 
-// New wraps a model whose variables are in ctx.
+// New wraps a model whose variables are in ctx. The engine reads its matrices packed
+// (layers.SetPacked): a context that holds no model variables yet is marked so and used
+// as is (its variables are then created packed, with random values); one that holds
+// variables in the checkpoint layout, as a trainer leaves them, is copied, and ctx is left
+// unchanged for its owner.
 func New(backend backends.Backend, m *models.Model, ctx *context.Context, capacity int) (*Engine, error) {
 	if capacity <= 0 {
 		capacity = m.Config.MaxSeqLen
 	}
+	ctx, err := inferenceContext(backend, m, ctx)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e := &Engine{Backend: backend, Model: m, Ctx: ctx.Checked(false), Capacity: capacity}
-	var err error
 	e.full, err = context.NewExec(backend, e.Ctx, e.fullGraph)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.cached, err = context.NewExec(backend, e.Ctx, e.cachedGraph)
+	e.cached, err = context.NewExec(backend, e.Ctx, func(ctx *context.Context, in []*Node) []*Node {
+		return e.cachedGraph(ctx, in, false)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	// Shapes are bucketed (powers of two), so a few dozen graphs cover every prompt length
-	// and batch size in use; the default cache of 32 could evict and recompile.
+	e.picked, err = context.NewExec(backend, e.Ctx, func(ctx *context.Context, in []*Node) []*Node {
+		return e.cachedGraph(ctx, in, true)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	// Shapes are bucketed (powers of two for chunks, steps of the cache window), so a few
+	// dozen graphs cover every prompt length and batch size in use; the default cache of 32
+	// could evict and recompile.
 	e.full.SetMaxCache(128)
 	e.cached.SetMaxCache(128)
+	e.picked.SetMaxCache(128)
 	return e, nil
+}
+
+// inferenceContext returns a context holding m's variables with packed matrices: ctx itself
+// when it is packed already or holds no model variable, else a packed copy.
+func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Context) (*context.Context, error) {
+	if layers.Packed(ctx) {
+		return ctx, nil
+	}
+	empty := true
+	for range ctx.In(models.Scope).IterVariablesInScope() {
+		empty = false
+		break
+	}
+	if empty {
+		layers.SetPacked(ctx)
+		return ctx, nil
+	}
+	params, err := m.Layout(backend, true)
+	if err != nil {
+		return nil, err
+	}
+	out := context.New()
+	layers.SetPacked(out)
+	for _, p := range params {
+		scope, name := models.VariablePath(p.Name)
+		v := ctx.InAbsPath(scope).GetVariable(name)
+		if v == nil {
+			return nil, fmt.Errorf("variable %s is missing; the model's graph wants %v", p.Name, p.Shape)
+		}
+		value, err := v.Value()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p.Name, err)
+		}
+		data, err := tensors.CopyFlatData[float32](value)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p.Name, err)
+		}
+		out.InAbsPath(scope).VariableWithValue(p.Var, tensors.FromFlatDataAndDimensions(data, p.Store...))
+	}
+	return out, nil
 }
 
 // Compilations counts the graphs built so far; after warm-up it must stop growing.
@@ -74,15 +135,20 @@ func (e *Engine) fullGraph(ctx *context.Context, tokens, pos, valid *Node) *Node
 }
 
 // cachedGraph's inputs: tokens, pos, valid, slots [b, s]; cache pos, cache valid [b, c];
-// then K and V of every layer. Outputs: logits, then the new cache in the same order.
-func (e *Engine) cachedGraph(ctx *context.Context, in []*Node) []*Node {
+// then K and V of every layer; with pick, last, the index [b] of each row's token whose
+// logits are returned. Outputs: logits, then the new cache in the same order.
+func (e *Engine) cachedGraph(ctx *context.Context, in []*Node, pick bool) []*Node {
 	e.builds.Add(1)
 	n := e.Model.Config.NumLayers
 	cache := &models.Cache{Slots: in[3], Pos: in[4], Valid: in[5]}
 	for i := 0; i < n; i++ {
 		cache.Layers = append(cache.Layers, layers.LayerCache{K: in[6+2*i], V: in[7+2*i]})
 	}
-	logits, out := e.Model.Forward(ctx, in[0], in[1], in[2], cache)
+	var last *Node
+	if pick {
+		last = in[6+2*n]
+	}
+	logits, out := e.Model.ForwardPick(ctx, in[0], in[1], in[2], cache, last)
 	outs := []*Node{logits, out.Pos, out.Valid}
 	for _, l := range out.Layers {
 		outs = append(outs, l.K, l.V)

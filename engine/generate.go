@@ -153,12 +153,12 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 	s := e.NewSession(1)
 	start := time.Now()
 	// The first call of a shape also compiles its graph: the prefill rate includes it.
-	out, err := s.Append([][]int{prompt}, [][]int{iotaFrom(0, len(prompt))})
+	last, err := s.AppendLast([][]int{prompt}, [][]int{iotaFrom(0, len(prompt))})
 	if err != nil {
 		return st, err
 	}
 	st.PromptTokens, st.Prefill = len(prompt), time.Since(start)
-	logits := out[0][len(prompt)-1]
+	logits := last[0]
 	start = time.Now()
 	defer func() { st.Decode = time.Since(start) }()
 	for pos := len(prompt); ; pos++ {

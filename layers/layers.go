@@ -22,12 +22,11 @@ import (
 const InitStd = 0.02
 
 // Linear computes x·Wᵀ (+ b) with W stored [out, in] as PyTorch stores it, which is also the
-// faster layout for the pure-Go backend's dot product.
+// faster layout for the pure-Go backend's dot product; in an inference context W is packed
+// (pack.go).
 func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Node {
 	in := x.Shape().Dim(-1)
-	w := ctx.WithInitializer(initializers.RandomNormalFn(ctx, std)).
-		VariableWithShape("weight", shapes.Make(x.DType(), out, in)).ValueGraph(x.Graph())
-	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	y := MatMulT(x, Matrix(ctx, x.Graph(), out, in, x.DType(), std))
 	if bias {
 		b := ctx.WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(x.DType(), out)).ValueGraph(x.Graph())
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
@@ -35,20 +34,33 @@ func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Nod
 	return y
 }
 
-// EmbeddingTable returns the [vocab, dim] token embedding table of ctx.
+// Matrix returns ctx's weight matrix [out, in] ("weight"), or in an inference context its
+// packed form [P, out/P, in] ("weight_packed"), initialized N(0, std²).
+func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std float64) *Node {
+	ctx = ctx.WithInitializer(initializers.RandomNormalFn(ctx, std))
+	if Packed(ctx) {
+		if p := PackParts(out); p > 1 {
+			return ctx.VariableWithShape(PackedName, shapes.Make(dtype, p, out/p, in)).ValueGraph(g)
+		}
+	}
+	return ctx.VariableWithShape("weight", shapes.Make(dtype, out, in)).ValueGraph(g)
+}
+
+// EmbeddingTable returns the [vocab, dim] token embedding table of ctx (packed in an inference
+// context, so that the tied output head runs in parallel too).
 func EmbeddingTable(ctx *context.Context, g *Graph, vocab, dim int, dtype dtypes.DType) *Node {
-	return ctx.WithInitializer(initializers.RandomNormalFn(ctx, InitStd)).
-		VariableWithShape("weight", shapes.Make(dtype, vocab, dim)).ValueGraph(g)
+	return Matrix(ctx, g, vocab, dim, dtype, InitStd)
 }
 
-// Embed looks up tokens [batch, seq] (int32) in table [vocab, dim].
+// Embed looks up tokens [batch, seq] (int32) in table [vocab, dim] (or its packed form).
 func Embed(table, tokens *Node) *Node {
-	return Gather(table, ExpandAxes(tokens, -1))
+	return GatherRows(table, tokens)
 }
 
-// Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim].
+// Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim] (or its
+// packed form).
 func Unembed(table, x *Node) *Node {
-	return DotGeneral(x, []int{2}, nil, table, []int{1}, nil)
+	return MatMulT(x, table)
 }
 
 // Norm applies "rmsnorm" (Zhang & Sennrich 2019) or "layernorm" (Ba et al. 2016) over the last axis.

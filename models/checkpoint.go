@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models/safetensors"
 )
 
@@ -36,16 +37,28 @@ func TensorName(scope, name string) string {
 	return strings.ReplaceAll(scope, "/", ".") + "." + name
 }
 
-// Param is one tensor the model expects.
+// Param is one tensor the model expects: its checkpoint name and shape, and the variable that
+// holds it in a context (the same, except for packed matrices in an inference context, see
+// layers.SetPacked).
 type Param struct {
 	Name  string
 	Shape []int
+	Var   string // variable name in its scope
+	Store []int  // variable shape
 }
 
 // Params lists, sorted by name, the tensors that m's graph creates. It is derived by building
 // the graph once (without compiling it), so that the list can never disagree with the code.
 func (m *Model) Params(backend backends.Backend) ([]Param, error) {
+	return m.Layout(backend, false)
+}
+
+// Layout is Params for a context that is packed (an inference context) or not.
+func (m *Model) Layout(backend backends.Backend, packed bool) ([]Param, error) {
 	ctx := context.New()
+	if packed {
+		layers.SetPacked(ctx)
+	}
 	err := Try(func() {
 		g := NewGraph(backend, "params")
 		tokens := Parameter(g, "tokens", shapes.Make(dtypes.Int32, 1, 1))
@@ -59,7 +72,9 @@ func (m *Model) Params(backend backends.Backend) ([]Param, error) {
 	}
 	var params []Param
 	for v := range ctx.IterVariablesInScope() {
-		params = append(params, Param{Name: TensorName(v.Scope(), v.Name()), Shape: v.Shape().Dimensions})
+		store := v.Shape().Dimensions
+		name, shape := layers.CheckpointName(v.Name(), store)
+		params = append(params, Param{Name: TensorName(v.Scope(), name), Shape: shape, Var: v.Name(), Store: store})
 	}
 	sort.Slice(params, func(i, j int) bool { return params[i].Name < params[j].Name })
 	return params, nil
@@ -81,7 +96,8 @@ func Try(fn func()) (err error) {
 }
 
 // Save writes cfg and the model variables of ctx to dir, each file through a temporary file
-// and a rename so that a crash never leaves half a checkpoint.
+// and a rename so that a crash never leaves half a checkpoint. Packed matrices (an inference
+// context) are written in the checkpoint layout.
 func Save(dir string, cfg Config, ctx *context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
@@ -96,7 +112,8 @@ func Save(dir string, cfg Config, ctx *context.Context) error {
 		if err != nil {
 			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
 		}
-		ts = append(ts, safetensors.Tensor{Name: TensorName(v.Scope(), v.Name()), Shape: v.Shape().Dimensions, Data: data})
+		name, shape := layers.CheckpointName(v.Name(), v.Shape().Dimensions)
+		ts = append(ts, safetensors.Tensor{Name: TensorName(v.Scope(), name), Shape: shape, Data: data})
 	}
 	if err := safetensors.Write(filepath.Join(dir, WeightsFile), ts, map[string]string{"format": "posformer"}); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
@@ -138,24 +155,35 @@ func WriteFileAtomic(path string, data []byte) error {
 // checked for presence, dtype and shape before it is read. Tensors are streamed one at a time
 // into the variables of the returned context.
 func Load(dir string, backend backends.Backend) (*Model, *context.Context, error) {
-	cfg, err := ReadConfig(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := New(*cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", dir, err)
-	}
 	ctx := context.New()
-	if err := m.LoadWeights(filepath.Join(dir, WeightsFile), backend, ctx); err != nil {
+	m, err := LoadInto(dir, backend, ctx)
+	if err != nil {
 		return nil, nil, err
 	}
 	return m, ctx, nil
 }
 
-// LoadWeights reads a safetensors file into ctx, validating it against m's parameters.
+// LoadInto is Load into the given context: an inference context (layers.SetPacked) receives
+// its matrices packed, without a second copy of the weights.
+func LoadInto(dir string, backend backends.Backend, ctx *context.Context) (*Model, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := m.LoadWeights(filepath.Join(dir, WeightsFile), backend, ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// LoadWeights reads a safetensors file into ctx, validating it against m's parameters. Into an
+// inference context (layers.SetPacked) matrices are read straight into their packed variables.
 func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.Context) error {
-	params, err := m.Params(backend)
+	params, err := m.Layout(backend, layers.Packed(ctx))
 	if err != nil {
 		return err
 	}
@@ -189,20 +217,20 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		}
 	}
 	for _, p := range params {
-		t := tensors.FromShape(shapes.Make(DType, p.Shape...))
+		t := tensors.FromShape(shapes.Make(DType, p.Store...))
 		var readErr error
 		t.MustMutableFlatData(func(flat any) { readErr = f.ReadFloat32Into(p.Name, flat.([]float32)) })
 		if readErr != nil {
 			return fmt.Errorf("loading %s: %w", path, readErr)
 		}
-		scope, name := variablePath(p.Name)
-		ctx.InAbsPath(scope).VariableWithValue(name, t)
+		scope, _ := VariablePath(p.Name)
+		ctx.InAbsPath(scope).VariableWithValue(p.Var, t)
 	}
 	return nil
 }
 
-// variablePath inverts TensorName.
-func variablePath(tensor string) (scope, name string) {
+// VariablePath inverts TensorName: "layer_0.attn.wq.weight" -> ("/model/layer_0/attn/wq", "weight").
+func VariablePath(tensor string) (scope, name string) {
 	parts := strings.Split(tensor, ".")
 	return "/" + strings.Join(append([]string{Scope}, parts[:len(parts)-1]...), "/"), parts[len(parts)-1]
 }

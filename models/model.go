@@ -5,6 +5,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/positional"
@@ -33,8 +34,9 @@ func New(cfg Config) (*Model, error) {
 // Scope is the context scope that holds the model's variables; optimizers keep theirs elsewhere.
 const Scope = "model"
 
-// Cache is the graph-side KV cache: one LayerCache per block, plus the positions and validity
-// of every slot, and the slots the current chunk writes to.
+// Cache is the graph-side KV cache: one LayerCache per block (keys [batch, kvHeads, capacity,
+// headDim], values transposed [batch, kvHeads, headDim, capacity]), plus the positions and
+// validity of every slot, and the slots the current chunk writes to.
 type Cache struct {
 	Layers []layers.LayerCache
 	Pos    *Node // [batch, capacity] int32
@@ -48,6 +50,13 @@ type Cache struct {
 //
 // ctx is the root context; variables live under ctx.In(Scope).
 func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *Cache) (*Node, *Cache) {
+	return m.ForwardPick(ctx, tokens, pos, valid, cache, nil)
+}
+
+// ForwardPick is Forward that, when pick ([batch] int32) is not nil, returns only the logits of
+// token pick[b] of each row, [batch, 1, vocab]. Prefilling a prompt needs the last token's
+// logits only, and the output head is the largest matrix of a small model.
+func (m *Model) ForwardPick(ctx *context.Context, tokens, pos, valid *Node, cache *Cache, pick *Node) (*Node, *Cache) {
 	c := m.Config
 	ctx = ctx.In(Scope)
 	block := c.Block()
@@ -60,11 +69,15 @@ func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *C
 	}
 
 	att := layers.AttentionInput{Pos: pos, Valid: valid}
+	keyPos, keyValid := pos, valid
 	var out *Cache
 	if cache != nil {
 		att.Write = layers.NewCacheWrite(cache.Slots, valid, pos, cache.Pos, cache.Valid)
 		out = &Cache{Pos: att.Write.Pos, Valid: att.Write.Valid, Slots: cache.Slots}
+		keyPos, keyValid = att.Write.Pos, att.Write.Valid
 	}
+	// The mask depends on positions only: build it once for every layer.
+	att.Mask = layers.MaskBias(c.Causal(), c.NumHeads, pos, keyPos, keyValid)
 	for i := 0; i < c.NumLayers; i++ {
 		if cache != nil {
 			att.Cache = &cache.Layers[i]
@@ -78,6 +91,10 @@ func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *C
 		if out != nil {
 			out.Layers = append(out.Layers, *lc)
 		}
+	}
+	if pick != nil {
+		rows := Iota(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dim(0)), 0)
+		x = ExpandAxes(Gather(x, Stack([]*Node{rows, pick}, -1)), 1) // [batch, 1, dim]
 	}
 	x = layers.Norm(ctx.In("norm"), c.Norm, c.NormEps, x)
 	head := table
