@@ -30,16 +30,16 @@ type Engine struct {
 }
 
 // Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len). The weights are read straight
-// into the inference layout.
-func Load(dir, backendName string, capacity int) (*Engine, error) {
+// capacity slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
+// The weights are read straight into the inference layout.
+func Load(dir, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
 	}
 	ctx := context.New()
 	layers.SetPacked(ctx)
-	m, err := models.LoadInto(dir, backend, ctx)
+	m, err := models.LoadInto(dir, backend, ctx, edits...)
 	if err != nil {
 		return nil, err
 	}

@@ -154,21 +154,32 @@ func WriteFileAtomic(path string, data []byte) error {
 // Load reads a checkpoint directory: its config, then every tensor the config implies, each
 // checked for presence, dtype and shape before it is read. Tensors are streamed one at a time
 // into the variables of the returned context.
-func Load(dir string, backend backends.Backend) (*Model, *context.Context, error) {
+//
+// Edits change the configuration before the model is built, for settings that do not change
+// the weights, such as RoPE scaling chosen at inference time.
+func Load(dir string, backend backends.Backend, edits ...Edit) (*Model, *context.Context, error) {
 	ctx := context.New()
-	m, err := LoadInto(dir, backend, ctx)
+	m, err := LoadInto(dir, backend, ctx, edits...)
 	if err != nil {
 		return nil, nil, err
 	}
 	return m, ctx, nil
 }
 
+// Edit changes a configuration read from a checkpoint (see Load).
+type Edit func(*Config) error
+
 // LoadInto is Load into the given context: an inference context (layers.SetPacked) receives
 // its matrices packed, without a second copy of the weights.
-func LoadInto(dir string, backend backends.Backend, ctx *context.Context) (*Model, error) {
+func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits ...Edit) (*Model, error) {
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
+	}
+	for _, edit := range edits {
+		if err := edit(cfg); err != nil {
+			return nil, err
+		}
 	}
 	m, err := New(*cfg)
 	if err != nil {
