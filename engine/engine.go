@@ -3,7 +3,9 @@ package engine
 import (
 	"fmt"
 	"math/bits"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -23,7 +25,9 @@ type Engine struct {
 	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked)
 	Capacity int              // KV-cache slots per sequence (the context size)
 
-	builds atomic.Int64 // graphs built (and so compiled): one per new input shape
+	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
+	compiling atomic.Int64 // nanoseconds spent compiling cached-graph shapes (see Session.exec)
+	compiled  sync.Map     // cachedKey -> true: shapes already compiled
 	full   *context.Exec
 	cached *context.Exec // a chunk through the KV cache, logits of every token
 	picked *context.Exec // the same, logits of one token per row (prefill)
@@ -116,17 +120,22 @@ func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Co
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", p.Name, err)
 		}
-		data, err := tensors.CopyFlatData[float32](value)
+		t, err := models.NewWeight(backend, shapes.Make(models.DType, p.Store...), func(flat []float32) error {
+			return value.ConstFlatData(func(src any) { copy(flat, src.([]float32)) })
+		})
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", p.Name, err)
+			return nil, fmt.Errorf("copying %s: %w", p.Name, err)
 		}
-		out.InAbsPath(scope).VariableWithValue(p.Var, tensors.FromFlatDataAndDimensions(data, p.Store...))
+		out.InAbsPath(scope).VariableWithValue(p.Var, t)
 	}
 	return out, nil
 }
 
 // Compilations counts the graphs built so far; after warm-up it must stop growing.
 func (e *Engine) Compilations() int { return int(e.builds.Load()) }
+
+// CompileTime is the time spent compiling the KV-cache graphs so far (Warmup included).
+func (e *Engine) CompileTime() time.Duration { return time.Duration(e.compiling.Load()) }
 
 func (e *Engine) fullGraph(ctx *context.Context, tokens, pos, valid *Node) *Node {
 	e.builds.Add(1)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -55,6 +57,37 @@ func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 			shapes.Make(models.DType, batch, b.NumKVHeads, b.HeadDim, window))
 	}
 	return out
+}
+
+// cachedKey identifies a compiled KV-cache graph.
+type cachedKey struct {
+	pick                 bool
+	batch, seq, window int
+}
+
+// precompile compiles exe for the shapes of args unless done before, and times it, so that
+// the rates Generate reports exclude compilation.
+func (e *Engine) precompile(exe interface{ PreCompile(...any) error }, key cachedKey, args []any) error {
+	if _, done := e.compiled.Load(key); done {
+		return nil
+	}
+	start := time.Now()
+	if err := exe.PreCompile(args...); err != nil {
+		return err
+	}
+	e.compiling.Add(int64(time.Since(start)))
+	e.compiled.Store(key, true)
+	return nil
+}
+
+// KVBytes is the size of a full KV cache for batch rows (keys, values, slot positions and
+// validity), what a session grows to when it fills the context.
+func (e *Engine) KVBytes(batch int) int64 {
+	var n int64
+	for _, sh := range e.cacheShapes(batch, e.Capacity) {
+		n += int64(sh.Memory())
+	}
+	return n
 }
 
 // slotAxis is the axis of cache tensor i that runs over slots.
@@ -117,6 +150,7 @@ func (s *Session) Append(tokens, positions [][]int) ([][][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer outs.FinalizeAll() // copied out: its buffer goes back to the backend's pool
 	return unpackLogits(outs, tokens), nil
 }
 
@@ -127,6 +161,7 @@ func (s *Session) AppendLast(tokens, positions [][]int) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer outs.FinalizeAll()
 	last := make([][]float32, len(tokens))
 	picked := outs.Shape().Dim(1) == 1
 	tensors.MustConstFlatData(outs, func(flat []float32) {
@@ -216,6 +251,10 @@ func (s *Session) exec(tok, pos, valid, slots, last *tensors.Tensor) (*tensors.T
 		args = append(args, last)
 		exe = s.e.picked
 	}
+	seq := tok.Shape().Dim(1)
+	if err := s.e.precompile(exe, cachedKey{last != nil, s.batch, seq, s.window}, args); err != nil {
+		return nil, err
+	}
 	outs, err := exe.Exec(args...)
 	if err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
@@ -247,22 +286,29 @@ func (e *Engine) Warmup(batch, maxPrompt int) error {
 		}
 		add(key{1, e.window(n)}) // a decode step reaching n tokens
 	}
-	for _, k := range keys {
+	// Arguments only give shapes; keys with the same window share their cache tensors.
+	sort.Slice(keys, func(i, j int) bool { return keys[i].window < keys[j].window })
+	var cache []any
+	for i, k := range keys {
+		if i == 0 || k.window != keys[i-1].window {
+			cache = cache[:0]
+			for _, sh := range e.cacheShapes(batch, k.window) {
+				cache = append(cache, tensors.FromShape(sh))
+			}
+		}
 		args := []any{
 			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
 			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
 			tensors.FromShape(shapes.Make(dtypes.Bool, batch, k.seq)),
 			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
 		}
-		for _, sh := range e.cacheShapes(batch, k.window) {
-			args = append(args, tensors.FromShape(sh))
-		}
+		args = append(args, cache...)
 		exe := e.cached
 		if k.seq > 1 {
 			args = append(args, tensors.FromShape(shapes.Make(dtypes.Int32, batch)))
 			exe = e.picked
 		}
-		if err := exe.PreCompile(args...); err != nil {
+		if err := e.precompile(exe, cachedKey{k.seq > 1, batch, k.seq, k.window}, args); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}

@@ -228,16 +228,39 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		}
 	}
 	for _, p := range params {
-		t := tensors.FromShape(shapes.Make(DType, p.Store...))
-		var readErr error
-		t.MustMutableFlatData(func(flat any) { readErr = f.ReadFloat32Into(p.Name, flat.([]float32)) })
-		if readErr != nil {
-			return fmt.Errorf("loading %s: %w", path, readErr)
+		t, err := NewWeight(backend, shapes.Make(DType, p.Store...), func(flat []float32) error { return f.ReadFloat32Into(p.Name, flat) })
+		if err != nil {
+			return fmt.Errorf("loading %s: %w", path, err)
 		}
 		scope, _ := VariablePath(p.Name)
 		ctx.InAbsPath(scope).VariableWithValue(p.Var, t)
 	}
 	return nil
+}
+
+// NewWeight makes a tensor of shape for a weight and lets fill write its values. On a backend
+// whose buffers live in host memory (the pure-Go one) the tensor is created on the backend and
+// filled in place: a tensor made on the host would be copied to the backend at its first use,
+// holding the weights twice until the garbage collector runs.
+func NewWeight(backend backends.Backend, shape shapes.Shape, fill func(flat []float32) error) (*tensors.Tensor, error) {
+	if backend != nil && backend.HasSharedBuffers() {
+		buf, flat, err := backend.NewSharedBuffer(0, shape)
+		if err != nil {
+			return nil, err
+		}
+		if err := fill(flat.([]float32)); err != nil {
+			backend.BufferFinalize(buf)
+			return nil, err
+		}
+		return tensors.FromBuffer(backend, buf)
+	}
+	t := tensors.FromShape(shape)
+	var err error
+	t.MustMutableFlatData(func(flat any) { err = fill(flat.([]float32)) })
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // VariablePath inverts TensorName: "layer_0.attn.wq.weight" -> ("/model/layer_0/attn/wq", "weight").

@@ -21,17 +21,21 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/plot"
+	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 )
@@ -132,11 +136,21 @@ func runSpeed(args []string) error {
 			targets = append(targets, m)
 		}
 	} else {
+		tmp, err := os.MkdirTemp("", "posformer-bench-")
+		if err != nil {
+			return fmt.Errorf("-speed: %w", err)
+		}
+		defer os.RemoveAll(tmp)
 		for _, s := range strings.Split(o.shapes, ",") {
-			if _, ok := shapes[s]; !ok {
+			cfg, ok := shapes[s]
+			if !ok {
 				return fmt.Errorf("-shape %q: unknown (valid: %s)", s, strings.Join(shapeNames(), ", "))
 			}
-			targets = append(targets, "shape:"+s)
+			dir := filepath.Join(tmp, "random-"+s)
+			if err := writeRandomCheckpoint(dir, cfg, 1); err != nil {
+				return err
+			}
+			targets = append(targets, dir)
 		}
 	}
 	self, err := os.Executable()
@@ -183,10 +197,51 @@ func parseInts(flagName, s string) ([]int, error) {
 }
 
 func modelLabel(target string) string {
-	if s, ok := strings.CutPrefix(target, "shape:"); ok {
-		return "random-" + s
-	}
 	return strings.TrimSuffix(filepath.Base(target), ".bin")
+}
+
+// writeRandomCheckpoint writes a checkpoint of cfg with random weights to dir: N(0, 0.02²) for
+// matrices, ones for norm scales, zeros for biases, from a seeded generator.
+func writeRandomCheckpoint(dir string, cfg models.Config, seed uint64) error {
+	backend, err := engine.NewBackend("go")
+	if err != nil {
+		return err
+	}
+	m, err := models.New(cfg)
+	if err != nil {
+		return err
+	}
+	params, err := m.Params(backend)
+	if err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	ctx := context.New()
+	for _, p := range params {
+		data := make([]float32, 1)
+		size := 1
+		for _, d := range p.Shape {
+			size *= d
+		}
+		data = make([]float32, size)
+		switch {
+		case len(p.Shape) == 1 && strings.HasSuffix(p.Name, ".weight"):
+			for i := range data {
+				data[i] = 1
+			}
+		case strings.HasSuffix(p.Name, ".bias"):
+		default:
+			for i := range data {
+				data[i] = float32(0.02 * r.NormFloat64())
+			}
+		}
+		scope, name := models.VariablePath(p.Name)
+		ctx.InAbsPath(scope).VariableWithValue(name, tensors.FromFlatDataAndDimensions(data, p.Shape...))
+	}
+	if err := models.Save(dir, cfg, ctx); err != nil {
+		return fmt.Errorf("writing the random model: %w", err)
+	}
+	return nil
 }
 
 // speedResult is one model's figures.
@@ -222,12 +277,15 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	prompts, _ := parseInts("-prompts", o.prompts)
 	batches, _ := parseInts("-batches", o.batches)
 
+	memlimit.ForLoading(memlimit.CheckpointBytes(target))
 	start := time.Now()
 	e, err := openModel(target, o)
 	if err != nil {
 		return r, err
 	}
 	r.LoadSec = time.Since(start).Seconds()
+	heap := memlimit.Base()
+	memlimit.Set(heap, e.KVBytes(1))
 	cfg := e.Model.Config
 	r.Capacity = e.Capacity
 	r.Params, err = countParams(e)
@@ -235,7 +293,7 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 		return r, err
 	}
 	r.WeightBytes = 4 * r.Params
-	r.KVBytes = int64(2 * cfg.NumLayers * e.Capacity * cfg.NumKVHeads * (cfg.Dim / cfg.NumHeads) * 4)
+	r.KVBytes = e.KVBytes(1)
 
 	// Time to first token: a 16-token prompt (or what fits), on the cold engine.
 	firstLen := min(16, e.Capacity-1)
@@ -246,7 +304,7 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	r.FirstTokenSec = time.Since(start).Seconds()
 
 	start = time.Now()
-	if err := warmup(e, batches); err != nil {
+	if err := e.Warmup(1, 0); err != nil {
 		return r, err
 	}
 	r.WarmupSec = time.Since(start).Seconds()
@@ -307,6 +365,18 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	}
 	r.DecodeTokPerSec = float64(r.Generated) / total.Seconds()
 
+	// Peak memory of generating one sequence, before the batches enlarge the cache.
+	r.PeakRSS = peakRSS()
+	r.CompiledLate = e.Compilations() - before
+
+	memlimit.Set(heap, e.KVBytes(slices.Max(batches)))
+	start = time.Now()
+	if err := warmup(e, batches); err != nil {
+		return r, err
+	}
+	r.WarmupSec += time.Since(start).Seconds()
+	r.CompiledAtWarmup += e.Compilations() - before
+	before = e.Compilations()
 	for _, b := range batches {
 		tps, err := batchedDecode(e, b, min(64, e.Capacity/2))
 		if err != nil {
@@ -314,8 +384,7 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 		}
 		r.Batched = append(r.Batched, batchPoint{Batch: b, TokPerSec: tps})
 	}
-	r.CompiledLate = e.Compilations() - before
-	r.PeakRSS = peakRSS()
+	r.CompiledLate += e.Compilations() - before
 	return r, nil
 }
 
@@ -323,25 +392,6 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 const bos = 1
 
 func openModel(target string, o speedOptions) (*engine.Engine, error) {
-	if shape, ok := strings.CutPrefix(target, "shape:"); ok {
-		backend, err := engine.NewBackend(o.backend)
-		if err != nil {
-			return nil, err
-		}
-		m, err := models.New(shapes[shape])
-		if err != nil {
-			return nil, err
-		}
-		e, err := engine.New(backend, m, context.New(), o.ctxSize)
-		if err != nil {
-			return nil, err
-		}
-		// Random weights are created by the first graph run; make that part of loading.
-		if _, err := e.NewSession(1).Append([][]int{{bos}}, [][]int{{0}}); err != nil {
-			return nil, err
-		}
-		return e, nil
-	}
 	return engine.Load(target, o.backend, o.ctxSize)
 }
 
@@ -353,16 +403,14 @@ func countParams(e *engine.Engine) (int64, error) {
 	return n, nil
 }
 
-// warmup compiles every graph that the measurements need: any prompt with one row, 16-token
-// prompts with more rows, and decoding at every window size.
+// warmup compiles the graphs of batched decoding: 16-token prompts and decode steps at every
+// window size, for each batch size above 1.
 func warmup(e *engine.Engine, batches []int) error {
 	for _, b := range batches {
-		maxPrompt := 0
 		if b > 1 {
-			maxPrompt = 16
-		}
-		if err := e.Warmup(b, maxPrompt); err != nil {
-			return err
+			if err := e.Warmup(b, 16); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
+	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/tokenizer"
@@ -109,6 +110,7 @@ func run(o options, args []string) error {
 	if _, err := os.Stat(filepath.Join(o.model, models.ConfigFile)); err != nil {
 		return fmt.Errorf("no model at %s (want a directory with %s and %s); pass -m DIR", o.model, models.ConfigFile, models.WeightsFile)
 	}
+	memlimit.ForLoading(memlimit.CheckpointBytes(o.model))
 	start := time.Now()
 	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.rope.Edit())
 	if err != nil {
@@ -119,6 +121,7 @@ func run(o options, args []string) error {
 		return err
 	}
 	load := time.Since(start)
+	memlimit.Set(memlimit.Base(), e.KVBytes(1))
 	if !e.Model.Config.Causal() {
 		return fillMask(e, tok, o.prompt)
 	}
@@ -152,8 +155,8 @@ func run(o options, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "infer: load %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
-		load.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
+	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
+		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
 	return nil
 }
 
