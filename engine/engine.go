@@ -28,9 +28,9 @@ type Engine struct {
 	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
 	compiling atomic.Int64 // nanoseconds spent compiling cached-graph shapes (see Session.exec)
 	compiled  sync.Map     // cachedKey -> true: shapes already compiled
-	full   *context.Exec
-	cached *context.Exec // a chunk through the KV cache, logits of every token
-	picked *context.Exec // the same, logits of one token per row (prefill)
+	full      *context.Exec
+	cached    *context.Exec // a chunk through the KV cache, logits of every token
+	picked    *context.Exec // the same, logits of one token per row (prefill)
 }
 
 // Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of

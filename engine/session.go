@@ -61,7 +61,7 @@ func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 
 // cachedKey identifies a compiled KV-cache graph.
 type cachedKey struct {
-	pick                 bool
+	pick               bool
 	batch, seq, window int
 }
 
