@@ -157,12 +157,15 @@ func installReference(t *testing.T) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	args := append([]string{"install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"}, conformancePackages...)
+	// Few, short retries: offline, npm's defaults wait over a minute
+	// before giving up.
+	args := append([]string{"install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
+		"--fetch-retries=1", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"}, conformancePackages...)
 	cmd := exec.CommandContext(ctx, "npm", args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Skipf("npm install failed (is the npm registry reachable?): conformance skipped: %v: %s", err, lastLine(string(out)))
+		t.Skipf("npm install failed (is the npm registry reachable?): conformance skipped: %v: %s", err, firstLine(string(out)))
 	}
 	return filepath.Join(dir, "node_modules")
 }
@@ -176,6 +179,11 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }
 
 func lastLine(s string) string {

@@ -32,8 +32,11 @@ func loadGPT2(vocabPath, mergesPath string) (*HF, error) {
 	if err != nil {
 		return nil, err
 	}
-	vocab, err := parseVocab(data)
-	if err != nil {
+	var vocab map[string]int
+	if err := json.Unmarshal(data, &vocab); err != nil {
+		return nil, fmt.Errorf("%s: want a JSON object of token ids: %w", vocabPath, err)
+	}
+	if err := checkVocab(vocab); err != nil {
 		return nil, fmt.Errorf("%s: %w", vocabPath, err)
 	}
 	mergeData, err := os.ReadFile(mergesPath)

@@ -71,7 +71,7 @@ type hfFile struct {
 	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage  `json:"post_processor"`
 	Decoder       json.RawMessage  `json:"decoder"`
-	Model         json.RawMessage  `json:"model"`
+	Model         *modelJSON       `json:"model"`
 }
 
 type addedTokenJSON struct {
@@ -90,7 +90,7 @@ func ParseHF(data []byte) (*HF, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("parsing JSON: %w", err)
 	}
-	if len(f.Model) == 0 || string(f.Model) == "null" {
+	if f.Model == nil {
 		return nil, errors.New("no \"model\" section")
 	}
 	h := &HF{}
@@ -124,6 +124,16 @@ func ParseHF(data []byte) (*HF, error) {
 	}
 	if err := h.setVocab(added); err != nil {
 		return nil, err
+	}
+	if h.post != nil {
+		// With nothing to wrap, the post-processor returns exactly the ids
+		// it adds; each must be a token, or a model would be fed ids
+		// outside its embedding table.
+		for _, id := range h.post(nil) {
+			if _, ok := h.idToToken[id]; !ok {
+				return nil, fmt.Errorf("post_processor: adds id %d, which is not in the vocabulary", id)
+			}
+		}
 	}
 	return h, nil
 }

@@ -153,28 +153,3 @@ func TestLoadHFBadFiles(t *testing.T) {
 		})
 	}
 }
-
-func TestLoadHFLookaheadRegexNoPanic(t *testing.T) {
-	const path = "testdata/split_lookahead.json"
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("panicked: %v", r)
-		}
-	}()
-	h, err := LoadHF(path)
-	if err != nil {
-		if !strings.Contains(err.Error(), path) {
-			t.Errorf("error %q does not mention the path", err)
-		}
-		if strings.Contains(err.Error(), "\n") {
-			t.Errorf("error %q spans several lines", err)
-		}
-		t.Logf("LoadHF failed cleanly: %v", err)
-		return
-	}
-	// Should a future sugarme accept the pattern, encoding must still not
-	// panic.
-	if _, err := h.Encode("it's"); err != nil {
-		t.Logf("Encode failed cleanly: %v", err)
-	}
-}

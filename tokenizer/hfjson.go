@@ -449,25 +449,21 @@ const maxTokenID = 1<<24 - 1
 
 // modelJSON is the "model" section.
 type modelJSON struct {
-	Type                    string            `json:"type"`
-	Vocab                   json.RawMessage   `json:"vocab"`
-	Merges                  []json.RawMessage `json:"merges"`
-	UnkToken                *string           `json:"unk_token"`
-	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-	FuseUnk                 bool              `json:"fuse_unk"`
-	ByteFallback            bool              `json:"byte_fallback"`
-	IgnoreMerges            bool              `json:"ignore_merges"`
-	MaxInputCharsPerWord    *int              `json:"max_input_chars_per_word"`
+	Type                    string    `json:"type"`
+	Vocab                   vocabJSON `json:"vocab"`
+	Merges                  *merges   `json:"merges"`
+	UnkToken                *string   `json:"unk_token"`
+	ContinuingSubwordPrefix *string   `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string   `json:"end_of_word_suffix"`
+	FuseUnk                 bool      `json:"fuse_unk"`
+	ByteFallback            bool      `json:"byte_fallback"`
+	IgnoreMerges            bool      `json:"ignore_merges"`
+	MaxInputCharsPerWord    *int      `json:"max_input_chars_per_word"`
 }
 
-func buildModel(raw json.RawMessage) (model, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+func buildModel(m *modelJSON) (model, error) {
+	if m == nil {
 		return nil, errors.New("no \"model\" section")
-	}
-	var m modelJSON
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
 	}
 	typ := m.Type
 	if typ == "" {
@@ -482,11 +478,14 @@ func buildModel(raw json.RawMessage) (model, error) {
 			typ = "WordLevel"
 		}
 	}
-	if typ == "Unigram" {
+	if typ == "Unigram" || m.Vocab.isList {
 		return nil, errors.New("model type \"Unigram\" is not supported (supported: BPE, WordPiece, WordLevel)")
 	}
-	vocab, err := parseVocab(m.Vocab)
-	if err != nil {
+	vocab := m.Vocab.m
+	if vocab == nil {
+		return nil, fmt.Errorf("%s model: no \"vocab\"", typ)
+	}
+	if err := checkVocab(vocab); err != nil {
 		return nil, fmt.Errorf("%s model: %w", typ, err)
 	}
 	switch typ {
@@ -501,10 +500,11 @@ func buildModel(raw json.RawMessage) (model, error) {
 			suffix:       deref(m.EndOfWordSuffix),
 			cache:        map[string][]int{},
 		}
-		pairs, err := parseMerges(m.Merges)
-		if err != nil {
-			return nil, fmt.Errorf("BPE model: %w", err)
+		var pairs [][2]string
+		if m.Merges != nil {
+			pairs = *m.Merges
 		}
+		var err error
 		if b.merges, err = mergeTable(vocab, pairs, b.prefix); err != nil {
 			return nil, fmt.Errorf("BPE model: %w", err)
 		}
@@ -527,47 +527,158 @@ func buildModel(raw json.RawMessage) (model, error) {
 	return nil, fmt.Errorf("unknown model type %q (supported: BPE, WordPiece, WordLevel)", typ)
 }
 
-// parseVocab reads {"token": id, ...}.
-func parseVocab(raw json.RawMessage) (map[string]int, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, errors.New("no \"vocab\"")
-	}
-	var vocab map[string]int
-	if err := json.Unmarshal(raw, &vocab); err != nil {
-		return nil, fmt.Errorf("vocab: %w", err)
-	}
+// checkVocab rejects ids no embedding table could hold.
+func checkVocab(vocab map[string]int) error {
 	for tok, id := range vocab {
 		if id < 0 || id > maxTokenID {
-			return nil, fmt.Errorf("vocab: token %q has id %d, want 0..%d", tok, id, maxTokenID)
+			return fmt.Errorf("vocab: token %q has id %d, want 0..%d", tok, id, maxTokenID)
 		}
 	}
-	return vocab, nil
+	return nil
 }
 
-// parseMerges reads merges written as "a b" strings (older files) or as
-// ["a", "b"] pairs (newer ones, which allow spaces inside tokens).
-func parseMerges(raws []json.RawMessage) ([][2]string, error) {
-	pairs := make([][2]string, len(raws))
-	for i, raw := range raws {
-		if len(raw) > 0 && raw[0] == '"' {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return nil, fmt.Errorf("merge %d: %w", i, err)
+// vocabJSON is {"token": id, ...}, or a list of [piece, score] pairs for
+// Unigram models, which we only recognize to reject.
+type vocabJSON struct {
+	m      map[string]int
+	isList bool
+}
+
+func (v *vocabJSON) UnmarshalJSON(data []byte) error {
+	switch t := firstByte(data); t {
+	case '[':
+		v.isList = true
+		return nil
+	case 'n':
+		return nil
+	}
+	return json.Unmarshal(data, &v.m)
+}
+
+func firstByte(data []byte) byte {
+	for _, c := range data {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c
+		}
+	}
+	return 0
+}
+
+// merges are written as "a b" strings (older files) or as ["a", "b"]
+// pairs (newer ones, which allow spaces inside tokens). Files carry up to a
+// few hundred thousand of them, so they are scanned by hand rather than
+// through reflection, which made loading Gemma 3 take seconds.
+type merges [][2]string
+
+func (m *merges) UnmarshalJSON(data []byte) error {
+	sc := jsonScanner{data: data}
+	if sc.peek() == 'n' {
+		return nil // null
+	}
+	if err := sc.expect('['); err != nil {
+		return err
+	}
+	var out [][2]string
+	for i := 0; ; i++ {
+		if sc.peek() == ']' && i == 0 {
+			sc.pos++
+			break
+		}
+		var pair [2]string
+		switch sc.peek() {
+		case '"':
+			s, err := sc.str()
+			if err != nil {
+				return err
 			}
 			a, b, ok := strings.Cut(s, " ")
 			if !ok || strings.Contains(b, " ") {
-				return nil, fmt.Errorf("merge %d %q: want two tokens separated by one space", i, s)
+				return fmt.Errorf("merge %d %q: want two tokens separated by one space", i, s)
 			}
-			pairs[i] = [2]string{a, b}
+			pair = [2]string{a, b}
+		case '[':
+			sc.pos++
+			var err error
+			if pair[0], err = sc.str(); err == nil {
+				if err = sc.expect(','); err == nil {
+					if pair[1], err = sc.str(); err == nil {
+						err = sc.expect(']')
+					}
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("merge %d: want [\"a\", \"b\"]: %w", i, err)
+			}
+		default:
+			return fmt.Errorf("merge %d: want \"a b\" or [\"a\", \"b\"], got %q at offset %d", i, sc.peek(), sc.pos)
+		}
+		out = append(out, pair)
+		if sc.peek() == ',' {
+			sc.pos++
 			continue
 		}
-		var p []string
-		if err := json.Unmarshal(raw, &p); err != nil || len(p) != 2 {
-			return nil, fmt.Errorf("merge %d: want \"a b\" or [\"a\", \"b\"], got %.40s", i, raw)
+		if err := sc.expect(']'); err != nil {
+			return fmt.Errorf("merges: %w", err)
 		}
-		pairs[i] = [2]string{p[0], p[1]}
+		break
 	}
-	return pairs, nil
+	*m = out
+	return nil
+}
+
+// jsonScanner reads the few JSON shapes merges use from already validated
+// JSON (encoding/json validates before calling UnmarshalJSON).
+type jsonScanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *jsonScanner) peek() byte {
+	for s.pos < len(s.data) {
+		switch c := s.data[s.pos]; c {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+func (s *jsonScanner) expect(c byte) error {
+	if got := s.peek(); got != c {
+		return fmt.Errorf("want %q, got %q at offset %d", c, got, s.pos)
+	}
+	s.pos++
+	return nil
+}
+
+// str reads a string literal, decoding escapes through encoding/json only
+// when there are any.
+func (s *jsonScanner) str() (string, error) {
+	if err := s.expect('"'); err != nil {
+		return "", err
+	}
+	start, escaped := s.pos, false
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case '\\':
+			escaped = true
+			s.pos += 2
+			continue
+		case '"':
+			lit := s.data[start-1 : s.pos+1]
+			s.pos++
+			if !escaped {
+				return string(lit[1 : len(lit)-1]), nil
+			}
+			var out string
+			err := json.Unmarshal(lit, &out)
+			return out, err
+		}
+		s.pos++
+	}
+	return "", errors.New("unterminated string")
 }
 
 // mergeTable maps each pair of ids to its rank and the id of the merged

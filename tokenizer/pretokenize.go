@@ -14,6 +14,7 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -65,18 +66,38 @@ func (m literalMatcher) find(s string) ([][2]int, error) {
 // regexMatcher matches an Oniguruma-style regex through regexp2.
 type regexMatcher struct{ re *regexp2.Regexp }
 
-func compileRegex(pattern string) (regexMatcher, error) {
+// regexTimeout bounds one match. A backtracking engine can take
+// exponential time on a pathological pattern from a corrupt file; the
+// patterns real tokenizers use match in microseconds. (A variable so the
+// fuzz test can lower it.)
+var regexTimeout = 5 * time.Second
+
+func compileRegex(pattern string) (m regexMatcher, err error) {
+	defer func() {
+		// regexp2 is a port of .NET's engine; an input it did not foresee
+		// must not take the program down.
+		if r := recover(); r != nil {
+			m, err = regexMatcher{}, fmt.Errorf("regex %q: %q", pattern, fmt.Sprint(r))
+		}
+	}()
 	re, err := regexp2.Compile(pattern, regexp2.None)
 	if err != nil {
-		return regexMatcher{}, fmt.Errorf("regex %q: %w", pattern, err)
+		// regexp2 quotes the pattern raw, newlines included.
+		return regexMatcher{}, fmt.Errorf("regex %q: %s", pattern, strings.ReplaceAll(err.Error(), "\n", `\n`))
 	}
+	re.MatchTimeout = regexTimeout
 	return regexMatcher{re}, nil
 }
 
-func (m regexMatcher) find(s string) ([][2]int, error) {
+func (m regexMatcher) find(s string) (out [][2]int, err error) {
 	if s == "" {
 		return nil, nil
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("regex %q: %q", m.re.String(), fmt.Sprint(r))
+		}
+	}()
 	// regexp2 reports offsets in runes; keep the byte offset of each rune.
 	// Input is valid UTF-8 (Encode replaces invalid bytes first).
 	runes := make([]rune, 0, len(s))
@@ -86,7 +107,6 @@ func (m regexMatcher) find(s string) ([][2]int, error) {
 		byteAt = append(byteAt, i)
 	}
 	byteAt = append(byteAt, len(s))
-	var out [][2]int
 	m2, err := m.re.FindRunesMatch(runes)
 	for ; m2 != nil && err == nil; m2, err = m.re.FindNextMatch(m2) {
 		out = append(out, [2]int{byteAt[m2.Index], byteAt[m2.Index+m2.Length]})
