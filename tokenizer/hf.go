@@ -316,17 +316,3 @@ func (h *HF) VocabSize() int { return h.vocabSize }
 
 // Special returns the ids of the common special tokens found in the file.
 func (h *HF) Special() Specials { return h.specials }
-
-// TokenID returns the id of a token string (an added token or a model
-// token), as tokenizer.json's token_to_id does.
-func (h *HF) TokenID(token string) (int, bool) {
-	for _, a := range [](*addedSplitter){h.rawAdded, h.normAdded} {
-		for _, t := range a.tokens {
-			if t.content == token {
-				return t.id, true
-			}
-		}
-	}
-	id, ok := h.model.vocab()[token]
-	return id, ok
-}

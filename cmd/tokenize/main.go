@@ -37,7 +37,8 @@ type options struct {
 func main() {
 	var o options
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
-	for _, name := range []string{"t", "tokenizer"} {
+	// -z is llama2.c run.c's name for its tokenizer.bin.
+	for _, name := range []string{"t", "tokenizer", "z"} {
 		fs.StringVar(&o.tok, name, "", "tokenizer: byte, tokenizer.json, GPT-2 vocab.json/encoder.json, or a directory")
 	}
 	fs.StringVar(&o.merges, "merges", "", "GPT-2 merges.txt or vocab.bpe (default: found beside the vocab.json)")
