@@ -140,6 +140,29 @@ func TestByteLevelPreTokenizerLookahead(t *testing.T) {
 	}
 }
 
+func TestByteLevelPreTokenizerWhiteSpace(t *testing.T) {
+	// \s is Unicode's White_Space property, as in Oniguruma (the Rust
+	// crate) and Python's regex (OpenAI's encoder.py): U+0085 NEXT LINE is
+	// whitespace, U+FEFF ZERO WIDTH NO-BREAK SPACE (a format character,
+	// Cf) is not. So in "a\u0085b \ufeffc", U+0085 is a whitespace run of
+	// its own, and " \ufeff" is a space plus a non-letter, non-digit run.
+	re, err := compileRegex(gpt2Pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := split(piece{s: "a\u0085b \ufeffc"}, re, isolated, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.s)
+	}
+	if want := []string{"a", "\u0085", "b", " \ufeff", "c"}; !slices.Equal(got, want) {
+		t.Errorf("pieces = %q, want %q", got, want)
+	}
+}
+
 func TestLoadHFLookaheadRegex(t *testing.T) {
 	// The Llama 3 / Qwen kind of Split pattern, which Go's regexp rejects.
 	h, err := LoadHF("testdata/split_lookahead.json")
