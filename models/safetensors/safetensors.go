@@ -72,7 +72,7 @@ type File struct {
 	path      string
 	r         io.ReaderAt
 	closer    io.Closer // nil for OpenReader
-	dataStart int64 // absolute file offset of the data section
+	dataStart int64     // absolute file offset of the data section
 	infos     []Info
 	byName    map[string]int
 	metadata  map[string]string
