@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -29,13 +30,19 @@ type Engine struct {
 }
 
 // Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len).
+// capacity slots per sequence (0: the model's max_seq_len). dir is a posformer checkpoint or
+// a Hugging Face model directory.
 func Load(dir, backendName string, capacity int) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
 	}
-	m, ctx, err := models.Load(dir, backend)
+	load := models.Load
+	switch {
+	case hf.IsDir(dir): // config.json names a model_type: a Hugging Face directory
+		load = hf.Load
+	}
+	m, ctx, err := load(dir, backend)
 	if err != nil {
 		return nil, err
 	}
