@@ -36,9 +36,9 @@ type Config struct {
 	EmbedNorm     bool   `json:"embed_norm,omitempty"`     // a norm over the summed input embeddings (BERT)
 	HeadTransform bool   `json:"head_transform,omitempty"` // dense + activation + norm before the output head (BERT's masked-LM head)
 	HeadBias      bool   `json:"head_bias,omitempty"`      // a bias on the output logits (BERT)
-	MaxSeqLen     int     `json:"max_seq_len"`    // default KV-cache capacity (context size)
-	TrainSeqLen   int     `json:"train_seq_len,omitempty"`
-	Tokenizer     string  `json:"tokenizer"` // "byte", or a tokenizer.json path relative to the checkpoint
+	MaxSeqLen     int    `json:"max_seq_len"`              // default KV-cache capacity (context size)
+	TrainSeqLen   int    `json:"train_seq_len,omitempty"`
+	Tokenizer     string `json:"tokenizer"` // "byte", or a tokenizer.json path relative to the checkpoint
 	// Positional is the scheme's block: {"name": "rope", "base": 10000, ...}.
 	Positional map[string]any `json:"positional"`
 	// NoPELayers lists blocks (from 0) whose attention gets no positional hook, as SmolLM3 and
