@@ -28,6 +28,15 @@ type Config struct {
 	NormEps       float64 `json:"norm_eps"`
 	Bias          bool    `json:"bias"`           // biases in the linear projections
 	TieEmbeddings bool    `json:"tie_embeddings"` // the output head reuses the token embedding
+	MaxSeqLen     int     `json:"max_seq_len"`    // default KV-cache capacity (context size)
+	TrainSeqLen   int     `json:"train_seq_len,omitempty"`
+	Tokenizer     string  `json:"tokenizer"` // "byte", or a tokenizer.json path relative to the checkpoint
+	// Positional is the scheme's block: {"name": "rope", "base": 10000, ...}.
+	Positional map[string]any `json:"positional"`
+	// NoPELayers lists blocks (from 0) whose attention gets no positional hook, as SmolLM3 and
+	// Llama 4 interleave NoPE layers with RoPE ones. Input hooks, applied once below the first
+	// block, are unaffected, so this needs a scheme that acts inside attention.
+	NoPELayers []int `json:"nope_layers,omitempty"`
 	// The fields below describe the checkpoints of other projects (Hugging Face GPT-2, BERT,
 	// Qwen2); their zero values are the posformer architecture.
 	NormPosition  string `json:"norm_position,omitempty"`  // "pre" (default) or "post": norm(x + f(x)) and no final norm (BERT)
@@ -36,15 +45,6 @@ type Config struct {
 	EmbedNorm     bool   `json:"embed_norm,omitempty"`     // a norm over the summed input embeddings (BERT)
 	HeadTransform bool   `json:"head_transform,omitempty"` // dense + activation + norm before the output head (BERT's masked-LM head)
 	HeadBias      bool   `json:"head_bias,omitempty"`      // a bias on the output logits (BERT)
-	MaxSeqLen     int    `json:"max_seq_len"`              // default KV-cache capacity (context size)
-	TrainSeqLen   int    `json:"train_seq_len,omitempty"`
-	Tokenizer     string `json:"tokenizer"` // "byte", or a tokenizer.json path relative to the checkpoint
-	// Positional is the scheme's block: {"name": "rope", "base": 10000, ...}.
-	Positional map[string]any `json:"positional"`
-	// NoPELayers lists blocks (from 0) whose attention gets no positional hook, as SmolLM3 and
-	// Llama 4 interleave NoPE layers with RoPE ones. Input hooks, applied once below the first
-	// block, are unaffected, so this needs a scheme that acts inside attention.
-	NoPELayers []int `json:"nope_layers,omitempty"`
 }
 
 // Decoder and Encoder are the two kinds of model.
