@@ -120,7 +120,13 @@ type fixture struct {
 }
 
 func llamaFixture(modelType string, tied bool) fixture {
-	c := hfConfig{Vocab: 64, Dim: 32, Layers: 2, Heads: 4, KVHeads: 2, Hidden: 48, Eps: 1e-5, RopeTheta: 500, Tied: tied, QKVBias: modelType == "qwen2"}
+	c := hfConfig{Vocab: 64, Dim: 32, Layers: 2, Heads: 4, KVHeads: 2, Hidden: 48, Eps: 1e-5, RopeTheta: 500}
+	return llamaFixtureSized(modelType, tied, c)
+}
+
+// llamaFixtureSized is a Llama-family model of the sizes in c.
+func llamaFixtureSized(modelType string, tied bool, c hfConfig) fixture {
+	c.Tied, c.QKVBias = tied, modelType == "qwen2"
 	hd := c.Dim / c.Heads
 	specs := []spec{{"model.embed_tokens.weight", []int{c.Vocab, c.Dim}, 'w'}, {"model.norm.weight", []int{c.Dim}, 'n'}}
 	if !tied {
