@@ -30,9 +30,9 @@ type Engine struct {
 }
 
 // Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len). dir is a posformer checkpoint or
-// a Hugging Face model directory.
-func Load(dir, backendName string, capacity int) (*Engine, error) {
+// capacity slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
+// dir is a posformer checkpoint or a Hugging Face model directory.
+func Load(dir, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func Load(dir, backendName string, capacity int) (*Engine, error) {
 	case hf.IsDir(dir): // config.json names a model_type: a Hugging Face directory
 		load = hf.Load
 	}
-	m, ctx, err := load(dir, backend)
+	m, ctx, err := load(dir, backend, edits...)
 	if err != nil {
 		return nil, err
 	}

@@ -103,10 +103,17 @@ func readConfig(dir string) (*models.Config, *family, error) {
 // tensors of the checkpoint that the model does not use (the pooler of a BERT pre-training
 // checkpoint, GPT-2's stored causal mask) are skipped only when known, anything else is an
 // error. Tensors then stream, one at a time, into their final memory and are checked for NaN.
-func Load(dir string, backend backends.Backend) (*models.Model, *context.Context, error) {
+// Edits change the configuration first, as for models.Load (inference-time settings such as
+// RoPE scaling).
+func Load(dir string, backend backends.Backend, edits ...models.Edit) (*models.Model, *context.Context, error) {
 	cfg, fam, err := readConfig(dir)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, edit := range edits {
+		if err := edit(cfg); err != nil {
+			return nil, nil, err
+		}
 	}
 	m, err := models.New(*cfg)
 	if err != nil {
