@@ -426,9 +426,6 @@ func TestRopeScalingPassedThrough(t *testing.T) {
 	fx.config["rope_scaling"] = scaling
 	writeHF(t, dir, fx.config, fx.specs[:1], randomWeights(rand.New(rand.NewPCG(1, 1)), fx.specs[:1]), "F32", 1)
 	cfg, err := hfReadConfig(dir)
-	if err != nil && strings.Contains(err.Error(), "unknown option rope_scaling") {
-		t.Skip("the rope scheme does not read rope_scaling yet (RoPE scaling lands separately)")
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,6 +433,30 @@ func TestRopeScalingPassedThrough(t *testing.T) {
 	want, _ := json.Marshal(scaling)
 	if string(got) != string(want) {
 		t.Errorf("rope_scaling %s, want %s", got, want)
+	}
+
+	// And it acts: linear scaling (old-style "type" key) matches the reference's θ_i/factor.
+	fx = llamaFixture("llama", false)
+	fx.cfg.RopeLinear = 4
+	fx.config["rope_scaling"] = map[string]any{"type": "linear", "factor": 4.0}
+	r := rand.New(rand.NewPCG(5, 5))
+	w := randomWeights(r, fx.specs)
+	tokens, positions := tokensAndPositions(r, fx.cfg.Vocab, 200, 9)
+	dir = filepath.Join(t.TempDir(), "m")
+	writeHF(t, dir, fx.config, fx.specs, w, "F32", 1)
+	e, err := engine.Load(dir, "go", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, err := e.Forward([][]int{tokens}, [][]int{positions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "llama with linear rope_scaling", logits[0], refLlama(w, fx.cfg, tokens, positions))
+	fx.cfg.RopeLinear = 0
+	unscaled := refLlama(w, fx.cfg, tokens, positions)
+	if d := math.Abs(float64(logits[0][8][0]) - unscaled[8][0]); d < 1e-3 {
+		t.Errorf("linear scaling changed the last logit by only %g: it did not act", d)
 	}
 }
 

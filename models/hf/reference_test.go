@@ -18,6 +18,7 @@ type hfConfig struct {
 	Vocab, Dim, Layers, Heads, KVHeads, Hidden int
 	Eps                                        float64
 	RopeTheta                                  float64 // Llama
+	RopeLinear                                 float64 // rope_scaling linear factor (0: none)
 	Tied                                       bool
 	QKVBias                                    bool // Qwen2
 	Prefix                                     string
@@ -155,11 +156,15 @@ func attend(q, k, v [][]float64, heads, kvHeads int, causal bool) [][]float64 {
 
 // rotateHalf applies Llama's rotary embedding to one head vector at position p:
 // x·cos + rotate_half(x)·sin with cos, sin of (p·θ_i) repeated over both halves.
-func rotateHalf(x []float64, p int, theta float64) []float64 {
+// A linear rope_scaling divides every inverse frequency by its factor.
+func rotateHalf(x []float64, p int, theta, linear float64) []float64 {
 	d := len(x)
 	y := make([]float64, d)
 	for i := range d / 2 {
 		invFreq := 1 / math.Pow(theta, float64(2*i)/float64(d))
+		if linear > 0 {
+			invFreq /= linear
+		}
 		c, s := math.Cos(float64(p)*invFreq), math.Sin(float64(p)*invFreq)
 		y[i] = x[i]*c - x[i+d/2]*s
 		y[i+d/2] = x[i+d/2]*c + x[i]*s
@@ -190,10 +195,10 @@ func refLlama(w weights, c hfConfig, tokens, positions []int) [][]float64 {
 			k[i] = linear(x, w.get(p+"self_attn.k_proj.weight"), opt(p+"self_attn.k_proj.bias"), c.KVHeads*hd)
 			v[i] = linear(x, w.get(p+"self_attn.v_proj.weight"), opt(p+"self_attn.v_proj.bias"), c.KVHeads*hd)
 			for h := range c.Heads {
-				copy(q[i][h*hd:], rotateHalf(q[i][h*hd:(h+1)*hd], positions[i], c.RopeTheta))
+				copy(q[i][h*hd:], rotateHalf(q[i][h*hd:(h+1)*hd], positions[i], c.RopeTheta, c.RopeLinear))
 			}
 			for h := range c.KVHeads {
-				copy(k[i][h*hd:], rotateHalf(k[i][h*hd:(h+1)*hd], positions[i], c.RopeTheta))
+				copy(k[i][h*hd:], rotateHalf(k[i][h*hd:(h+1)*hd], positions[i], c.RopeTheta, c.RopeLinear))
 			}
 		}
 		a := attend(q, k, v, c.Heads, c.KVHeads, true)
