@@ -58,7 +58,7 @@ func Export(dir string, m *models.Model, ctx *context.Context, opts ExportOption
 	table := fam.tensors(cfg, prefix)
 	out := map[string][]float32{}
 	shapes := map[string][]int{}
-	filled := map[string]int{}
+	filled, parts := map[string]int{}, map[string]int{}
 	for v := range ctx.In(models.Scope).IterVariablesInScope() {
 		name := models.TensorName(v.Scope(), v.Name())
 		src, ok := table[name]
@@ -86,15 +86,15 @@ func Export(dir string, m *models.Model, ctx *context.Context, opts ExportOption
 		}
 		place(src, data, out[src.Name])
 		filled[src.Name]++
+		parts[src.Name] = max(src.Parts, 1)
 	}
 	if len(out) == 0 {
 		return fmt.Errorf("exporting: the model has no variables (run it once, or load it, first)")
 	}
 	var ts []safetensors.Tensor
 	for name, data := range out {
-		src := table[nameOfOurs(table, name)]
-		if filled[name] != max(src.Parts, 1) {
-			return fmt.Errorf("exporting: %s got %d of its %d parts", name, filled[name], max(src.Parts, 1))
+		if filled[name] != parts[name] {
+			return fmt.Errorf("exporting: %s got %d of its %d parts", name, filled[name], parts[name])
 		}
 		ts = append(ts, safetensors.Tensor{Name: name, Shape: shapes[name], Data: data, DType: opts.DType})
 	}
@@ -111,16 +111,6 @@ func Export(dir string, m *models.Model, ctx *context.Context, opts ExportOption
 		return fmt.Errorf("exporting: %w", err)
 	}
 	return models.WriteFileAtomic(filepath.Join(dir, ConfigFile), append(data, '\n'))
-}
-
-// nameOfOurs finds one of our tensors that the checkpoint tensor name holds.
-func nameOfOurs(table map[string]source, name string) string {
-	for ours, src := range table {
-		if src.Name == name {
-			return ours
-		}
-	}
-	return ""
 }
 
 // place writes our tensor data into its part of the checkpoint tensor dst.
