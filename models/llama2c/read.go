@@ -176,8 +176,8 @@ func (rd *Reader) Read(dst []float32) error {
 	if len(dst) != e.Numel() {
 		return fmt.Errorf("tensor %s %v has %d values; got a buffer of %d", e.Name, e.Shape, e.Numel(), len(dst))
 	}
-	if rd.buf == nil {
-		rd.buf = make([]byte, chunkBytes)
+	if want := min(int(e.bytes(rd.h.GroupSize)), chunkBytes); len(rd.buf) < want {
+		rd.buf = make([]byte, want)
 	}
 	var err error
 	if e.Quant {
