@@ -225,12 +225,12 @@ func argmaxF64(v []float64) int {
 	return best
 }
 
-// stories260K is ../shared/fixtures/stories260K.bin relative to the repository root.
-func stories260K(t *testing.T) string {
-	t.Helper()
+// stories260KPath is ../shared/fixtures/stories260K.bin relative to the repository root, or
+// "" when it is absent.
+func stories260KPath() string {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return ""
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -238,14 +238,27 @@ func stories260K(t *testing.T) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("repository root not found")
+			return ""
 		}
 		dir = parent
 	}
 	path := filepath.Join(dir, "..", "shared", "fixtures", "stories260K.bin")
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
+}
+
+// stories260K returns the fixture's path, checked against the README's sha256, or skips.
+func stories260K(t *testing.T) string {
+	t.Helper()
+	path := stories260KPath()
+	if path == "" {
+		t.Skip("../shared/fixtures/stories260K.bin is absent (see ../shared/fixtures/README.md)")
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("fixture absent (%v); see ../shared/fixtures/README.md", err)
+		t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != "9414d5a285453a7eab631713d171753232c978f6f97654211469aff8be93c8d6" {
@@ -356,5 +369,42 @@ func TestRandomModelAllVersions(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkLoad measures llama2c.Load (read the file, build the model, fill its variables)
+// for stories260K and for a random model of stories15M's shape (dim 288, hidden 768, 6 layers,
+// 6 heads, vocab 32000, seq 256; 60 MB as version 0).
+//
+//	go test ./models/llama2c -run '^$' -bench Load -benchtime 5x
+func BenchmarkLoad(b *testing.B) {
+	backend, err := engine.NewBackend("go")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := models.Config{Kind: models.Decoder, VocabSize: 32000, Dim: 288, NumLayers: 6, NumHeads: 6, HiddenDim: 768,
+		MaxSeqLen: 256, TieEmbeddings: true, Positional: map[string]any{"name": "rope", "layout": "interleaved"}}
+	w, err := llama2c.RandomWeights(cfg, 1, 0.02)
+	if err != nil {
+		b.Fatal(err)
+	}
+	random15M := filepath.Join(b.TempDir(), "random15M.bin")
+	if err := llama2c.Write(random15M, cfg, w, 0); err != nil {
+		b.Fatal(err)
+	}
+	paths := map[string]string{"random15M": random15M}
+	if p := stories260KPath(); p != "" {
+		paths["stories260K"] = p
+	}
+	for name, path := range paths {
+		b.Run(name, func(b *testing.B) {
+			info, _ := os.Stat(path)
+			b.SetBytes(info.Size())
+			for b.Loop() {
+				if _, _, err := llama2c.Load(path, backend); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
