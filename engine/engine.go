@@ -32,10 +32,11 @@ type Engine struct {
 }
 
 // Load opens a checkpoint on the named backend (see NewBackend) with a KV cache of capacity
-// slots per sequence (0: the model's max_seq_len). path is one of:
+// slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
+// path is one of:
 //   - a directory with config.json and model.safetensors (our own format);
 //   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
-func Load(path, backendName string, capacity int) (*Engine, error) {
+func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func Load(path, backendName string, capacity int) (*Engine, error) {
 	if IsLlama2C(path) {
 		load = llama2c.Load
 	}
-	m, ctx, err := load(path, backend)
+	m, ctx, err := load(path, backend, edits...)
 	if err != nil {
 		return nil, err
 	}

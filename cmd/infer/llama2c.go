@@ -67,7 +67,7 @@ func runLlama2C(o options, out io.Writer) error {
 	}
 
 	start := time.Now()
-	e, err := engine.Load(o.model, o.backend, o.ctxSize)
+	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.edits()...)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/tokenizer"
@@ -32,6 +33,7 @@ type options struct {
 	temp, topP, repeatPenalty          float64
 	repeatLastN                        int
 	seed                               int64
+	rope                               *ropeflags.Flags
 	// llama2.c models: its tokenizer.bin (-z, as run.c), or the prompt as token ids.
 	tokenizer, promptIDs string
 	// set records the flags given on the command line, so that llama2.c models can take
@@ -64,8 +66,9 @@ func main() {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z)")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
+	o.rope = ropeflags.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B]")
+		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S]")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
@@ -124,7 +127,7 @@ func run(o options, args []string) error {
 		return fmt.Errorf("no model at %s (want a directory with %s and %s); pass -m DIR", o.model, models.ConfigFile, models.WeightsFile)
 	}
 	start := time.Now()
-	e, err := engine.Load(o.model, o.backend, o.ctxSize)
+	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.edits()...)
 	if err != nil {
 		return err
 	}
@@ -169,6 +172,14 @@ func run(o options, args []string) error {
 	fmt.Fprintf(os.Stderr, "infer: load %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
 		load.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
 	return nil
+}
+
+// edits are the configuration changes the flags ask for (RoPE scaling).
+func (o options) edits() []models.Edit {
+	if o.rope == nil || !o.rope.Given() {
+		return nil
+	}
+	return []models.Edit{o.rope.Edit()}
 }
 
 func loadTokenizer(dir, name string) (tokenizer.Tokenizer, error) {

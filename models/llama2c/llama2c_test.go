@@ -2,6 +2,7 @@ package llama2c
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -180,6 +181,25 @@ func TestLoadVariables(t *testing.T) {
 	}
 }
 
+// Edits change the configuration a header implies (RoPE scaling chosen at inference time).
+func TestLoadEdits(t *testing.T) {
+	backend, _ := simplego.New("ops_sequential")
+	path, _ := writeSmall(t, smallConfig(true), 0)
+	scale := func(c *models.Config) error {
+		c.Positional["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 4.0}
+		return nil
+	}
+	m, _, err := Load(path, backend, scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Config.Positional["rope_scaling"]; !ok {
+		t.Errorf("edit not applied: %v", m.Config.Positional)
+	}
+	_, _, err = Load(path, backend, func(*models.Config) error { return errors.New("bad edit") })
+	assertOneLine(t, err, "bad edit")
+}
+
 func assertOneLine(t *testing.T, err error, want string) {
 	t.Helper()
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
@@ -272,6 +292,9 @@ func TestWriteRefuses(t *testing.T) {
 		{func(c *models.Config) { c.Positional = map[string]any{"name": "rope"} }, "interleaved"},
 		{func(c *models.Config) { c.Positional = map[string]any{"name": "alibi"} }, "interleaved"},
 		{func(c *models.Config) { c.Positional["base"] = 500000.0 }, "base 10000"},
+		{func(c *models.Config) {
+			c.Positional["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 2.0}
+		}, "unscaled RoPE"},
 	}
 	for _, c := range cases {
 		cfg := smallConfig(true)

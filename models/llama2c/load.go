@@ -41,8 +41,9 @@ func (h Header) Config() models.Config {
 
 // Load reads the llama2.c checkpoint at path into a model and a context holding its variables
 // under the same names as our own checkpoints. Tensors are streamed one by one into their
-// variables, so peak memory is the weights plus one small read buffer.
-func Load(path string, backend backends.Backend) (*models.Model, *context.Context, error) {
+// variables, so peak memory is the weights plus one small read buffer. Edits change the
+// configuration first, for settings that leave the weights alone (RoPE scaling, say).
+func Load(path string, backend backends.Backend, edits ...models.Edit) (*models.Model, *context.Context, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading %s: %w", path, err)
@@ -59,15 +60,21 @@ func Load(path string, backend backends.Backend) (*models.Model, *context.Contex
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	m, ctx, err := load(rd, backend)
+	m, ctx, err := load(rd, backend, edits)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading %s: %w", path, err)
 	}
 	return m, ctx, nil
 }
 
-func load(rd *Reader, backend backends.Backend) (*models.Model, *context.Context, error) {
-	m, err := models.New(rd.Header().Config())
+func load(rd *Reader, backend backends.Backend, edits []models.Edit) (*models.Model, *context.Context, error) {
+	cfg := rd.Header().Config()
+	for _, edit := range edits {
+		if err := edit(&cfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	m, err := models.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,8 +42,8 @@ func HeaderFor(cfg models.Config, version int) (Header, error) {
 		return Header{}, fmt.Errorf("llama2.c fixes RMSNorm with eps %g; this model has %s eps %g", NormEps, cfg.Norm, cfg.NormEps)
 	case cfg.FFN != "swiglu" || cfg.Bias:
 		return Header{}, fmt.Errorf("llama2.c fixes a SwiGLU feed-forward without biases; this model has ffn %s, bias %v", cfg.FFN, cfg.Bias)
-	case !ok || rope.Layout != "interleaved" || rope.Base != RoPEBase || rope.RotaryDims() != rope.HeadDim || len(cfg.NoPELayers) > 0:
-		return Header{}, fmt.Errorf("llama2.c fixes RoPE on interleaved pairs, base %d, every dimension and layer; this model has %v (nope_layers %v)", RoPEBase, cfg.Positional, cfg.NoPELayers)
+	case !ok || rope.Layout != "interleaved" || rope.Base != RoPEBase || rope.RotaryDims() != rope.HeadDim || rope.Scaling != nil || len(cfg.NoPELayers) > 0:
+		return Header{}, fmt.Errorf("llama2.c fixes unscaled RoPE on interleaved pairs, base %d, every dimension and layer; this model has %v (nope_layers %v)", RoPEBase, cfg.Positional, cfg.NoPELayers)
 	}
 	h := Header{
 		Version: version, Dim: cfg.Dim, HiddenDim: cfg.HiddenDim, NumLayers: cfg.NumLayers,
