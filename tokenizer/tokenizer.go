@@ -1,11 +1,13 @@
 // Package tokenizer turns text into token ids and back.
 //
-// Two implementations exist: Byte, a dependency-free tokenizer whose ids are
-// raw bytes plus four special tokens, and HF, a wrapper around Hugging Face
-// tokenizer.json files loaded through github.com/sugarme/tokenizer.
+// Three implementations exist: Byte, a dependency-free tokenizer whose ids are
+// raw bytes plus four special tokens; HF, a wrapper around Hugging Face
+// tokenizer.json files loaded through github.com/sugarme/tokenizer; and
+// Llama2C, llama2.c's tokenizer.bin encoded and decoded as run.c does.
 package tokenizer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -32,15 +34,24 @@ type Specials struct{ BOS, EOS, PAD, MASK int }
 // Literals of special tokens (used by cmd/infer to find the mask marker in a prompt).
 const MaskLiteral = "<mask>"
 
-// Load picks a tokenizer by name: "byte" gives the byte-level tokenizer and
-// a path to a tokenizer.json file gives a Hugging Face tokenizer.
+// Load picks a tokenizer by name: "byte" gives the byte-level tokenizer, a
+// path to a tokenizer.json file a Hugging Face tokenizer, and a path to
+// llama2.c's tokenizer.bin (a .bin name, or any file that does not start
+// with '{') a Llama2C tokenizer with every token in the file.
 func Load(name string) (Tokenizer, error) {
 	if name == "byte" {
 		return NewByte(), nil
 	}
-	// A name that looks like a JSON file goes to LoadHF even when missing,
-	// because "file not found at P" is a more useful error than a list of
-	// choices when the user clearly meant a path.
+	// A name that looks like a JSON or .bin file goes to its loader even when
+	// missing, because "file not found at P" is a more useful error than a
+	// list of choices when the user clearly meant a path.
+	if strings.HasSuffix(name, ".bin") || (!strings.HasSuffix(name, ".json") && isNonJSONFile(name)) {
+		l, err := LoadLlama2C(name, 0)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	if info, err := os.Stat(name); (err == nil && !info.IsDir()) || strings.HasSuffix(name, ".json") {
 		hf, err := LoadHF(name)
 		if err != nil {
@@ -48,7 +59,21 @@ func Load(name string) (Tokenizer, error) {
 		}
 		return hf, nil
 	}
-	return nil, fmt.Errorf("unknown tokenizer %q: valid choices are \"byte\" or a path to a tokenizer.json file", name)
+	return nil, fmt.Errorf("unknown tokenizer %q: valid choices are \"byte\", a path to a tokenizer.json file or to a llama2.c tokenizer.bin", name)
+}
+
+// isNonJSONFile reports whether name is a readable file whose first
+// non-space byte is not '{' (a tokenizer.json always starts with one).
+func isNonJSONFile(name string) bool {
+	f, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := f.Read(buf)
+	trimmed := bytes.TrimLeft(buf[:n], " \t\r\n")
+	return n > 0 && (len(trimmed) == 0 || trimmed[0] != '{')
 }
 
 // EncodeWithMask splits text on MaskLiteral, encodes the pieces with t, and
