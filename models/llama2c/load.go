@@ -6,11 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
 )
@@ -111,19 +108,12 @@ func load(rd *Reader, backend backends.Backend, edits []models.Edit) (*models.Mo
 		if err != nil {
 			return nil, nil, err
 		}
-		t := tensors.FromShape(shapes.Make(models.DType, e.Shape...))
-		t.MustMutableFlatData(func(flat any) { err = rd.Read(flat.([]float32)) })
+		// Straight into the backend's buffer (models.NewTensor), so a forward pass does not
+		// copy the weights a second time.
+		t, err := models.NewTensor(backend, e.Shape, rd.Read)
 		if err != nil {
 			return nil, nil, err
 		}
-		scope, name := variablePath(e.Name)
-		ctx.InAbsPath(scope).VariableWithValue(name, t)
+		models.SetParam(ctx, e.Name, t)
 	}
-}
-
-// variablePath turns a checkpoint name into the variable's context scope and name, the
-// inverse of models.TensorName: "layer_0.attn.wq.weight" -> ("/model/layer_0/attn/wq", "weight").
-func variablePath(tensor string) (scope, name string) {
-	parts := strings.Split(tensor, ".")
-	return "/" + strings.Join(append([]string{models.Scope}, parts[:len(parts)-1]...), "/"), parts[len(parts)-1]
 }
