@@ -118,6 +118,9 @@ var llama = &family{
 		}
 		maxPos := r.Int("max_position_embeddings", 2048)
 		c.MaxSeqLen = minContext(maxPos)
+		// HF's dynamic NTK and YaRN take max_position_embeddings as the original context
+		// when rope_scaling names none.
+		c.TrainSeqLen = maxPos
 		// Mistral and Qwen2 may restrict attention to a sliding window, which posformer's
 		// attention does not: the outputs agree up to the window, so that is the default context.
 		window := 0
