@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math/bits"
+	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
@@ -13,6 +15,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/hf"
+	"github.com/posformer/posformer/models/llama2c"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -28,18 +32,39 @@ type Engine struct {
 	cached *context.Exec
 }
 
-// Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
-func Load(dir, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
+// Load opens a checkpoint on the named backend (see NewBackend) with a KV cache of capacity
+// slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
+// path is one of:
+//   - a directory with config.json and model.safetensors (our own format);
+//   - a Hugging Face directory (config.json naming a model_type), see models/hf;
+//   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
+func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
 	}
-	m, ctx, err := models.Load(dir, backend, edits...)
+	load := models.Load
+	switch {
+	case IsLlama2C(path):
+		load = llama2c.Load
+	case hf.IsDir(path):
+		load = hf.Load
+	}
+	m, ctx, err := load(path, backend, edits...)
 	if err != nil {
 		return nil, err
 	}
 	return New(backend, m, ctx, capacity)
+}
+
+// IsLlama2C reports whether path names a llama2.c checkpoint rather than a checkpoint
+// directory: a regular file, or a missing path ending in .bin (so that its error says so).
+func IsLlama2C(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil {
+		return strings.HasSuffix(path, ".bin")
+	}
+	return !info.IsDir()
 }
 
 // New wraps a model whose variables are in ctx.

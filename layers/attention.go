@@ -46,7 +46,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	group := h / kvh
 
 	heads := func(name string, n int) *Node { // [b, s, n·hd] -> [b, n, s, hd]
-		y := Linear(ctx.In(name), x, n*hd, cfg.Bias, InitStd)
+		y := Linear(ctx.In(name), x, n*hd, cfg.Bias || cfg.QKVBias, InitStd)
 		return TransposeAllAxes(Reshape(y, batch, seq, n, hd), 0, 2, 1, 3)
 	}
 	q, k, v := heads("wq", h), heads("wk", kvh), heads("wv", kvh)

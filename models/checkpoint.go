@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,14 +201,57 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		}
 	}
 	for _, p := range params {
-		t := tensors.FromShape(shapes.Make(DType, p.Shape...))
-		var readErr error
-		t.MustMutableFlatData(func(flat any) { readErr = f.ReadFloat32Into(p.Name, flat.([]float32)) })
-		if readErr != nil {
-			return fmt.Errorf("loading %s: %w", path, readErr)
+		t, err := NewTensor(backend, p.Shape, func(dst []float32) error {
+			if err := f.ReadFloat32Into(p.Name, dst); err != nil {
+				return err
+			}
+			return CheckFinite(p.Name, dst)
+		})
+		if err != nil {
+			return fmt.Errorf("loading %s: %w", path, err)
 		}
-		scope, name := variablePath(p.Name)
-		ctx.InAbsPath(scope).VariableWithValue(name, t)
+		SetParam(ctx, p.Name, t)
+	}
+	return nil
+}
+
+// SetParam stores t as the model variable that the checkpoint calls name.
+func SetParam(ctx *context.Context, name string, t *tensors.Tensor) {
+	scope, v := variablePath(name)
+	ctx.InAbsPath(scope).VariableWithValue(v, t)
+}
+
+// NewTensor allocates a float32 tensor of the given shape and lets fill write its values in
+// place, so that a checkpoint streams into its final memory one tensor at a time. On a backend
+// with shared buffers (the pure-Go one) that memory is the backend's own buffer: a graph
+// reads the weights where they were loaded, without the second copy that a host tensor gets
+// on first use.
+func NewTensor(backend backends.Backend, shape []int, fill func(dst []float32) error) (*tensors.Tensor, error) {
+	s := shapes.Make(DType, shape...)
+	if backend != nil && backend.HasSharedBuffers() {
+		buf, flat, err := backend.NewSharedBuffer(0, s)
+		if err != nil {
+			return nil, err
+		}
+		if err := fill(flat.([]float32)); err != nil {
+			backend.BufferFinalize(buf)
+			return nil, err
+		}
+		return tensors.FromBuffer(backend, buf)
+	}
+	t := tensors.FromShape(s)
+	var err error
+	t.MustMutableFlatData(func(flat any) { err = fill(flat.([]float32)) })
+	return t, err
+}
+
+// CheckFinite rejects a tensor holding NaN or infinity, which no trained weight is: the file
+// is corrupt, or the run that wrote it diverged.
+func CheckFinite(name string, data []float32) error {
+	for i, v := range data {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("tensor %s holds %v at element %d (a corrupt or diverged checkpoint)", name, v, i)
+		}
 	}
 	return nil
 }

@@ -3,10 +3,12 @@
 // Implementations: Byte, a dependency-free tokenizer whose ids are raw bytes
 // plus four special tokens; HF, our own runner for Hugging Face
 // tokenizer.json files (BPE, WordPiece, WordLevel), which also loads GPT-2's
-// original vocab.json + merges.txt (LoadGPT2).
+// original vocab.json + merges.txt (LoadGPT2); and Llama2C, llama2.c's
+// tokenizer.bin encoded and decoded as run.c does.
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,29 +84,52 @@ func DecodeWith(t Tokenizer, ids []int, opt DecodeOptions) string {
 }
 
 // Load picks a tokenizer by name: "byte" gives the byte-level tokenizer; a
-// path gives the tokenizer in that file: a Hugging Face tokenizer.json, or
-// GPT-2's vocab.json/encoder.json with merges.txt/vocab.bpe beside it. A
-// directory stands for the tokenizer.json (or vocab.json) inside it.
+// path gives the tokenizer in that file: a Hugging Face tokenizer.json,
+// GPT-2's vocab.json/encoder.json with merges.txt/vocab.bpe beside it, or
+// llama2.c's tokenizer.bin (a .bin name, or any file that does not start
+// with '{') with every token in the file. A directory stands for the
+// tokenizer.json, vocab.json or tokenizer.bin inside it.
 func Load(name string) (Tokenizer, error) {
 	if name == "byte" {
 		return NewByte(), nil
 	}
 	info, err := os.Stat(name)
 	if err == nil && info.IsDir() {
-		for _, f := range []string{"tokenizer.json", "vocab.json", "encoder.json"} {
+		for _, f := range []string{"tokenizer.json", "vocab.json", "encoder.json", "tokenizer.bin"} {
 			if _, err := os.Stat(filepath.Join(name, f)); err == nil {
 				return Load(filepath.Join(name, f))
 			}
 		}
-		return nil, fmt.Errorf("no tokenizer in directory %s: want tokenizer.json, or vocab.json with merges.txt", name)
+		return nil, fmt.Errorf("no tokenizer in directory %s: want tokenizer.json, vocab.json with merges.txt, or tokenizer.bin", name)
 	}
-	// A name that looks like a JSON file is read even when missing,
-	// because "file not found at P" is a more useful error than a list of
-	// choices when the user clearly meant a path.
+	// A name that looks like a JSON or .bin file goes to its loader even when
+	// missing, because "file not found at P" is a more useful error than a
+	// list of choices when the user clearly meant a path.
+	if strings.HasSuffix(name, ".bin") || (!strings.HasSuffix(name, ".json") && isNonJSONFile(name)) {
+		l, err := LoadLlama2C(name, 0)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	if err == nil || strings.HasSuffix(name, ".json") {
 		return loadFile(name)
 	}
-	return nil, fmt.Errorf("unknown tokenizer %q: valid choices are \"byte\", a path to a tokenizer.json file, or a GPT-2 vocab.json", name)
+	return nil, fmt.Errorf("unknown tokenizer %q: valid choices are \"byte\", a path to a tokenizer.json file, a GPT-2 vocab.json, or a llama2.c tokenizer.bin", name)
+}
+
+// isNonJSONFile reports whether name is a readable file whose first
+// non-space byte is not '{' (a tokenizer.json always starts with one).
+func isNonJSONFile(name string) bool {
+	f, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := f.Read(buf)
+	trimmed := bytes.TrimLeft(buf[:n], " \t\r\n")
+	return n > 0 && (len(trimmed) == 0 || trimmed[0] != '{')
 }
 
 // loadFile tells a tokenizer.json (an object with a "model") from a GPT-2

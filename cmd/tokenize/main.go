@@ -6,13 +6,14 @@
 //	echo "Hello world" | go run ./cmd/tokenize -t tokenizer.json
 //	echo "[9906, 1917]" | go run ./cmd/tokenize -t tokenizer.json --decode
 //
-// -t accepts "byte", a Hugging Face tokenizer.json, GPT-2's vocab.json or
-// encoder.json (with merges.txt or vocab.bpe beside it, or --merges), or a
-// directory holding one of them. Without --special, no BOS/EOS is added and
-// special-token literals such as "<|begin_of_text|>" in the text are encoded
-// as ordinary text; with it, they become their ids and the tokenizer's
-// BOS/EOS are added (Hugging Face's defaults). When decoding, --special keeps
-// special tokens as text instead of dropping them.
+// -t (or -z, run.c's name) accepts "byte", a Hugging Face tokenizer.json,
+// GPT-2's vocab.json or encoder.json (with merges.txt or vocab.bpe beside
+// it, or --merges), llama2.c's tokenizer.bin, or a directory holding one of
+// them. Without --special, no BOS/EOS is added and special-token literals
+// such as "<|begin_of_text|>" in the text are encoded as ordinary text; with
+// it, they become their ids and the tokenizer's BOS/EOS are added (Hugging
+// Face's defaults; for a tokenizer.bin, BOS first as run.c does). When
+// decoding, --special keeps special tokens as text instead of dropping them.
 package main
 
 import (
@@ -39,7 +40,7 @@ func main() {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	// -z is llama2.c run.c's name for its tokenizer.bin.
 	for _, name := range []string{"t", "tokenizer", "z"} {
-		fs.StringVar(&o.tok, name, "", "tokenizer: byte, tokenizer.json, GPT-2 vocab.json/encoder.json, or a directory")
+		fs.StringVar(&o.tok, name, "", "tokenizer: byte, tokenizer.json, GPT-2 vocab.json/encoder.json, llama2.c tokenizer.bin, or a directory")
 	}
 	fs.StringVar(&o.merges, "merges", "", "GPT-2 merges.txt or vocab.bpe (default: found beside the vocab.json)")
 	fs.BoolVar(&o.special, "special", false, "parse special-token literals and add BOS/EOS; with --decode, keep special tokens")
@@ -103,7 +104,7 @@ func run(o options, in io.Reader, out io.Writer) error {
 func load(o options) (tokenizer.Tokenizer, error) {
 	switch {
 	case o.tok == "":
-		return nil, errors.New("no tokenizer: pass -t byte, -t tokenizer.json, or -t vocab.json")
+		return nil, errors.New("no tokenizer: pass -t byte, -t tokenizer.json, -t vocab.json or -t tokenizer.bin")
 	case o.merges != "":
 		return tokenizer.LoadGPT2(o.tok, o.merges)
 	}

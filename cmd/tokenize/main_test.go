@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,5 +126,46 @@ func TestCommandErrors(t *testing.T) {
 		if strings.Count(msg, "\n") > 0 || !strings.HasPrefix(msg, "tokenize: ") {
 			t.Errorf("%v: stderr %q, want one line starting with \"tokenize: \"", args, msg)
 		}
+	}
+}
+
+// TestLlama2CTokenizerBin runs a llama2.c tokenizer.bin built here as
+// llama2.c's tokenizer.py writes one: max_token_length, then per token a
+// float32 score, an int32 length and the piece; <unk>, BOS, EOS and the 256
+// byte pieces come first, so " " is id 259, "h" 260, "i" 261, "hi" 262 and
+// " hi" 263.
+func TestLlama2CTokenizerBin(t *testing.T) {
+	pieces := []string{"<unk>", "\n<s>\n", "\n</s>\n"}
+	scores := []float32{0, 0, 0}
+	for b := range 256 {
+		pieces = append(pieces, fmt.Sprintf("<0x%02X>", b))
+		scores = append(scores, 0)
+	}
+	pieces = append(pieces, " ", "h", "i", "hi", " hi")
+	scores = append(scores, -10, -11, -12, -1, -0.5)
+	data := binary.LittleEndian.AppendUint32(nil, 6)
+	for i, p := range pieces {
+		data = binary.LittleEndian.AppendUint32(data, math.Float32bits(scores[i]))
+		data = binary.LittleEndian.AppendUint32(data, uint32(len(p)))
+		data = append(data, p...)
+	}
+	path := filepath.Join(t.TempDir(), "tokenizer.bin")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// run.c: a dummy " " first, then the best-scoring merges: "hi" (-1)
+	// and then " hi" (-0.5). --special adds BOS (1) as run.c does.
+	for special, want := range map[bool]string{false: "[263]\n", true: "[1, 263]\n"} {
+		got, err := runString(t, options{tok: path, special: special}, "hi\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("special=%v: got %q, want %q", special, got, want)
+		}
+	}
+	// Decoding drops BOS and the dummy prefix's space after it.
+	if got, err := runString(t, options{tok: path, decode: true}, "[1, 263]\n"); err != nil || got != "hi\n" {
+		t.Errorf("decode = %q, %v; want \"hi\\n\"", got, err)
 	}
 }
