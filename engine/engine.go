@@ -3,6 +3,9 @@ package engine
 import (
 	"fmt"
 	"math/bits"
+	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +18,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/hf"
+	"github.com/posformer/posformer/models/llama2c"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -33,21 +38,63 @@ type Engine struct {
 	picked    *context.Exec // the same, logits of one token per row (prefill)
 }
 
-// Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
-// The weights are read straight into the inference layout.
-func Load(dir, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
+// Load opens a checkpoint on the named backend (see NewBackend) with a KV cache of capacity
+// slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
+// path is one of:
+//   - a directory with config.json and model.safetensors (our own format);
+//   - a Hugging Face directory (config.json naming a model_type), see models/hf;
+//   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
+//
+// The weights are read straight into the inference layout (layers.SetPacked).
+func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
 	}
+	load := models.LoadInto
+	switch {
+	case IsLlama2C(path):
+		load = llama2c.LoadInto
+	case hf.IsDir(path):
+		load = hf.LoadInto
+	}
 	ctx := context.New()
 	layers.SetPacked(ctx)
-	m, err := models.LoadInto(dir, backend, ctx, edits...)
+	m, err := load(path, backend, ctx, edits...)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLayout(backend, m, ctx); err != nil {
+		return nil, fmt.Errorf("loading %s: internal: %w", path, err)
+	}
 	return New(backend, m, ctx, capacity)
+}
+
+// checkLayout verifies that the loaders stored every variable where and as the inference
+// graph looks for it; a variable it cannot find would otherwise be initialized at random.
+func checkLayout(backend backends.Backend, m *models.Model, ctx *context.Context) error {
+	params, err := m.Layout(backend, true)
+	if err != nil {
+		return err
+	}
+	for _, p := range params {
+		scope, _ := models.VariablePath(p.Name)
+		v := ctx.InAbsPath(scope).GetVariable(p.Var)
+		if v == nil || !slices.Equal(v.Shape().Dimensions, p.Store) {
+			return fmt.Errorf("tensor %s is not stored as variable %s %v of the inference layout", p.Name, p.Var, p.Store)
+		}
+	}
+	return nil
+}
+
+// IsLlama2C reports whether path names a llama2.c checkpoint rather than a checkpoint
+// directory: a regular file, or a missing path ending in .bin (so that its error says so).
+func IsLlama2C(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil {
+		return strings.HasSuffix(path, ".bin")
+	}
+	return !info.IsDir()
 }
 
 // New wraps a model whose variables are in ctx. The engine reads its matrices packed
@@ -120,7 +167,7 @@ func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Co
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", p.Name, err)
 		}
-		t, err := models.NewWeight(backend, shapes.Make(models.DType, p.Store...), func(flat []float32) error {
+		t, err := models.NewTensor(backend, p.Store, func(flat []float32) error {
 			return value.ConstFlatData(func(src any) { copy(flat, src.([]float32)) })
 		})
 		if err != nil {

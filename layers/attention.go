@@ -87,7 +87,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	group := h / kvh
 
 	heads := func(name string, n int) *Node { // [b, s, n·hd] -> [b, n, s, hd]
-		return toHeads(Linear(ctx.In(name), x, n*hd, cfg.Bias, InitStd), n, hd)
+		return toHeads(Linear(ctx.In(name), x, n*hd, cfg.Bias || cfg.QKVBias, InitStd), n, hd)
 	}
 	q, k, v := heads("wq", h), heads("wk", kvh), heads("wv", kvh)
 

@@ -67,11 +67,28 @@ var smallPathLimit = 16 << (2 * simplego.DotGeneralTargetBlockLog2Dim[dtypes.Flo
 // the goroutines costs more than it saves (measured: a 64×64 product is faster on one core).
 const minParallelWork = 32 << 10
 
+// StoredMatrix is how ctx holds the variable name of shape: a weight matrix ("weight", [out,
+// in]) of an inference context is held packed, as "weight_packed" [P, out/P, in]; anything
+// else as it is. Matrix creates variables this way and loaders store tensors this way.
+func StoredMatrix(ctx *context.Context, name string, shape []int) (string, []int) {
+	if name == "weight" && len(shape) == 2 && Packed(ctx) {
+		if p := PackParts(shape[0]); p > 1 {
+			return PackedName, []int{p, shape[0] / p, shape[1]}
+		}
+	}
+	return name, shape
+}
+
+// Unpacked is the [out, in] shape of a packed matrix [P, out/P, in].
+func Unpacked(store []int) []int {
+	return []int{store[0] * store[1], store[2]}
+}
+
 // CheckpointName maps a variable to its checkpoint tensor: a packed matrix [P, n, in] is the
 // tensor "weight" [P·n, in]; everything else keeps its name and shape.
 func CheckpointName(name string, shape []int) (string, []int) {
 	if name == PackedName && len(shape) == 3 {
-		return "weight", []int{shape[0] * shape[1], shape[2]}
+		return "weight", Unpacked(shape)
 	}
 	return name, shape
 }

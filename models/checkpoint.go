@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,13 @@ func TensorName(scope, name string) string {
 		return name
 	}
 	return strings.ReplaceAll(scope, "/", ".") + "." + name
+}
+
+// CheckpointTensor is the checkpoint name and shape of a model variable, whichever layout
+// its context uses (packed matrices are saved as "weight" [out, in]).
+func CheckpointTensor(v *context.Variable) (string, []int) {
+	name, shape := layers.CheckpointName(v.Name(), v.Shape().Dimensions)
+	return TensorName(v.Scope(), name), shape
 }
 
 // Param is one tensor the model expects: its checkpoint name and shape, and the variable that
@@ -112,8 +120,8 @@ func Save(dir string, cfg Config, ctx *context.Context) error {
 		if err != nil {
 			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
 		}
-		name, shape := layers.CheckpointName(v.Name(), v.Shape().Dimensions)
-		ts = append(ts, safetensors.Tensor{Name: TensorName(v.Scope(), name), Shape: shape, Data: data})
+		name, shape := CheckpointTensor(v)
+		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: data})
 	}
 	if err := safetensors.Write(filepath.Join(dir, WeightsFile), ts, map[string]string{"format": "posformer"}); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
@@ -228,23 +236,48 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		}
 	}
 	for _, p := range params {
-		t, err := NewWeight(backend, shapes.Make(DType, p.Store...), func(flat []float32) error { return f.ReadFloat32Into(p.Name, flat) })
+		t, err := NewTensor(backend, p.Store, func(dst []float32) error {
+			if err := f.ReadFloat32Into(p.Name, dst); err != nil {
+				return err
+			}
+			return CheckFinite(p.Name, dst)
+		})
 		if err != nil {
 			return fmt.Errorf("loading %s: %w", path, err)
 		}
-		scope, _ := VariablePath(p.Name)
-		ctx.InAbsPath(scope).VariableWithValue(p.Var, t)
+		SetParam(ctx, p.Name, t)
 	}
 	return nil
 }
 
-// NewWeight makes a tensor of shape for a weight and lets fill write its values. On a backend
-// whose buffers live in host memory (the pure-Go one) the tensor is created on the backend and
-// filled in place: a tensor made on the host would be copied to the backend at its first use,
-// holding the weights twice until the garbage collector runs.
-func NewWeight(backend backends.Backend, shape shapes.Shape, fill func(flat []float32) error) (*tensors.Tensor, error) {
+// StoredShape is the shape in which ctx holds the checkpoint tensor name of the given shape:
+// packed in an inference context (layers.SetPacked) when it is a weight matrix, else as is.
+// Loaders create each tensor in this shape, so that weights are read straight into place.
+func StoredShape(ctx *context.Context, name string, shape []int) []int {
+	_, v := VariablePath(name)
+	_, store := layers.StoredMatrix(ctx, v, shape)
+	return store
+}
+
+// SetParam stores t, of the shape StoredShape gives, as the model variable that the
+// checkpoint calls name.
+func SetParam(ctx *context.Context, name string, t *tensors.Tensor) {
+	scope, v := VariablePath(name)
+	if t.Rank() == 3 && layers.Packed(ctx) {
+		v, _ = layers.StoredMatrix(ctx, v, layers.Unpacked(t.Shape().Dimensions))
+	}
+	ctx.InAbsPath(scope).VariableWithValue(v, t)
+}
+
+// NewTensor allocates a float32 tensor of the given shape and lets fill write its values in
+// place, so that a checkpoint streams into its final memory one tensor at a time. On a backend
+// with shared buffers (the pure-Go one) that memory is the backend's own buffer: a graph
+// reads the weights where they were loaded, without the second copy that a host tensor gets
+// on first use.
+func NewTensor(backend backends.Backend, shape []int, fill func(dst []float32) error) (*tensors.Tensor, error) {
+	s := shapes.Make(DType, shape...)
 	if backend != nil && backend.HasSharedBuffers() {
-		buf, flat, err := backend.NewSharedBuffer(0, shape)
+		buf, flat, err := backend.NewSharedBuffer(0, s)
 		if err != nil {
 			return nil, err
 		}
@@ -254,13 +287,21 @@ func NewWeight(backend backends.Backend, shape shapes.Shape, fill func(flat []fl
 		}
 		return tensors.FromBuffer(backend, buf)
 	}
-	t := tensors.FromShape(shape)
+	t := tensors.FromShape(s)
 	var err error
 	t.MustMutableFlatData(func(flat any) { err = fill(flat.([]float32)) })
-	if err != nil {
-		return nil, err
+	return t, err
+}
+
+// CheckFinite rejects a tensor holding NaN or infinity, which no trained weight is: the file
+// is corrupt, or the run that wrote it diverged.
+func CheckFinite(name string, data []float32) error {
+	for i, v := range data {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("tensor %s holds %v at element %d (a corrupt or diverged checkpoint)", name, v, i)
+		}
 	}
-	return t, nil
+	return nil
 }
 
 // VariablePath inverts TensorName: "layer_0.attn.wq.weight" -> ("/model/layer_0/attn/wq", "weight").

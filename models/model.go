@@ -7,12 +7,15 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/positional"
 )
 
 // Model is a decoder or an encoder: token embedding, positional scheme, n pre-norm blocks,
-// final norm, and a head onto the vocabulary.
+// final norm, and a head onto the vocabulary. Options of Config add what other checkpoints
+// need: a token-type row and a norm on the embeddings, post-norm blocks (no final norm), and
+// BERT's masked-LM head (dense, activation, norm, then the vocabulary with a bias).
 type Model struct {
 	Config Config
 	Scheme positional.Scheme
@@ -67,6 +70,14 @@ func (m *Model) ForwardPick(ctx *context.Context, tokens, pos, valid *Node, cach
 	if hook, ok := m.Scheme.(positional.Input); ok {
 		x = hook.Input(pe.Ctx, x, pos)
 	}
+	if c.TokenTypes > 0 {
+		// Every token is of type 0 (BERT's default segment); Gather keeps the graph trainable.
+		types := layers.EmbeddingTable(ctx.In("token_types"), tokens.Graph(), c.TokenTypes, c.Dim, DType)
+		x = Add(x, ExpandLeftToRank(Gather(types, Const(tokens.Graph(), [][]int32{{0}})), x.Rank()))
+	}
+	if c.EmbedNorm {
+		x = layers.Norm(ctx.In("embed_norm"), c.Norm, c.NormEps, x)
+	}
 
 	att := layers.AttentionInput{Pos: pos, Valid: valid}
 	keyPos, keyValid := pos, valid
@@ -93,15 +104,27 @@ func (m *Model) ForwardPick(ctx *context.Context, tokens, pos, valid *Node, cach
 		}
 	}
 	if pick != nil {
+		// Every later step acts on each token alone: keep only the picked ones.
 		rows := Iota(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dim(0)), 0)
 		x = ExpandAxes(Gather(x, Stack([]*Node{rows, pick}, -1)), 1) // [batch, 1, dim]
 	}
-	x = layers.Norm(ctx.In("norm"), c.Norm, c.NormEps, x)
+	if c.NormPosition != "post" {
+		x = layers.Norm(ctx.In("norm"), c.Norm, c.NormEps, x)
+	}
+	if c.HeadTransform {
+		x = layers.Activation(c.FFN)(layers.Linear(ctx.In("head").In("dense"), x, c.Dim, true, layers.InitStd))
+		x = layers.Norm(ctx.In("head").In("norm"), c.Norm, c.NormEps, x)
+	}
 	head := table
 	if !c.TieEmbeddings {
 		head = layers.EmbeddingTable(ctx.In("output"), tokens.Graph(), c.VocabSize, c.Dim, DType)
 	}
-	return layers.Unembed(head, x), out
+	logits := layers.Unembed(head, x)
+	if c.HeadBias {
+		bias := ctx.In("output").WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(DType, c.VocabSize)).ValueGraph(tokens.Graph())
+		logits = Add(logits, ExpandLeftToRank(bias, logits.Rank()))
+	}
+	return logits, out
 }
 
 // DType is the floating-point type of every weight and activation.
