@@ -10,8 +10,8 @@
 //	go run ./cmd/bench -speed                        # random weights, stories260K and 15M shapes
 //	go run ./cmd/bench -speed -m ../shared/fixtures/stories260K.bin -o benchmarks
 //
-// Random models are built natively (models.New, the engine's own random initialization) with
-// llama2.c's architecture: RMSNorm, SwiGLU, interleaved RoPE, tied embeddings.
+// Random models are written as llama2.c files (-make-llama2c, N(0, 0.02²) weights) into a
+// temporary directory and loaded like any checkpoint.
 package main
 
 import (
@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,8 +31,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/plot"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/engine"
@@ -146,11 +143,11 @@ func runSpeed(args []string) error {
 			if !ok {
 				return fmt.Errorf("-shape %q: unknown (valid: %s)", s, strings.Join(shapeNames(), ", "))
 			}
-			dir := filepath.Join(tmp, "random-"+s)
-			if err := writeRandomCheckpoint(dir, cfg, 1); err != nil {
+			path := filepath.Join(tmp, "random-"+s+".bin")
+			if err := writeRandomLlama2c(path, cfg, 1, 0.02, 0); err != nil {
 				return err
 			}
-			targets = append(targets, dir)
+			targets = append(targets, path)
 		}
 	}
 	self, err := os.Executable()
@@ -171,8 +168,10 @@ func runSpeed(args []string) error {
 		if err != nil {
 			return fmt.Errorf("measuring %s: %w", t, err)
 		}
+		// The result is the child's last line (a backend may print before it).
+		lines := strings.Split(strings.TrimSpace(string(outb)), "\n")
 		var r speedResult
-		if err := json.Unmarshal(outb, &r); err != nil {
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 			return fmt.Errorf("measuring %s: reading the child's result: %w", t, err)
 		}
 		results = append(results, r)
@@ -198,50 +197,6 @@ func parseInts(flagName, s string) ([]int, error) {
 
 func modelLabel(target string) string {
 	return strings.TrimSuffix(filepath.Base(target), ".bin")
-}
-
-// writeRandomCheckpoint writes a checkpoint of cfg with random weights to dir: N(0, 0.02²) for
-// matrices, ones for norm scales, zeros for biases, from a seeded generator.
-func writeRandomCheckpoint(dir string, cfg models.Config, seed uint64) error {
-	backend, err := engine.NewBackend("go")
-	if err != nil {
-		return err
-	}
-	m, err := models.New(cfg)
-	if err != nil {
-		return err
-	}
-	params, err := m.Params(backend)
-	if err != nil {
-		return err
-	}
-	r := rand.New(rand.NewPCG(seed, seed+1))
-	ctx := context.New()
-	for _, p := range params {
-		data := make([]float32, 1)
-		size := 1
-		for _, d := range p.Shape {
-			size *= d
-		}
-		data = make([]float32, size)
-		switch {
-		case len(p.Shape) == 1 && strings.HasSuffix(p.Name, ".weight"):
-			for i := range data {
-				data[i] = 1
-			}
-		case strings.HasSuffix(p.Name, ".bias"):
-		default:
-			for i := range data {
-				data[i] = float32(0.02 * r.NormFloat64())
-			}
-		}
-		scope, name := models.VariablePath(p.Name)
-		ctx.InAbsPath(scope).VariableWithValue(name, tensors.FromFlatDataAndDimensions(data, p.Shape...))
-	}
-	if err := models.Save(dir, cfg, ctx); err != nil {
-		return fmt.Errorf("writing the random model: %w", err)
-	}
-	return nil
 }
 
 // speedResult is one model's figures.
