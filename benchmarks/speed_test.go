@@ -107,7 +107,7 @@ var (
 
 // randomEngine is a model of cfg with random weights (created by the first graph run).
 func randomEngine(b *testing.B, cfg models.Config) *engine.Engine {
-	backend, err := engine.NewBackend("go")
+	backend, err := engine.NewBackend("") // $GOMLX_BACKEND, else the default
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func BenchmarkTrainStep(b *testing.B) {
 				Kind: models.Decoder, VocabSize: 260, Dim: c.dim, NumLayers: c.layers, NumHeads: 4,
 				NumKVHeads: 2, HiddenDim: 2 * c.dim, MaxSeqLen: 1024, Positional: map[string]any{"name": "rope"},
 			}
-			backend, err := engine.NewBackend("go")
+			backend, err := engine.NewBackend("") // $GOMLX_BACKEND, else the default
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -47,7 +47,7 @@ type Engine struct {
 //
 // The weights are read straight into the inference layout (layers.SetPacked).
 func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
-	backend, err := NewBackend(backendName)
+	backend, err := newBackendFor(backendName, CheckpointBytes(path))
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +68,29 @@ func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine
 		return nil, fmt.Errorf("loading %s: internal: %w", path, err)
 	}
 	return New(backend, m, ctx, capacity)
+}
+
+// CheckpointBytes is the size of a checkpoint on disk, about that of its weights: the file, or
+// the files of a directory (0 when unreadable).
+func CheckpointBytes(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if !info.IsDir() {
+		return info.Size()
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range entries {
+		if i, err := e.Info(); err == nil && !e.IsDir() {
+			n += i.Size()
+		}
+	}
+	return n
 }
 
 // checkLayout verifies that the loaders stored every variable where and as the inference

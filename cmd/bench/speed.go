@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/posformer/posformer/benchmarks/plot"
@@ -209,6 +210,7 @@ type speedResult struct {
 	CompiledAtWarmup, CompiledLate int     // graphs built by warm-up, and after it (must be 0)
 	Prefill                        []prefillPoint
 	DecodeTokPerSec                float64   // greedy from BOS, over Generated tokens
+	DecodeCPUMsPerToken            float64   // CPU time (all threads) per decoded token: a figure the machine's load disturbs less
 	Generated                      int       //
 	MsPerToken                     []float64 // ms of decode step i (position i+1), until the context is full
 	Batched                        []batchPoint
@@ -232,7 +234,7 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	prompts, _ := parseInts("-prompts", o.prompts)
 	batches, _ := parseInts("-batches", o.batches)
 
-	memlimit.ForLoading(memlimit.CheckpointBytes(target))
+	memlimit.ForLoading(engine.CheckpointBytes(target))
 	start := time.Now()
 	e, err := openModel(target, o)
 	if err != nil {
@@ -303,6 +305,7 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	}
 	logits := out[0][0]
 	var total time.Duration
+	cpu0 := cpuTime()
 	for pos := 1; pos < e.Capacity; pos++ {
 		tok := argmax(logits)
 		t := time.Now()
@@ -316,6 +319,9 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 		if pos <= o.n {
 			total += d
 			r.Generated = pos
+			if pos == o.n || pos == e.Capacity-1 {
+				r.DecodeCPUMsPerToken = 1000 * (cpuTime() - cpu0).Seconds() / float64(pos)
+			}
 		}
 	}
 	r.DecodeTokPerSec = float64(r.Generated) / total.Seconds()
@@ -432,6 +438,15 @@ func argmax(xs []float32) int {
 	return best
 }
 
+// cpuTime is the CPU time this process has used, all threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // peakRSS is the process's peak resident set size (VmHWM), or 0 where /proc is absent.
 func peakRSS() int64 {
 	f, err := os.Open("/proc/self/status")
@@ -453,16 +468,16 @@ func mb(b int64) float64 { return float64(b) / (1 << 20) }
 
 // printTable writes the results as Markdown tables.
 func printTable(w io.Writer, rs []speedResult) {
-	fmt.Fprintln(w, "| model | params | load s | first token s | warm-up s (graphs) | decode tok/s | ms/token first→last | graphs after warm-up | peak RSS MB (weights+KV MB) |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| model | params | load s | first token s | warm-up s (graphs) | decode tok/s | decode CPU ms/token | ms/token first→last | graphs after warm-up | peak RSS MB (weights+KV MB) |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rs {
 		first, last := 0.0, 0.0
 		if n := len(r.MsPerToken); n > 0 {
 			first, last = mean(r.MsPerToken[:min(8, n)]), mean(r.MsPerToken[max(0, n-8):])
 		}
-		fmt.Fprintf(w, "| %s | %.2fM | %.2f | %.2f | %.2f (%d) | %.1f (%d tokens) | %.2f → %.2f | %d | %.0f (%.0f) |\n",
+		fmt.Fprintf(w, "| %s | %.2fM | %.2f | %.2f | %.2f (%d) | %.1f (%d tokens) | %.2f | %.2f → %.2f | %d | %.0f (%.0f) |\n",
 			r.Model, float64(r.Params)/1e6, r.LoadSec, r.FirstTokenSec, r.WarmupSec, r.CompiledAtWarmup,
-			r.DecodeTokPerSec, r.Generated, first, last, r.CompiledLate, mb(r.PeakRSS), mb(r.WeightBytes+r.KVBytes))
+			r.DecodeTokPerSec, r.Generated, r.DecodeCPUMsPerToken, first, last, r.CompiledLate, mb(r.PeakRSS), mb(r.WeightBytes+r.KVBytes))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| model | prefill tok/s at prompt length |")
@@ -521,6 +536,7 @@ func writeOutputs(dir string, rs []speedResult) error {
 		row(r.Model, "graphs_at_warmup", 0, float64(r.CompiledAtWarmup))
 		row(r.Model, "graphs_after_warmup", 0, float64(r.CompiledLate))
 		row(r.Model, "decode_tok_s", r.Generated, r.DecodeTokPerSec)
+		row(r.Model, "decode_cpu_ms_per_token", r.Generated, r.DecodeCPUMsPerToken)
 		for _, p := range r.Prefill {
 			row(r.Model, "prefill_tok_s", p.Tokens, p.TokPerSec)
 		}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/tokenizer"
 )
@@ -66,11 +67,13 @@ func runLlama2C(o options, out io.Writer) error {
 		return fmt.Errorf("a text prompt needs the model's tokenizer: pass -z tokenizer.bin, or give token ids with --prompt-ids")
 	}
 
+	memlimit.ForLoading(engine.CheckpointBytes(o.model))
 	start := time.Now()
 	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.edits()...)
 	if err != nil {
 		return err
 	}
+	memlimit.Set(memlimit.Base(), e.KVBytes(1))
 	vocab := e.Model.Config.VocabSize
 	var tok *tokenizer.Llama2C
 	if o.tokenizer != "" {
@@ -134,8 +137,8 @@ func runLlama2C(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "infer: load %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
-		load.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
+	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
+		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
 	return nil
 }
 

@@ -127,7 +127,7 @@ func run(o options, args []string) error {
 	if _, err := os.Stat(filepath.Join(o.model, models.ConfigFile)); err != nil {
 		return fmt.Errorf("no model at %s (want a directory with %s and %s); pass -m DIR", o.model, models.ConfigFile, models.WeightsFile)
 	}
-	memlimit.ForLoading(memlimit.CheckpointBytes(o.model))
+	memlimit.ForLoading(engine.CheckpointBytes(o.model))
 	start := time.Now()
 	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.edits()...)
 	if err != nil {

@@ -19,11 +19,13 @@ import (
 // not-yet-collected garbage.
 const Slack = 8 << 20
 
-// Base reads the heap in use now: call it right after loading the model.
+// Base reads the memory the Go runtime holds now (what the limit counts: every mapped span,
+// not only the heap in use, less what was returned to the system): call it right after
+// loading the model.
 func Base() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapInuse)
+	return int64(ms.Sys - ms.HeapReleased)
 }
 
 // Set limits the process to base + kvBytes + Slack, unless GOMEMLIMIT is set (the user's
@@ -38,28 +40,6 @@ func Set(base, kvBytes int64) {
 // ForLoading limits the process while it reads a checkpoint of the given size (bytes on disk,
 // about the weights in memory), so that the reader's buffers are collected as it goes.
 func ForLoading(checkpointBytes int64) { Set(Base(), checkpointBytes) }
-
-// CheckpointBytes is the size of a checkpoint: a file, or the files of a directory.
-func CheckpointBytes(path string) int64 {
-	info, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	if !info.IsDir() {
-		return info.Size()
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, e := range entries {
-		if i, err := e.Info(); err == nil && !e.IsDir() {
-			n += i.Size()
-		}
-	}
-	return n
-}
 
 // Off removes the limit.
 func Off() { debug.SetMemoryLimit(math.MaxInt64) }
