@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/engine"
