@@ -19,16 +19,20 @@ import (
 	"github.com/posformer/posformer/cmd/internal/progress"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/positional"
 )
 
 // row is one line of a results table: a checkpoint, and an edit of its positional block
 // (nil: as trained). RoPE-scaling rows are the RoPE checkpoint with a rope_scaling override.
 type row struct {
-	Model    string // table label: the scheme, "<scheme>-seedN", or "<scheme> + <variant>"
-	Scheme   string
-	Seed     int
-	Variant  string         // "" or a name such as "yarn x4"
-	Override map[string]any // keys merged into the checkpoint's "positional" block
+	Model   string // table label: the scheme, "<scheme>-seedN", or "<scheme> + <variant>"
+	Scheme  string
+	Seed    int
+	Variant string // "" or a name such as "yarn"
+	// Override gives, for an evaluation length, the keys merged into the checkpoint's
+	// "positional" block (nil: none). It depends on the length so that a RoPE-scaling row can use
+	// the factor that stretches L to that length.
+	Override func(length int) map[string]any
 	Dir      string
 }
 
@@ -148,9 +152,39 @@ func findRows(weights, task string, schemes []string) ([]row, error) {
 	return rows, nil
 }
 
-// variantRows are the rows a checkpoint adds with its positional config edited (none yet: the
-// RoPE-scaling rows attach here).
-func variantRows(task string, base row) []row { return nil }
+// ropeScalingTypes are the RoPE-scaling rows: each evaluates the RoPE checkpoint, unretrained,
+// with its rotary frequencies rescaled by factor s = length / L (1 at and below L).
+var ropeScalingTypes = []string{"linear", "ntk", "dynamic", "yarn"}
+
+// variantRows are the rows a checkpoint adds with its positional config edited: the
+// RoPE-scaling rows for a rope checkpoint of a decoder task.
+func variantRows(task string, base row) []row {
+	if base.Scheme != "rope" || tasks.Kind(task) != models.Decoder || !ropeScalingSupported() {
+		return nil
+	}
+	var out []row
+	for _, t := range ropeScalingTypes {
+		v := base
+		v.Variant = t
+		v.Override = func(length int) map[string]any {
+			return map[string]any{"rope_scaling": ropeScaling(t, length)}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// ropeScaling is the Hugging Face style block for a type stretching L to length.
+func ropeScaling(t string, length int) map[string]any {
+	return map[string]any{"rope_type": t, "factor": math.Max(1, float64(length)/trainLen), "original_max_position_embeddings": float64(trainLen)}
+}
+
+// ropeScalingSupported reports whether the rope scheme accepts a rope_scaling option (issue 5);
+// before it does, the rows are left out rather than failing the run.
+func ropeScalingSupported() bool {
+	_, err := positional.New("rope", map[string]any{"rope_scaling": ropeScaling("yarn", 4*trainLen)}, positional.Arch{Dim: 64, NumHeads: 4, NumKVHeads: 2, HeadDim: 16, NumLayers: 2, Causal: true})
+	return err == nil
+}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -173,24 +207,26 @@ func schemeOrder(s string) int {
 }
 
 // loadRow loads a checkpoint with the row's override merged into its positional block.
-func loadRow(backend backends.Backend, r row) (*engine.Engine, error) {
+func loadRow(backend backends.Backend, r row, length int) (*engine.Engine, error) {
 	cfg, err := models.ReadConfig(r.Dir)
 	if err != nil {
 		return nil, err
 	}
+	var override map[string]any
 	if r.Override != nil {
+		override = r.Override(length)
 		pe := map[string]any{}
 		for k, v := range cfg.Positional {
 			pe[k] = v
 		}
-		for k, v := range r.Override {
+		for k, v := range override {
 			pe[k] = v
 		}
 		cfg.Positional = pe
 	}
 	m, err := models.New(*cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s with %v: %w", r.Dir, r.Override, err)
+		return nil, fmt.Errorf("%s with %v: %w", r.Dir, override, err)
 	}
 	ctx := context.New()
 	if err := m.LoadWeights(filepath.Join(r.Dir, models.WeightsFile), backend, ctx); err != nil {
@@ -235,11 +271,16 @@ func plan(task string, b budget, lengths []int, evalData []byte) ([]cell, error)
 func evaluate(backend backends.Backend, task string, rows []row, cells []cell, b budget, bar *progress.Bar, done *int) ([]result, error) {
 	var out []result
 	for _, r := range rows {
-		e, err := loadRow(backend, r)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cells {
+		var e *engine.Engine
+		for i, c := range cells {
+			// A row without an override keeps one engine (and its compiled graphs) for every
+			// length; an override may differ per length, so it is reloaded (weights are small).
+			if e == nil || (r.Override != nil && (i == 0 || cells[i-1].length != c.length)) {
+				var err error
+				if e, err = loadRow(backend, r, c.length); err != nil {
+					return nil, err
+				}
+			}
 			var s tasks.Scores
 			batch := max(1, b.tokensPerRun/c.length)
 			base := *done
