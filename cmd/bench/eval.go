@@ -25,10 +25,11 @@ import (
 // row is one line of a results table: a checkpoint, and an edit of its positional block
 // (nil: as trained). RoPE-scaling rows are the RoPE checkpoint with a rope_scaling override.
 type row struct {
-	Model   string // table label: the scheme, "<scheme>-seedN", or "<scheme> + <variant>"
-	Scheme  string
-	Seed    int
-	Variant string // "" or a name such as "yarn"
+	Model    string // table label: the scheme, "<scheme>-seedN", or "<scheme> + <variant>"
+	Scheme   string
+	Seed     int
+	TrainLen int    // L: the checkpoint's training length
+	Variant  string // "" or a name such as "yarn"
 	// Override gives, for an evaluation length, the keys merged into the checkpoint's
 	// "positional" block (nil: none). It depends on the length so that a RoPE-scaling row can use
 	// the factor that stretches L to that length.
@@ -40,6 +41,7 @@ type row struct {
 type result struct {
 	Task, Model, Scheme, Variant string
 	Seed                         int
+	TrainLen                     int // L of the task's checkpoints
 	Length                       int
 	Depth                        float64 // passkey only; NaN elsewhere, and for the mean over depths
 	Metric                       string
@@ -145,7 +147,7 @@ func findRows(weights, task string, schemes []string) ([]row, error) {
 		if _, err := checkTask(dir, task); err != nil {
 			return nil, err
 		}
-		rows = append(rows, row{Model: e.Name(), Scheme: ti.Scheme, Seed: ti.Seed, Dir: dir})
+		rows = append(rows, row{Model: e.Name(), Scheme: ti.Scheme, Seed: ti.Seed, TrainLen: ti.SeqLen, Dir: dir})
 		rows = append(rows, variantRows(task, rows[len(rows)-1])...)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return schemeOrder(rows[i].Scheme) < schemeOrder(rows[j].Scheme) })
@@ -167,7 +169,7 @@ func variantRows(task string, base row) []row {
 		v := base
 		v.Variant = t
 		v.Override = func(length int) map[string]any {
-			return map[string]any{"rope_scaling": ropeScaling(t, length)}
+			return map[string]any{"rope_scaling": ropeScaling(t, length, base.TrainLen)}
 		}
 		out = append(out, v)
 	}
@@ -175,14 +177,14 @@ func variantRows(task string, base row) []row {
 }
 
 // ropeScaling is the Hugging Face style block for a type stretching L to length.
-func ropeScaling(t string, length int) map[string]any {
-	return map[string]any{"rope_type": t, "factor": math.Max(1, float64(length)/trainLen), "original_max_position_embeddings": float64(trainLen)}
+func ropeScaling(t string, length, trainLen int) map[string]any {
+	return map[string]any{"rope_type": t, "factor": math.Max(1, float64(length)/float64(trainLen)), "original_max_position_embeddings": float64(trainLen)}
 }
 
 // ropeScalingSupported reports whether the rope scheme accepts a rope_scaling option (issue 5);
 // before it does, the rows are left out rather than failing the run.
 func ropeScalingSupported() bool {
-	_, err := positional.New("rope", map[string]any{"rope_scaling": ropeScaling("yarn", 4*trainLen)}, positional.Arch{Dim: 64, NumHeads: 4, NumKVHeads: 2, HeadDim: 16, NumLayers: 2, Causal: true})
+	_, err := positional.New("rope", map[string]any{"rope_scaling": ropeScaling("yarn", 256, 64)}, positional.Arch{Dim: 64, NumHeads: 4, NumKVHeads: 2, HeadDim: 16, NumLayers: 2, Causal: true})
 	return err == nil
 }
 
@@ -284,7 +286,7 @@ func evaluate(backend backends.Backend, task string, rows []row, cells []cell, b
 			var s tasks.Scores
 			batch := max(1, b.tokensPerRun/c.length)
 			base := *done
-			err := tasks.Score(e, c.exs, batch, trainLen, &s, func(n int) {
+			err := tasks.Score(e, c.exs, batch, r.TrainLen, &s, func(n int) {
 				bar.Set(base+n, fmt.Sprintf("%s %s len %d", task, r.Model, c.length))
 			})
 			*done = base + len(c.exs)
@@ -303,7 +305,7 @@ func evaluate(backend backends.Backend, task string, rows []row, cells []cell, b
 // metrics turns a cell's scores into the task's CSV lines.
 func metrics(task string, r row, c cell, s tasks.Scores) []result {
 	mk := func(metric string, v float64, n int) result {
-		return result{Task: task, Model: r.Model, Scheme: r.Scheme, Variant: r.Variant, Seed: r.Seed,
+		return result{Task: task, Model: r.Model, Scheme: r.Scheme, Variant: r.Variant, Seed: r.Seed, TrainLen: r.TrainLen,
 			Length: c.length, Depth: c.depth, Metric: metric, Value: v, N: n}
 	}
 	switch task {
@@ -319,7 +321,7 @@ func metrics(task string, r row, c cell, s tasks.Scores) []result {
 // baseline scores what needs no model: the unigram model of the training split's bytes for
 // lm and mlm (predicting every byte by its frequency), chance for copy (26 letters) and
 // passkey (10 digits per key digit).
-func baseline(task string, cells []cell, train []byte) []result {
+func baseline(task string, cells []cell, train []byte, trainLen int) []result {
 	var logp [256]float64
 	var counts [256]float64
 	for _, b := range train {
@@ -334,7 +336,7 @@ func baseline(task string, cells []cell, train []byte) []result {
 	}
 	var out []result
 	for _, c := range cells {
-		r := row{Model: "unigram", Scheme: "unigram"}
+		r := row{Model: "unigram", Scheme: "unigram", TrainLen: trainLen}
 		var s tasks.Scores
 		switch task {
 		case tasks.LM, tasks.MLM:
@@ -355,8 +357,8 @@ func baseline(task string, cells []cell, train []byte) []result {
 				k, n = 10, 4
 			}
 			exact := math.Pow(1/k, float64(n))
-			out = append(out, result{Task: task, Model: r.Model, Scheme: r.Scheme, Length: c.length, Depth: c.depth, Metric: "exact_match", Value: exact},
-				result{Task: task, Model: r.Model, Scheme: r.Scheme, Length: c.length, Depth: c.depth, Metric: "token_accuracy", Value: 1 / k})
+			out = append(out, result{Task: task, Model: r.Model, Scheme: r.Scheme, TrainLen: trainLen, Length: c.length, Depth: c.depth, Metric: "exact_match", Value: exact},
+				result{Task: task, Model: r.Model, Scheme: r.Scheme, TrainLen: trainLen, Length: c.length, Depth: c.depth, Metric: "token_accuracy", Value: 1 / k})
 		}
 	}
 	return out

@@ -21,14 +21,15 @@ import (
 	"github.com/posformer/posformer/positional"
 )
 
-// trainLen is L, the training length of every task, in tokens the model reads.
-const trainLen = 64
+// trainLens is L per task, in tokens the model reads: copy trains on strings of up to 16
+// letters (inputs of up to 32 tokens), the others on 64 tokens.
+var trainLens = map[string]int{tasks.LM: 64, tasks.Copy: 32, tasks.Passkey: 64, tasks.MLM: 64}
 
 // common are the cmd/train flags every model shares: a 2-layer, 64-wide decoder or encoder
 // (~0.1 M parameters) that trains in 2-4 minutes on 2 cores with the cheaper schemes.
 var common = []string{
 	"-dim", "64", "-layers", "2", "-heads", "4", "-kv-heads", "2", "-hidden", "128", "-ctx", "1024",
-	"-seq", strconv.Itoa(trainLen), "-batch", "16", "-lr", "3e-3", "-warmup", "50",
+	"-batch", "16", "-lr", "3e-3", "-warmup", "50",
 	"-eval-every", "100", "-save-every", "100", "-eval-windows", "64",
 }
 
@@ -47,7 +48,7 @@ func trainArgs(task, scheme string, seed int, dir string) []string {
 		args = append(args, "-pe", "max_positions=1024")
 	}
 	args = append(args, common...)
-	return append(args, "-steps", strconv.Itoa(taskSteps[task]), "-seed", strconv.Itoa(seed), "-o", dir)
+	return append(args, "-seq", strconv.Itoa(trainLens[task]), "-steps", strconv.Itoa(taskSteps[task]), "-seed", strconv.Itoa(seed), "-o", dir)
 }
 
 // applies reports whether a scheme can be trained for a task (xPos is decoder-only).

@@ -22,14 +22,14 @@ import (
 	"github.com/posformer/posformer/models"
 )
 
-var csvHeader = []string{"task", "model", "scheme", "variant", "seed", "length", "depth", "metric", "value", "n"}
+var csvHeader = []string{"task", "model", "scheme", "variant", "seed", "train_len", "length", "depth", "metric", "value", "n"}
 
 func writeCSV(path string, rs []result) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Write(csvHeader)
 	for _, r := range rs {
-		w.Write([]string{r.Task, r.Model, r.Scheme, r.Variant, strconv.Itoa(r.Seed), strconv.Itoa(r.Length), depthString(r.Depth),
+		w.Write([]string{r.Task, r.Model, r.Scheme, r.Variant, strconv.Itoa(r.Seed), strconv.Itoa(r.TrainLen), strconv.Itoa(r.Length), depthString(r.Depth),
 			r.Metric, strconv.FormatFloat(r.Value, 'g', 6, 64), strconv.Itoa(r.N)})
 	}
 	w.Flush()
@@ -54,14 +54,15 @@ func readCSV(path string) ([]result, error) {
 	}
 	var out []result
 	for _, f := range recs[1:] {
-		r := result{Task: f[0], Model: f[1], Scheme: f[2], Variant: f[3], Metric: f[7], Depth: math.NaN()}
+		r := result{Task: f[0], Model: f[1], Scheme: f[2], Variant: f[3], Metric: f[8], Depth: math.NaN()}
 		r.Seed, _ = strconv.Atoi(f[4])
-		r.Length, _ = strconv.Atoi(f[5])
-		if f[6] != "" {
-			r.Depth, _ = strconv.ParseFloat(f[6], 64)
+		r.TrainLen, _ = strconv.Atoi(f[5])
+		r.Length, _ = strconv.Atoi(f[6])
+		if f[7] != "" {
+			r.Depth, _ = strconv.ParseFloat(f[7], 64)
 		}
-		r.Value, _ = strconv.ParseFloat(f[8], 64)
-		r.N, _ = strconv.Atoi(f[9])
+		r.Value, _ = strconv.ParseFloat(f[9], 64)
+		r.N, _ = strconv.Atoi(f[10])
 		out = append(out, r)
 	}
 	return out, nil
@@ -183,10 +184,11 @@ func table(rs []result, metric string) string {
 	if len(ss) == 0 {
 		return ""
 	}
+	trainLen := taskTrainLen(rs)
 	var b strings.Builder
 	b.WriteString("| model |")
 	for _, l := range lengths {
-		fmt.Fprintf(&b, " %d (%gL) |", l, float64(l)/trainLen)
+		fmt.Fprintf(&b, " %d (%gL) |", l, float64(l)/float64(trainLen))
 	}
 	b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(lengths)) + "\n")
 	for _, s := range ss {
@@ -243,6 +245,16 @@ func depthTable(rs []result, metric string) string {
 	return strings.Join(parts, "\n")
 }
 
+// taskTrainLen is L of a task's results (the same for all its checkpoints by the recipe).
+func taskTrainLen(rs []result) int {
+	for _, r := range rs {
+		if r.TrainLen > 0 {
+			return r.TrainLen
+		}
+	}
+	return 1
+}
+
 func num(v float64) string {
 	switch {
 	case math.IsNaN(v):
@@ -284,7 +296,7 @@ func plotMetric(rs []result, task, metric string) ([]byte, error) {
 		return nil, nil
 	}
 	l := plot.Lines{Title: task + ": " + metric, XLabel: "evaluation length (tokens); dashed: training length L", YLabel: metric,
-		Series: lines, LogX: true, Marks: []float64{trainLen}, MaxLegend: 24}
+		Series: lines, LogX: true, Marks: []float64{float64(taskTrainLen(rs))}, MaxLegend: 24}
 	if strings.HasPrefix(metric, "bits") && !math.IsNaN(base) {
 		// Schemes that fail past L leave the chart by several bits; clipping at the unigram
 		// baseline plus a margin keeps the others readable (the tables have every value).

@@ -90,7 +90,7 @@ func run(o options) error {
 			if err != nil {
 				return err
 			}
-			rows = []row{{Model: filepath.Base(o.model), Scheme: ti.Scheme, Seed: ti.Seed, Dir: o.model}}
+			rows = []row{{Model: filepath.Base(o.model), Scheme: ti.Scheme, Seed: ti.Seed, TrainLen: ti.SeqLen, Dir: o.model}}
 		} else if rows, err = findRows(o.weights, task, o.schemes); err != nil {
 			return err
 		}
@@ -114,7 +114,7 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		rs = append(baseline(w.task, w.cells, trainData), rs...)
+		rs = append(baseline(w.task, w.cells, trainData, w.rows[0].TrainLen), rs...)
 		switch {
 		case o.model != "":
 			printTables(w.task, rs)

@@ -156,7 +156,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	data, err := corpus.Load(root, o.maxBytes)
+	maxBytes := o.maxBytes
+	if o.task == tasks.Copy || o.task == tasks.Passkey {
+		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
+	}
+	data, err := corpus.Load(root, maxBytes)
 	if err != nil {
 		return err
 	}
