@@ -8,8 +8,9 @@
 //     >= L only.
 //   - copy: a random string, a separator, the string again (Kazemnejad et al. 2023 use copy to
 //     compare NoPE with the classic schemes); exact match and per-token accuracy.
-//   - passkey: a 4-digit key hidden in random filler at a given depth, asked for at the end
-//     (Mohtashami & Jaggi 2023, "Landmark Attention"); accuracy per length and depth.
+//   - passkey: a key digit hidden in random filler at a given depth, asked for at the end
+//     (Mohtashami & Jaggi 2023, "Landmark Attention", with a 1-digit key so that a 2-layer model
+//     learns it in a few hundred steps); accuracy per length and depth.
 //   - mlm: masked-byte prediction on Go source (an encoder task, BERT's objective); bits per
 //     masked byte.
 package tasks
@@ -59,7 +60,7 @@ const (
 	copySep   = '|'
 	keyMark   = '='
 	queryMark = '?'
-	keyDigits = 4
+	KeyDigits = 1
 	// PadID is the byte tokenizer's <pad>; padded positions have weight 0.
 	PadID = 258
 	// MaskID is the byte tokenizer's <mask>.
@@ -90,14 +91,15 @@ func CopyExample(r *rand.Rand, n int) Example {
 	return ex
 }
 
-// PasskeyExample returns a sequence of length+1 bytes: random letters with "=dddd" inserted
-// after a fraction depth (0: first, 1: last) of the filler, ending in "?dddd". Input has
-// length tokens; only the 4 digits after '?' are scored. length must be at least 2*(1+4)+1.
+// PasskeyExample returns a sequence of length+1 bytes: random letters with "=d" (d: KeyDigits
+// random digits) inserted after a fraction depth (0: first, 1: last) of the filler, ending in
+// "?d". Input has length tokens; only the digits after '?' are scored. length must be at least
+// MinPasskeyLength.
 func PasskeyExample(r *rand.Rand, length int, depth float64) Example {
-	filler := length + 1 - 2*(1+keyDigits)
-	key := make([]int32, 0, 1+keyDigits)
+	filler := length + 1 - 2*(1+KeyDigits)
+	key := make([]int32, 0, 1+KeyDigits)
 	key = append(key, keyMark)
-	for range keyDigits {
+	for range KeyDigits {
 		key = append(key, int32('0'+r.IntN(10)))
 	}
 	at := int(depth*float64(filler) + 0.5)
@@ -114,14 +116,14 @@ func PasskeyExample(r *rand.Rand, length int, depth float64) Example {
 	seq = append(seq, queryMark)
 	seq = append(seq, key[1:]...)
 	ex := shift(seq)
-	for j := length - keyDigits; j < length; j++ {
+	for j := length - KeyDigits; j < length; j++ {
 		ex.Weight[j] = 1
 	}
 	return ex
 }
 
 // MinPasskeyLength is the shortest sequence PasskeyExample accepts: key, query and one filler byte.
-const MinPasskeyLength = 2*(1+keyDigits) + 1
+const MinPasskeyLength = 2*(1+KeyDigits) + 1
 
 // MaskedExample masks each byte of window with probability rate (at least one byte), replacing
 // it by <mask>; the masked bytes are scored. Unlike BERT's training recipe (80/10/10), every

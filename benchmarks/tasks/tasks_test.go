@@ -79,14 +79,14 @@ func TestPasskeyExampleStructure(t *testing.T) {
 					at = j
 				}
 			}
-			q := length - keyDigits
+			q := length - KeyDigits
 			if seq[q] != queryMark {
 				t.Fatalf("len %d: no '?' at %d", length, q)
 			}
-			if !reflect.DeepEqual(seq[at+1:at+1+keyDigits], seq[q+1:]) {
-				t.Errorf("len %d depth %g: answer %v differs from key %v", length, depth, seq[q+1:], seq[at+1:at+1+keyDigits])
+			if !reflect.DeepEqual(seq[at+1:at+1+KeyDigits], seq[q+1:]) {
+				t.Errorf("len %d depth %g: answer %v differs from key %v", length, depth, seq[q+1:], seq[at+1:at+1+KeyDigits])
 			}
-			filler := length + 1 - 2*(1+keyDigits)
+			filler := length + 1 - 2*(1+KeyDigits)
 			if want := int(depth*float64(filler) + 0.5); at != want {
 				t.Errorf("len %d depth %g: key at %d, want %d (filler bytes before it)", length, depth, at, want)
 			}
@@ -99,8 +99,8 @@ func TestPasskeyExampleStructure(t *testing.T) {
 					}
 				}
 			}
-			if scored != keyDigits {
-				t.Errorf("%d scored tokens, want %d", scored, keyDigits)
+			if scored != KeyDigits {
+				t.Errorf("%d scored tokens, want %d", scored, KeyDigits)
 			}
 		}
 	}
@@ -226,8 +226,8 @@ func TestBatchPadsAfterScoredTokens(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewGenerator(Passkey, 5, 1, 0); err == nil {
-		t.Error("passkey at length 5: no error")
+	if _, err := NewGenerator(Passkey, MinPasskeyLength-1, 1, 0); err == nil {
+		t.Error("passkey below MinPasskeyLength: no error")
 	}
 	if err := Check("nope"); err == nil {
 		t.Error("unknown task accepted")

@@ -354,7 +354,7 @@ func baseline(task string, cells []cell, train []byte, trainLen int) []result {
 			r.Model, r.Scheme = "chance", "chance"
 			k, n := 26.0, c.length/2
 			if task == tasks.Passkey {
-				k, n = 10, 4
+				k, n = 10, tasks.KeyDigits
 			}
 			exact := math.Pow(1/k, float64(n))
 			out = append(out, result{Task: task, Model: r.Model, Scheme: r.Scheme, TrainLen: trainLen, Length: c.length, Depth: c.depth, Metric: "exact_match", Value: exact},

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posformer/posformer/benchmarks/tasks"
 )
 
 // Bad input is a one-line error that names the problem (and lists the valid choices).
@@ -56,8 +59,9 @@ func TestCheckTaskRefusesAnotherTask(t *testing.T) {
 	if _, err := checkTask(t.TempDir(), "lm"); err == nil || !strings.Contains(err.Error(), "no train.json") {
 		t.Errorf("no train.json: %v", err)
 	}
-	if _, err := plan("passkey", fullBudget, []int{8}, nil); err == nil || !strings.Contains(err.Error(), ">= 11") {
-		t.Errorf("passkey length 8: %v", err)
+	short := tasks.MinPasskeyLength - 1
+	if _, err := plan("passkey", fullBudget, []int{short}, nil); err == nil || !strings.Contains(err.Error(), fmt.Sprintf(">= %d", short+1)) {
+		t.Errorf("passkey length %d: %v", short, err)
 	}
 }
 

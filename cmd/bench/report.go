@@ -340,9 +340,9 @@ func writeReport(out string) error {
 		tasks.Copy: "A random string of length/2 letters, `|`, the string again; trained on strings of 1..32 letters\n" +
 			"(inputs up to L). Scored on the copied half, teacher-forced: exact match (every copied letter is the argmax,\n" +
 			"i.e. greedy decoding reproduces the string) and per-token accuracy. `chance`: 1/26 per letter.",
-		tasks.Passkey: "Random letters with `=dddd` hidden at a depth (0: the start, 1: just before the question), ending in\n" +
-			"`?dddd`; trained on lengths 11..64 at uniform depths. Accuracy: all 4 digits right (teacher-forced argmax = greedy),\n" +
-			"averaged over depths 0, 0.25, 0.5, 0.75, 1; per-depth tables below. `chance`: 1e-4 (one digit: 0.1).",
+		tasks.Passkey: "Random letters with `=d` (one random digit) hidden at a depth (0: the start, 1: just before the question),\n" +
+			"ending in `?d`; trained on lengths 5..64 at uniform depths. Accuracy: the digit is the argmax, averaged over depths\n" +
+			"0, 0.25, 0.5, 0.75, 1; per-depth tables below. `chance`: 0.1.",
 		tasks.MLM: "Encoders: 15% of the bytes of held-out windows replaced by `<mask>` (same masks for every model),\n" +
 			"bits per masked byte, over all masked positions and over those >= L. xPos is decoder-only.",
 	}
