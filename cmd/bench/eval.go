@@ -62,7 +62,7 @@ type budget struct {
 var fullBudget = budget{
 	lengths: map[string][]int{
 		tasks.LM: {64, 128, 256, 512, 1024}, tasks.MLM: {64, 128, 256, 512, 1024},
-		tasks.Copy: {32, 64, 128, 256}, tasks.Passkey: {64, 128, 256, 512},
+		tasks.Copy: {16, 32, 64, 128}, tasks.Passkey: {64, 128, 256, 512},
 	},
 	corpusBytes: 16384, copyN: 100, passkeyN: 40, depths: []float64{0, 0.25, 0.5, 0.75, 1},
 	tokensPerRun: 4096,
@@ -70,7 +70,7 @@ var fullBudget = budget{
 
 var quickBudget = budget{
 	lengths: map[string][]int{
-		tasks.LM: {64, 256}, tasks.MLM: {64, 256}, tasks.Copy: {64, 128}, tasks.Passkey: {64, 256},
+		tasks.LM: {64, 256}, tasks.MLM: {64, 256}, tasks.Copy: {32, 128}, tasks.Passkey: {64, 256},
 	},
 	corpusBytes: 2048, copyN: 16, passkeyN: 8, depths: []float64{0, 0.5, 1},
 	tokensPerRun: 4096,

@@ -35,7 +35,7 @@ var common = []string{
 
 // taskSteps are the optimizer steps per task; seedsPerTask how many seeds --full trains.
 var (
-	taskSteps    = map[string]int{tasks.LM: 500, tasks.Copy: 500, tasks.Passkey: 500, tasks.MLM: 800}
+	taskSteps    = map[string]int{tasks.LM: 500, tasks.Copy: 1500, tasks.Passkey: 500, tasks.MLM: 800}
 	seedsPerTask = map[string]int{tasks.Copy: 3}
 )
 

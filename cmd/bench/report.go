@@ -337,8 +337,8 @@ func writeReport(out string) error {
 		tasks.LM: "Next-byte prediction on held-out Go source (files with fnv32a(path) % 10 == 0), the same 16 KiB cut into\n" +
 			"non-overlapping windows at each length (Press et al. 2022). Bits per byte over all positions, and over positions\n" +
 			">= L only (what extrapolation alone must predict). `unigram`: the training split's byte frequencies.",
-		tasks.Copy: "A random string of length/2 letters, `|`, the string again; trained on strings of 1..32 letters\n" +
-			"(inputs up to L). Scored on the copied half, teacher-forced: exact match (every copied letter is the argmax,\n" +
+		tasks.Copy: "A random string of length/2 letters, `|`, the string again; trained on strings of 1..16 letters\n" +
+			"(inputs up to L = 32 tokens). Scored on the copied half, teacher-forced: exact match (every copied letter is the argmax,\n" +
 			"i.e. greedy decoding reproduces the string) and per-token accuracy. `chance`: 1/26 per letter.",
 		tasks.Passkey: "Random letters with `=d` (one random digit) hidden at a depth (0: the start, 1: just before the question),\n" +
 			"ending in `?d`; trained on lengths 5..64 at uniform depths. Accuracy: the digit is the argmax, averaged over depths\n" +
