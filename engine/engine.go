@@ -29,13 +29,13 @@ type Engine struct {
 }
 
 // Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len).
-func Load(dir, backendName string, capacity int) (*Engine, error) {
+// capacity slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
+func Load(dir, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
 	}
-	m, ctx, err := models.Load(dir, backend)
+	m, ctx, err := models.Load(dir, backend, edits...)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,13 @@ var schemeOptions = map[string]map[string]any{
 // schemeVariants are non-default settings worth running through the same tests.
 var schemeVariants = []map[string]any{
 	{"name": "rope", "layout": "interleaved", "rotary_fraction": 0.5},
+	// Context extension (positional/rope_scaling.go) with a short original context, so that
+	// the sequences below run well past it and dynamic NTK changes its base as they grow.
+	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "linear", "factor": 4.0}},
+	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "ntk", "factor": 4.0}},
+	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 4}},
+	{"name": "rope", "layout": "interleaved", "rotary_fraction": 0.5, "rope_scaling": map[string]any{"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 6}},
+	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8}},
 }
 
 // testSchemes is every registered scheme with its default options, plus the variants, so a

@@ -37,8 +37,8 @@ const maskedLogit = -1e9
 
 // Attention is multi-head attention with grouped queries (n_kv_heads <= n_heads, each key/value
 // head shared by n_heads/n_kv_heads query heads, Ainslie et al. 2023) and the four positional
-// hooks, called in this order: QueryKey on the new q and k, Relative on q and all keys, Bias
-// after scaling. It returns the attention output and, when cached, the layer's updated cache.
+// hooks, called in this order: QueryKey on the new q and k, Scores (when present) instead of q·k,
+// Relative on q and all keys, Bias after scaling. It returns the attention output and, when cached, the layer's updated cache.
 func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, x *Node, in AttentionInput, outStd float64) (*Node, *LayerCache) {
 	dims := x.Shape().Dimensions
 	batch, seq := dims[0], dims[1]
@@ -67,8 +67,13 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 
 	// Grouped queries: view q as [b, kvh, group·s, hd] so each key/value head serves its group
 	// without copying keys.
-	qg := Reshape(q, batch, kvh, group*seq, hd)
-	logits := Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}), batch, h, seq, t)
+	var logits *Node
+	if hook, ok := pe.Scheme.(positional.Scores); ok {
+		logits = hook.Scores(pe.Ctx, layer, q, repeatKV(k, group), in.Pos, keyPos)
+	} else {
+		qg := Reshape(q, batch, kvh, group*seq, hd)
+		logits = Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}), batch, h, seq, t)
+	}
 
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
 		logits = Add(logits, hook.RelativeLogits(pe.Ctx, layer, q, repeatKV(k, group), in.Pos, keyPos))

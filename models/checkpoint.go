@@ -137,10 +137,18 @@ func WriteFileAtomic(path string, data []byte) error {
 // Load reads a checkpoint directory: its config, then every tensor the config implies, each
 // checked for presence, dtype and shape before it is read. Tensors are streamed one at a time
 // into the variables of the returned context.
-func Load(dir string, backend backends.Backend) (*Model, *context.Context, error) {
+//
+// Edits change the configuration before the model is built, for settings that do not change
+// the weights, such as RoPE scaling chosen at inference time.
+func Load(dir string, backend backends.Backend, edits ...Edit) (*Model, *context.Context, error) {
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, edit := range edits {
+		if err := edit(cfg); err != nil {
+			return nil, nil, err
+		}
 	}
 	m, err := New(*cfg)
 	if err != nil {
@@ -152,6 +160,9 @@ func Load(dir string, backend backends.Backend) (*Model, *context.Context, error
 	}
 	return m, ctx, nil
 }
+
+// Edit changes a configuration read from a checkpoint (see Load).
+type Edit func(*Config) error
 
 // LoadWeights reads a safetensors file into ctx, validating it against m's parameters.
 func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.Context) error {

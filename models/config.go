@@ -91,7 +91,7 @@ func (c *Config) Block() layers.BlockConfig {
 // Arch is what the positional scheme sees of the model.
 func (c *Config) Arch() positional.Arch {
 	b := c.Block()
-	return positional.Arch{Dim: c.Dim, NumHeads: c.NumHeads, NumKVHeads: c.NumKVHeads, HeadDim: b.HeadDim, NumLayers: c.NumLayers, Causal: c.Causal()}
+	return positional.Arch{Dim: c.Dim, NumHeads: c.NumHeads, NumKVHeads: c.NumKVHeads, HeadDim: b.HeadDim, NumLayers: c.NumLayers, Causal: c.Causal(), TrainLen: c.TrainSeqLen}
 }
 
 // Scheme builds the configured positional scheme.

@@ -62,6 +62,7 @@ type Options struct {
 	raw  map[string]any
 	read map[string]bool
 	errs []string
+	subs map[string]*Options // nested blocks such as RoPE's rope_scaling
 }
 
 // NewOptions wraps raw option values (as decoded from JSON).
@@ -202,6 +203,28 @@ func (o *Options) Bool(key string, def bool) bool {
 	return b
 }
 
+// Sub returns the nested block key (a JSON object, such as Hugging Face's rope_scaling) as
+// options of its own, or nil when the key is absent or null. Its errors are reported by the
+// parent's Err, prefixed with key.
+func (o *Options) Sub(key string) *Options {
+	o.read[key] = true
+	v, ok := o.raw[key]
+	if !ok || v == nil {
+		return nil
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		o.errs = append(o.errs, fmt.Sprintf("option %q must be an object, got %v", key, v))
+		return nil
+	}
+	sub := NewOptions(m)
+	if o.subs == nil {
+		o.subs = map[string]*Options{}
+	}
+	o.subs[key] = sub
+	return sub
+}
+
 // Errorf records a validation error found by a constructor.
 func (o *Options) Errorf(format string, args ...any) {
 	o.errs = append(o.errs, fmt.Sprintf(format, args...))
@@ -228,8 +251,22 @@ func (o *Options) Err() error {
 		}
 		o.errs = append(o.errs, fmt.Sprintf("unknown option %s (valid: %s)", strings.Join(unknown, ", "), valid))
 	}
+	for _, key := range sortedKeys(o.subs) {
+		if err := o.subs[key].Err(); err != nil {
+			o.errs = append(o.errs, fmt.Sprintf("%s: %v", key, err))
+		}
+	}
 	if len(o.errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(o.errs, "; "))
 	}
 	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

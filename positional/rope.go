@@ -42,6 +42,20 @@ func init() {
 		if r.RotaryDims() < 2 {
 			return nil, fmt.Errorf("rotary_fraction %g of head dim %d leaves no pair to rotate", r.RotaryFraction, r.HeadDim)
 		}
+		sc, err := parseScaling(opts.Sub("rope_scaling"), arch.TrainLen)
+		if err != nil {
+			return nil, err
+		}
+		r.Scaling = sc
+		if sc != nil && sc.Type == "dynamic" {
+			if r.RotaryDims() < 4 {
+				return nil, fmt.Errorf("dynamic NTK needs at least 4 rotary dims, got %d", r.RotaryDims())
+			}
+			return &DynamicNTK{RoPE: r}, nil
+		}
+		if sc != nil && sc.Type == "ntk" && r.RotaryDims() < 4 {
+			return nil, fmt.Errorf("NTK scaling needs at least 4 rotary dims, got %d", r.RotaryDims())
+		}
 		return r, nil
 	})
 }
@@ -52,6 +66,7 @@ type RoPE struct {
 	Layout         string // "half" or "interleaved"
 	RotaryFraction float64
 	HeadDim        int
+	Scaling        *Scaling // context extension (rope_scaling.go); nil for none
 }
 
 // Name implements Scheme.
@@ -62,11 +77,25 @@ func (r *RoPE) RotaryDims() int {
 	return int(math.Round(float64(r.HeadDim)*r.RotaryFraction)) / 2 * 2
 }
 
-// InvFreq returns θ_i for the r/2 pairs.
-func (r *RoPE) InvFreq() []float64 { return Frequencies(r.RotaryDims(), r.Base) }
+// InvFreq returns θ_i for the r/2 pairs, scaled when a context extension is configured.
+func (r *RoPE) InvFreq() []float64 { return r.InvFreqAt(0) }
 
-// AttentionFactor scales the logits; 1 for plain RoPE (context-extension methods change it).
-func (r *RoPE) AttentionFactor() float64 { return 1 }
+// InvFreqAt returns the frequencies at sequence length n, which only dynamic NTK depends on.
+func (r *RoPE) InvFreqAt(n int) []float64 {
+	if r.Scaling == nil {
+		return Frequencies(r.RotaryDims(), r.Base)
+	}
+	return r.Scaling.InvFreq(r.RotaryDims(), r.Base, n)
+}
+
+// AttentionFactor multiplies cos and sin (so the logits by its square): 1 for plain RoPE,
+// 0.1·ln(s) + 1 for YaRN.
+func (r *RoPE) AttentionFactor() float64 {
+	if r.Scaling == nil {
+		return 1
+	}
+	return r.Scaling.AttentionFactor()
+}
 
 // Pair returns the dimensions (a, b) rotated together by pair i.
 func (r *RoPE) Pair(i int) (a, b int) {
@@ -98,6 +127,18 @@ func (r *RoPE) Rotate(x, pos *Node) *Node {
 	angles := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), 1, -1), Reshape(Const(g, freq), 1, 1, 1, hd)) // [b, 1, s, hd]
 	cos := ConvertDType(Cos(angles), x.DType())
 	sin := ConvertDType(Sin(angles), x.DType())
+	if m := r.AttentionFactor(); m != 1 {
+		// Only rotated dims carry the factor; pass-through dims stay as they are, as in HF.
+		scale := make([]float32, hd)
+		for i := range scale {
+			scale[i] = 1
+			if freq[i] != 0 {
+				scale[i] = float32(m)
+			}
+		}
+		s := ConvertDType(Reshape(Const(g, scale), 1, 1, 1, hd), x.DType())
+		cos, sin = Mul(cos, s), Mul(sin, s)
+	}
 	p := ConvertDType(Reshape(Const(g, perm), hd, hd), x.DType())
 	swapped := DotGeneral(x, []int{3}, nil, p, []int{0}, nil)
 	return Add(Mul(x, cos), Mul(swapped, sin))

@@ -8,6 +8,9 @@
 //	Relative  extra logits from content x relative embeddings, extra values (Shaw, XL, DeBERTa)
 //	Bias      bias[h,i,j] = b(qPos_i, kPos_j)  added to the scaled logits (ALiBi)
 //
+// A scheme may instead replace the q·k product (Scores), when a key's transform depends on the
+// query too (dynamic NTK RoPE); LogitScale replaces 1/sqrt(headDim).
+//
 // Positions are data: every hook receives explicit int32 position tensors of shape [batch, seq],
 // never an implied iota. That makes KV-cache decoding, padding and packed sequences one code path.
 package positional
@@ -61,6 +64,18 @@ type Relative interface {
 	RelativeValues(ctx *context.Context, layer int, probs, qPos, kPos *Node) *Node
 }
 
+// Scores replaces the q·k dot product itself, for schemes whose transform of a key depends on
+// the query as well as on the key's own position, so that keys cannot be transformed once
+// before they are cached. Dynamic NTK RoPE is one: its base depends on the query's position.
+// Keys then enter the cache as the projection made them.
+type Scores interface {
+	Scheme
+	// Scores returns the logits [batch, heads, seq_q, seq_k] before the 1/sqrt(headDim)
+	// scaling, from q [batch, heads, seq_q, headDim] and all keys [batch, heads, seq_k,
+	// headDim] (key/value heads already repeated for grouped queries).
+	Scores(ctx *context.Context, layer int, q, k, qPos, kPos *Node) *Node
+}
+
 // LogitScale is implemented by schemes that replace the 1/sqrt(headDim) logit scaling, such as
 // DeBERTa, which scales its three terms together by 1/sqrt(3·headDim).
 type LogitScale interface {
@@ -103,4 +118,5 @@ type Arch struct {
 	HeadDim    int  // width of one head
 	NumLayers  int  // transformer blocks
 	Causal     bool // decoder (causal) or encoder (bidirectional)
+	TrainLen   int  // sequence length the model was trained at, 0 when unknown
 }

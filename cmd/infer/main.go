@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/tokenizer"
@@ -30,6 +31,7 @@ type options struct {
 	temp, topP, repeatPenalty          float64
 	repeatLastN                        int
 	seed                               int64
+	rope                               *ropeflags.Flags
 }
 
 func main() {
@@ -55,8 +57,9 @@ func main() {
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	o.rope = ropeflags.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B]")
+		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S]")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
@@ -107,7 +110,7 @@ func run(o options, args []string) error {
 		return fmt.Errorf("no model at %s (want a directory with %s and %s); pass -m DIR", o.model, models.ConfigFile, models.WeightsFile)
 	}
 	start := time.Now()
-	e, err := engine.Load(o.model, o.backend, o.ctxSize)
+	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.rope.Edit())
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,8 @@ type (
 		InvFreq() []float64
 		AttentionFactor() float64
 	}
+	// lengthDependent: rotary frequencies that depend on the sequence length (dynamic NTK).
+	lengthDependent interface{ InvFreqAt(n int) []float64 }
 	// rotatingCode: an absolute code of (sin, cos) pairs at dims (2i, 2i+1) turning by k·ω_i
 	// when the position moves by k (sinusoidal); Frequencies returns ω_i for a code of width dim.
 	rotatingCode interface{ Frequencies(dim int) []float64 }
@@ -73,8 +75,10 @@ func hooks(s positional.Scheme) []string {
 	_, abs := s.(positional.Absolute)
 	_, buck := s.(positional.Bucketed)
 	_, lim := s.(positional.Limited)
+	_, sc := s.(positional.Scores)
 	add(in, "input")
 	add(qk, "query_key")
+	add(sc, "scores")
 	add(rel, "relative")
 	add(bias, "bias")
 	add(scale, "logit_scale")
@@ -109,6 +113,9 @@ func inspect(backend backends.Backend, st *setup, n, layer int) (rep *report, er
 	if r, ok := s.(rotary); ok {
 		f := r.AttentionFactor()
 		rep.InvFreq, rep.AttnFact = r.InvFreq(), &f
+		if at, ok := s.(lengthDependent); ok {
+			rep.InvFreq = at.InvFreqAt(n) // dynamic NTK: the frequencies at length -len
+		}
 	}
 	if b, ok := s.(positional.Bucketed); ok {
 		rep.Buckets = make([][]int, n)
@@ -124,7 +131,8 @@ func inspect(backend backends.Backend, st *setup, n, layer int) (rep *report, er
 	biasHook, hasBias := s.(positional.Bias)
 	_, qk := s.(positional.QueryKey)
 	_, rel := s.(positional.Relative)
-	hasScores := qk || rel
+	_, sc := s.(positional.Scores)
+	hasScores := qk || rel || sc
 	if !hasTable && !hasBias && !hasScores {
 		return rep, nil
 	}
@@ -179,7 +187,7 @@ func inspect(backend backends.Backend, st *setup, n, layer int) (rep *report, er
 }
 
 // scores runs attention's logit path (see layers.Attention) on a constant unit query and key:
-// QueryKey, q·k, Relative logits, the logit scale, then the Bias. Returns [1, heads, n, n].
+// QueryKey, q·k (or the Scores hook), Relative logits, the logit scale, then the Bias. Returns [1, heads, n, n].
 func scores(ctx *context.Context, s positional.Scheme, a positional.Arch, layer int, pos *Node) *Node {
 	g := pos.Graph()
 	n := pos.Shape().Dim(1)
@@ -194,7 +202,12 @@ func scores(ctx *context.Context, s positional.Scheme, a positional.Arch, layer 
 	if group := h / kvh; group > 1 { // key/value head i/group serves query head i
 		k = Reshape(BroadcastToDims(ExpandAxes(k, 2), 1, kvh, group, n, hd), 1, h, n, hd)
 	}
-	logits := Einsum("bhsd,bhtd->bhst", q, k)
+	var logits *Node
+	if hook, ok := s.(positional.Scores); ok {
+		logits = hook.Scores(ctx, layer, q, k, pos, pos)
+	} else {
+		logits = Einsum("bhsd,bhtd->bhst", q, k)
+	}
 	if hook, ok := s.(positional.Relative); ok {
 		logits = Add(logits, hook.RelativeLogits(ctx, layer, q, k, pos, pos))
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/cmd/internal/peflag"
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/positional"
@@ -35,6 +36,7 @@ type options struct {
 	numBuckets, maxDistance                   int
 	bidirectional                             bool
 	set                                       map[string]bool // flags given on the command line
+	rope                                      *ropeflags.Flags
 }
 
 // schemeFlags are named flags that stand for scheme options (T5's, and max_distance of any
@@ -58,6 +60,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.StringVar(&o.format, "format", "json", "json, csv or png")
 	fs.StringVar(&o.out, "o", "", "output file (json, csv: default stdout; png: default pe-<scheme>.png)")
 	fs.StringVar(&o.backend, "backend", "", "go (default), xla:cpu or xla:cuda")
+	o.rope = ropeflags.Register(fs)
 	return fs
 }
 
@@ -207,6 +210,17 @@ func fromFlags(o options) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.rope.Given() {
+		pe := map[string]any{"name": o.scheme}
+		for k, v := range opts {
+			pe[k] = v
+		}
+		if err := o.rope.Apply(pe); err != nil {
+			return nil, err
+		}
+		delete(pe, "name")
+		opts = pe
+	}
 	arch := positional.Arch{
 		Dim: o.dim, NumHeads: o.heads, NumKVHeads: o.heads, HeadDim: o.dim / o.heads,
 		NumLayers: o.layer + 1, Causal: o.kind == models.Decoder,
@@ -231,7 +245,7 @@ func fromCheckpoint(o options, backend backends.Backend) (*setup, error) {
 			return nil, fmt.Errorf("-%s cannot be combined with -m: the checkpoint's config.json decides it", f)
 		}
 	}
-	m, ctx, err := models.Load(o.model, backend)
+	m, ctx, err := models.Load(o.model, backend, o.rope.Edit())
 	if err != nil {
 		return nil, err
 	}

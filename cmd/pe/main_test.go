@@ -586,3 +586,45 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// The RoPE-scaling flags reach the scheme: inv_freq and attention_factor follow the
+// formulas, and dynamic NTK's frequencies follow -len.
+func TestRoPEScalingFlags(t *testing.T) {
+	const b, s, L, r = 10000.0, 4.0, 128, 16 // -dim 64 -heads 4: head dim 16
+	freqs := func(rep map[string]any) []float64 {
+		var out []float64
+		for _, v := range rep["inv_freq"].([]any) {
+			out = append(out, v.(float64))
+		}
+		return out
+	}
+	theta := func(i int, base float64) float64 { return math.Pow(base, -float64(2*i)/r) }
+	lin := peJSON(t, "-scheme", "rope", "-dim", "64", "-heads", "4", "--rope-scale", "4")
+	for i, f := range freqs(lin) {
+		if math.Abs(f-theta(i, b)/s) > 1e-12 {
+			t.Errorf("linear: θ_%d = %g, want %g", i, f, theta(i, b)/s)
+		}
+	}
+	for _, n := range []int{64, 512} {
+		dyn := peJSON(t, "-scheme", "rope", "-dim", "64", "-heads", "4", "-len", fmt.Sprint(n), "--rope-scaling", "dynamic", "--rope-scale", "4", "--yarn-orig-ctx", fmt.Sprint(L))
+		base := b
+		if n > L {
+			base = b * math.Pow(s*float64(n)/L-(s-1), r/(r-2.0))
+		}
+		for i, f := range freqs(dyn) {
+			if math.Abs(f-theta(i, base)) > 1e-12*theta(i, base)+1e-15 {
+				t.Errorf("dynamic at -len %d: θ_%d = %g, want %g", n, i, f, theta(i, base))
+			}
+		}
+	}
+	yarn := peJSON(t, "-scheme", "rope", "-dim", "64", "-heads", "4", "--rope-scaling", "yarn", "--rope-freq-scale", "0.25", "--yarn-orig-ctx", "128")
+	if f := yarn["attention_factor"].(float64); math.Abs(f-(0.1*math.Log(s)+1)) > 1e-12 {
+		t.Errorf("yarn attention_factor %g, want %g", f, 0.1*math.Log(s)+1)
+	}
+	if _, err := pe("-scheme", "rope", "--rope-scaling", "yarn", "--rope-scale", "4"); err == nil || !strings.Contains(err.Error(), "--yarn-orig-ctx") {
+		t.Errorf("yarn without an original context: %v", err)
+	}
+	if _, err := pe("-scheme", "alibi", "--rope-scale", "4"); err == nil || !strings.Contains(err.Error(), "rope scheme") {
+		t.Errorf("rope flags on alibi: %v", err)
+	}
+}

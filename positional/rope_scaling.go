@@ -1,0 +1,247 @@
+package positional
+
+// RoPE context extension at inference time. A model trained at length L runs at s·L (s the
+// factor) by changing its rotary frequencies θ_i = b^(-2i/r), i < r/2, and for YaRN the logits'
+// scale too, without retraining:
+//
+//	linear   θ'_i = θ_i / s                         position interpolation (Chen et al. 2023)
+//	ntk      θ'_i = (b·s^(r/(r-2)))^(-2i/r)         "NTK-aware" base change (bloc97 2023)
+//	dynamic  ntk with s replaced, at length n > L, by s·n/L - (s-1)   (emozilla 2023; HF "dynamic")
+//	yarn     θ'_i = (1-γ_i)·θ_i/s + γ_i·θ_i, attention factor 0.1·ln(s) + 1   (Peng et al. 2023)
+//
+// Linear squeezes every position into the trained range, at the price of crowding neighbours
+// together; NTK raises the base so that the fast pairs (local order) barely move and the slow
+// ones (long range) are interpolated; YaRN ramps per pair between the two. Its γ_i is 1 (keep
+// θ_i) for pairs that turn more than β_fast (32) times over the trained context, 0 (divide by
+// s) for pairs that turn fewer than β_slow (1) times, and linear in between. The paper writes
+// the ramp as linear in the number of turns r_i = L·θ_i/2π; its reference code, Hugging Face and
+// llama.cpp make it linear in the pair index i between the pairs where r_i = β_fast and
+// r_i = β_slow (floored and ceiled). We follow the code: it is what checkpoints were tuned with.
+// YaRN's factor multiplies cos and sin, so both q and k: the logits grow by its square, the
+// paper's 1/t with √(1/t) = 0.1·ln(s) + 1.
+//
+// Dynamic NTK's base grows with the length, so a key rotated under one base is wrong under the
+// next. Hugging Face and vLLM cache rotated keys and so mix bases once generation passes L (the
+// "stale cache" bug). Here the keys are cached unrotated and rotated at attention time, and
+// each query uses the base of its own length, n = position + 1: a token's hidden state then
+// depends only on the tokens before it, so cached decoding equals full recomputation at every
+// position and at every layer. (Hugging Face's single forward over n tokens uses base(n) for all
+// of them; ours differs there on purpose, and equals what token-by-token generation computes.)
+// The price: the q·k product becomes an elementwise sum over [seq, keys, r/2] (see Scores), as a
+// query-dependent rotation of the keys cannot be folded into one matrix product.
+//
+// The configuration is Hugging Face's rope_scaling block, as written in config.json:
+//
+//	"positional": {"name": "rope", "rope_scaling": {"rope_type": "yarn", "factor": 4,
+//	               "original_max_position_embeddings": 128}}
+//
+// with "type" accepted for "rope_type" (older configs), and "beta_fast", "beta_slow",
+// "attention_factor" (replaces 0.1·ln s + 1) and "truncate" (true) for YaRN. The original
+// context L defaults to the length the model was trained at (train_seq_len).
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+)
+
+// ScalingTypes are the accepted rope_type values.
+var ScalingTypes = []string{"none", "default", "linear", "ntk", "dynamic", "yarn"}
+
+// Scaling is a RoPE context-extension method.
+type Scaling struct {
+	Type       string  // "none", "linear", "ntk", "dynamic" or "yarn"
+	Factor     float64 // s >= 1
+	OrigLen    int     // L, the trained context (dynamic, yarn)
+	BetaFast   float64 // yarn: pairs turning more than this over L keep their frequency (32)
+	BetaSlow   float64 // yarn: pairs turning fewer than this are fully interpolated (1)
+	AttnFactor float64 // yarn: multiplies cos and sin; 0 means 0.1·ln(s) + 1
+	Truncate   bool    // yarn: floor/ceil the ramp's ends to whole pairs, as HF and llama.cpp do
+}
+
+// parseScaling reads a rope_scaling block; trainLen is the default original context.
+func parseScaling(o *Options, trainLen int) (*Scaling, error) {
+	if o == nil {
+		return nil, nil
+	}
+	typ := o.String("rope_type", "", ScalingTypes...)
+	if old := o.String("type", "", ScalingTypes...); typ == "" {
+		typ = old
+	}
+	s := &Scaling{
+		Type:       typ,
+		Factor:     o.Float("factor", 1),
+		OrigLen:    o.Int("original_max_position_embeddings", trainLen),
+		BetaFast:   o.Float("beta_fast", 32),
+		BetaSlow:   o.Float("beta_slow", 1),
+		AttnFactor: o.Float("attention_factor", 0),
+		Truncate:   o.Bool("truncate", true),
+	}
+	switch {
+	case s.Type == "":
+		return nil, fmt.Errorf("rope_scaling needs rope_type (valid: linear, ntk, dynamic, yarn)")
+	case s.Type == "none" || s.Type == "default":
+		return nil, nil
+	case s.Factor < 1:
+		return nil, fmt.Errorf("rope_scaling factor must be >= 1 (it extends the context s times), got %g", s.Factor)
+	case (s.Type == "dynamic" || s.Type == "yarn") && s.OrigLen <= 0:
+		return nil, fmt.Errorf("rope_scaling %s needs the original context length: set original_max_position_embeddings (--yarn-orig-ctx N)", s.Type)
+	case s.Type == "yarn" && !(s.BetaFast > s.BetaSlow && s.BetaSlow > 0):
+		return nil, fmt.Errorf("rope_scaling yarn needs beta_fast > beta_slow > 0, got %g and %g", s.BetaFast, s.BetaSlow)
+	case s.AttnFactor < 0:
+		return nil, fmt.Errorf("rope_scaling attention_factor must be > 0, got %g", s.AttnFactor)
+	}
+	return s, nil
+}
+
+// InvFreq returns the scaled θ'_i of r rotary dims with base b, for a sequence of length n
+// (only dynamic NTK depends on n).
+func (s *Scaling) InvFreq(r int, base float64, n int) []float64 {
+	switch s.Type {
+	case "linear":
+		f := Frequencies(r, base)
+		for i := range f {
+			f[i] /= s.Factor
+		}
+		return f
+	case "ntk":
+		return Frequencies(r, NTKBase(base, s.Factor, r))
+	case "dynamic":
+		return Frequencies(r, s.DynamicBase(base, r, n))
+	case "yarn":
+		return s.yarnInvFreq(r, base)
+	}
+	return Frequencies(r, base)
+}
+
+// NTKBase is the NTK-aware base b·s^(r/(r-2)): it leaves θ_0 = 1 alone and divides the slowest
+// frequency θ_{r/2-1} by s exactly.
+func NTKBase(base, factor float64, r int) float64 {
+	return base * math.Pow(factor, float64(r)/float64(r-2))
+}
+
+// DynamicBase is dynamic NTK's base at sequence length n: the trained base up to L, then
+// NTKBase with the factor s·n/L - (s-1), which is 1 at n = L and grows by s/L per token, so the
+// base keeps growing with the context.
+func (s *Scaling) DynamicBase(base float64, r, n int) float64 {
+	n = max(n, s.OrigLen)
+	return NTKBase(base, s.Factor*float64(n)/float64(s.OrigLen)-(s.Factor-1), r)
+}
+
+// yarnInvFreq follows Hugging Face's _compute_yarn_parameters (and the YaRN reference code).
+func (s *Scaling) yarnInvFreq(r int, base float64) []float64 {
+	// The pair index at which a pair turns `turns` times over the original context:
+	// L·b^(-2i/r) / 2π = turns  ⇔  i = r·ln(L / (2π·turns)) / (2·ln b).
+	pairAt := func(turns float64) float64 {
+		return float64(r) * math.Log(float64(s.OrigLen)/(turns*2*math.Pi)) / (2 * math.Log(base))
+	}
+	low, high := pairAt(s.BetaFast), pairAt(s.BetaSlow)
+	if s.Truncate {
+		low, high = math.Floor(low), math.Ceil(high)
+	}
+	low, high = max(low, 0), min(high, float64(r-1))
+	if low == high {
+		high += 0.001 // as the reference code does, to avoid dividing by zero
+	}
+	f := Frequencies(r, base)
+	for i, theta := range f {
+		ramp := min(max((float64(i)-low)/(high-low), 0), 1) // 0 at fast pairs, 1 at slow ones
+		keep := 1 - ramp                                    // γ_i
+		f[i] = theta/s.Factor*(1-keep) + theta*keep
+	}
+	return f
+}
+
+// AttentionFactor is the multiplier on cos and sin: YaRN's 0.1·ln(s) + 1 (or the configured
+// attention_factor), 1 for the other methods.
+func (s *Scaling) AttentionFactor() float64 {
+	if s.Type != "yarn" {
+		return 1
+	}
+	if s.AttnFactor > 0 {
+		return s.AttnFactor
+	}
+	return YaRNAttentionFactor(s.Factor)
+}
+
+// YaRNAttentionFactor is √(1/t) = 0.1·ln(s) + 1 (1 for s <= 1).
+func YaRNAttentionFactor(factor float64) float64 {
+	if factor <= 1 {
+		return 1
+	}
+	return 0.1*math.Log(factor) + 1
+}
+
+// DynamicNTK is RoPE whose base grows with the query's position past the original context.
+// It implements Scores instead of QueryKey, so keys are cached unrotated (see the top of this
+// file for why).
+type DynamicNTK struct {
+	RoPE *RoPE // base, layout, rotary dims; RoPE.Scaling is the dynamic block
+}
+
+// Name implements Scheme.
+func (*DynamicNTK) Name() string { return "rope" }
+
+// InvFreq returns the frequencies at the original context (the trained ones).
+func (d *DynamicNTK) InvFreq() []float64 { return d.InvFreqAt(d.RoPE.Scaling.OrigLen) }
+
+// InvFreqAt returns the frequencies a query at sequence length n uses.
+func (d *DynamicNTK) InvFreqAt(n int) []float64 { return d.RoPE.InvFreqAt(n) }
+
+// AttentionFactor is 1: dynamic NTK does not rescale the logits.
+func (d *DynamicNTK) AttentionFactor() float64 { return 1 }
+
+// Scores computes q'·k' where query m and key n are both rotated with the frequencies θ(m) of
+// the query's own length m+1. Per rotary pair (a, b) and δ = m - n,
+//
+//	q'·k' = cos(δθ)·(q_a k_a + q_b k_b) + sin(δθ)·(q_a k_b - q_b k_a)
+//
+// which needs only the unrotated q and k; pass-through dims add their plain product.
+func (d *DynamicNTK) Scores(ctx *context.Context, layer int, q, k, qPos, kPos *Node) *Node {
+	g := q.Graph()
+	r := d.RoPE
+	hd, pairs := r.HeadDim, r.RotaryDims()/2
+	selA, selB := make([]float32, hd*pairs), make([]float32, hd*pairs)
+	pass := make([]float32, hd)
+	for i := range pass {
+		pass[i] = 1
+	}
+	for i := range pairs {
+		a, b := r.Pair(i)
+		selA[a*pairs+i], selB[b*pairs+i] = 1, 1
+		pass[a], pass[b] = 0, 0
+	}
+	pick := func(x *Node, sel []float32) *Node { // [b, h, s, hd] -> [b, h, s, pairs]
+		m := ConvertDType(Reshape(Const(g, sel), hd, pairs), x.DType())
+		return DotGeneral(x, []int{3}, nil, m, []int{0}, nil)
+	}
+	qa, qb := ExpandAxes(pick(q, selA), 3), ExpandAxes(pick(q, selB), 3) // [b, h, s, 1, P]
+	ka, kb := ExpandAxes(pick(k, selA), 2), ExpandAxes(pick(k, selB), 2) // [b, h, 1, t, P]
+	even := Add(Mul(qa, ka), Mul(qb, kb))
+	odd := Sub(Mul(qa, kb), Mul(qb, ka))
+
+	// θ_i(m) = exp(-(2i/r)·ln base(m+1)), with ln base(n) = ln b + r/(r-2)·ln(s·n'/L - (s-1)),
+	// n' = max(n, L).
+	sc := r.Scaling
+	rd := float64(2 * pairs)
+	n := MaxScalar(AddScalar(ConvertDType(qPos, dtypes.Float32), 1), float64(sc.OrigLen))
+	logBase := AddScalar(MulScalar(Log(AddScalar(MulScalar(n, sc.Factor/float64(sc.OrigLen)), 1-sc.Factor)), rd/(rd-2)), math.Log(r.Base))
+	expo := make([]float32, pairs)
+	for i := range expo {
+		expo[i] = -float32(2*i) / float32(rd)
+	}
+	theta := Exp(Mul(ExpandAxes(logBase, -1), Reshape(Const(g, expo), 1, 1, pairs))) // [b, s, P]
+	delta := Sub(ExpandAxes(ConvertDType(qPos, dtypes.Float32), -1), ExpandAxes(ConvertDType(kPos, dtypes.Float32), 1))
+	angle := Mul(ExpandAxes(delta, -1), ExpandAxes(theta, 2)) // [b, s, t, P]
+	angle = ExpandAxes(angle, 1)                              // [b, 1, s, t, P]
+	cos, sin := ConvertDType(Cos(angle), q.DType()), ConvertDType(Sin(angle), q.DType())
+	logits := ReduceSum(Add(Mul(even, cos), Mul(odd, sin)), -1) // [b, h, s, t]
+	if 2*pairs < hd {
+		mask := ConvertDType(Reshape(Const(g, pass), 1, 1, 1, hd), q.DType())
+		logits = Add(logits, DotGeneral(Mul(q, mask), []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}))
+	}
+	return logits
+}
