@@ -13,13 +13,12 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/corpus"
 	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/progress"
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/positional"
 )
 
 // row is one line of a results table: a checkpoint, and an edit of its positional block
@@ -30,10 +29,10 @@ type row struct {
 	Seed     int
 	TrainLen int    // L: the checkpoint's training length
 	Variant  string // "" or a name such as "yarn"
-	// Override gives, for an evaluation length, the keys merged into the checkpoint's
-	// "positional" block (nil: none). It depends on the length so that a RoPE-scaling row can use
-	// the factor that stretches L to that length.
-	Override func(length int) map[string]any
+	// Override edits the checkpoint's "positional" block for an evaluation length (nil: as
+	// trained). It sees the length so that a RoPE-scaling row can use the factor that stretches
+	// L to that length.
+	Override func(length int, pe map[string]any) error
 	Dir      string
 }
 
@@ -161,31 +160,35 @@ var ropeScalingTypes = []string{"linear", "ntk", "dynamic", "yarn"}
 // variantRows are the rows a checkpoint adds with its positional config edited: the
 // RoPE-scaling rows for a rope checkpoint of a decoder task.
 func variantRows(task string, base row) []row {
-	if base.Scheme != "rope" || tasks.Kind(task) != models.Decoder || !ropeScalingSupported() {
+	if base.Scheme != "rope" || tasks.Kind(task) != models.Decoder {
 		return nil
 	}
 	var out []row
 	for _, t := range ropeScalingTypes {
 		v := base
-		v.Variant = t
-		v.Override = func(length int) map[string]any {
-			return map[string]any{"rope_scaling": ropeScaling(t, length, base.TrainLen)}
+		v.Variant = t + " s=n/L"
+		v.Override = func(length int, pe map[string]any) error {
+			pe["rope_scaling"] = ropeScaling(t, length, base.TrainLen)
+			return nil
 		}
+		out = append(out, v)
+	}
+	if userRope != nil && userRope.Given() {
+		// The row asked for on the command line with llama.cpp's flags.
+		v := base
+		v.Variant = userRope.Describe()
+		v.Override = func(_ int, pe map[string]any) error { return userRope.Apply(pe) }
 		out = append(out, v)
 	}
 	return out
 }
 
+// userRope holds the --rope-* / --yarn-* flags given to cmd/bench (nil or unset: none).
+var userRope *ropeflags.Flags
+
 // ropeScaling is the Hugging Face style block for a type stretching L to length.
 func ropeScaling(t string, length, trainLen int) map[string]any {
 	return map[string]any{"rope_type": t, "factor": math.Max(1, float64(length)/float64(trainLen)), "original_max_position_embeddings": float64(trainLen)}
-}
-
-// ropeScalingSupported reports whether the rope scheme accepts a rope_scaling option (issue 5);
-// before it does, the rows are left out rather than failing the run.
-func ropeScalingSupported() bool {
-	_, err := positional.New("rope", map[string]any{"rope_scaling": ropeScaling("yarn", 256, 64)}, positional.Arch{Dim: 64, NumHeads: 4, NumKVHeads: 2, HeadDim: 16, NumLayers: 2, Causal: true})
-	return err == nil
 }
 
 func contains(list []string, s string) bool {
@@ -208,30 +211,14 @@ func schemeOrder(s string) int {
 	return len(order)
 }
 
-// loadRow loads a checkpoint with the row's override merged into its positional block.
+// loadRow loads a checkpoint with the row's edit of its positional block for this length.
 func loadRow(backend backends.Backend, r row, length int) (*engine.Engine, error) {
-	cfg, err := models.ReadConfig(r.Dir)
-	if err != nil {
-		return nil, err
-	}
-	var override map[string]any
+	var edits []models.Edit
 	if r.Override != nil {
-		override = r.Override(length)
-		pe := map[string]any{}
-		for k, v := range cfg.Positional {
-			pe[k] = v
-		}
-		for k, v := range override {
-			pe[k] = v
-		}
-		cfg.Positional = pe
+		edits = append(edits, func(c *models.Config) error { return r.Override(length, c.Positional) })
 	}
-	m, err := models.New(*cfg)
+	m, ctx, err := models.Load(r.Dir, backend, edits...)
 	if err != nil {
-		return nil, fmt.Errorf("%s with %v: %w", r.Dir, override, err)
-	}
-	ctx := context.New()
-	if err := m.LoadWeights(filepath.Join(r.Dir, models.WeightsFile), backend, ctx); err != nil {
 		return nil, err
 	}
 	return engine.New(backend, m, ctx, 0)

@@ -8,6 +8,7 @@
 //	go run ./cmd/bench --full           # retrain every model, then evaluate (ETA shown first)
 //	go run ./cmd/bench -task lm -scheme rope,alibi
 //	go run ./cmd/bench -m DIR -task copy    # one checkpoint, tables on stdout
+//	go run ./cmd/bench -task lm -scheme rope --rope-scaling yarn --rope-scale 8   # an extra RoPE row
 //
 // Tasks and their metrics are in benchmarks/tasks; the training recipe, identical for every
 // scheme of a task, is in recipe.go.
@@ -21,6 +22,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
 )
 
 // modes are sub-commands selected by the first argument (-NAME or --NAME), each parsing its own
@@ -78,6 +81,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "o", "benchmarks", "output root: <o>/RESULTS.md and <o>/results/")
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
 	fs.StringVar(&o.backend, "backend", "", "go (default), xla:cpu or xla:cuda")
+	userRope = ropeflags.Register(fs)
 	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per model (0: the recipe's, 3 for copy and 1 otherwise)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,6 +113,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.model != "" && (taskList == "" || len(o.tasks) != 1) {
 		return o, fmt.Errorf("-m DIR needs one -task (the task the checkpoint was trained for)")
+	}
+	if userRope.Given() {
+		// Checked now, so that a bad value is a one-line error before any work.
+		if err := userRope.Apply(map[string]any{"name": "rope"}); err != nil {
+			return o, err
+		}
 	}
 	if o.seeds < 0 {
 		return o, fmt.Errorf("-seeds %d: want 0 (the recipe's) or more", o.seeds)
