@@ -157,8 +157,16 @@ func aggregate(rs []result, metric string) ([]series, []int) {
 			}
 			sr.mean[l] /= float64(n)
 		}
-		base, _, _ := strings.Cut(lab, " + ")
-		sr.order = schemeOrder(base)*100 + len(lab)
+		base, variant, _ := strings.Cut(lab, " + ")
+		sr.order = schemeOrder(base) * 100
+		if variant != "" {
+			sr.order += 1 + len(ropeScalingTypes)
+			for i, t := range ropeScalingTypes {
+				if strings.HasPrefix(variant, t+" ") {
+					sr.order = schemeOrder(base)*100 + 1 + i
+				}
+			}
+		}
 		if base == "unigram" || base == "chance" {
 			sr.order = -1
 		}
