@@ -216,6 +216,9 @@ func (r raster) DataRange() (xmin, xmax, ymin, ymax float64) {
 type Series struct {
 	Label string
 	X, Y  []float64
+	// Style picks the colour and dash pattern: 1 + an index shared across panels, so a curve
+	// keeps its look from panel to panel; 0 means the series' position in its panel.
+	Style int
 }
 
 // Lines draws one or more series against a shared x axis, with a legend when they are named.
@@ -255,8 +258,12 @@ func (l Lines) draw(c draw.Canvas) error {
 		if err != nil {
 			return fmt.Errorf("plot: series %q: %w", s.Label, err)
 		}
-		line.Color = plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
+		style := i
+		if s.Style > 0 {
+			style = s.Style - 1
+		}
+		line.Color = plotutil.Color(style)
+		line.Dashes = plotutil.Dashes(style / len(plotutil.DefaultColors))
 		line.Width = vg.Points(1.2)
 		p.Add(line)
 		if s.Label != "" && len(l.Series) <= orDefault(l.MaxLegend, 8) {

@@ -8,6 +8,7 @@
 //	go run ./cmd/bench --full           # retrain every model, then evaluate (ETA shown first)
 //	go run ./cmd/bench -task lm -scheme rope,alibi
 //	go run ./cmd/bench -m DIR -task copy    # one checkpoint, tables on stdout
+//	go run ./cmd/bench -report              # rewrite RESULTS.md and plots from the CSVs
 //	go run ./cmd/bench -task lm -scheme rope --rope-scaling yarn --rope-scale 8   # an extra RoPE row
 //
 // Tasks and their metrics are in benchmarks/tasks; the training recipe, identical for every
@@ -33,6 +34,7 @@ var modes = map[string]func(args []string) error{}
 
 type options struct {
 	quick, full, resume bool
+	reportOnly          bool
 	tasks, schemes      []string
 	lengths             []int
 	weights, out        string
@@ -73,6 +75,7 @@ func parseFlags(args []string) (options, error) {
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&o.quick, "quick", false, "re-evaluate the shipped checkpoints on fewer lengths and examples (< 60 s); tables on stdout, CSVs in benchmarks/results/quick")
 	fs.BoolVar(&o.full, "full", false, "retrain every selected model from scratch (into -weights), then evaluate")
+	fs.BoolVar(&o.reportOnly, "report", false, "only rewrite RESULTS.md and the plots from the CSVs in <o>/results (no evaluation)")
 	fs.BoolVar(&o.resume, "resume", false, "with --full: keep finished models and resume interrupted ones")
 	fs.StringVar(&taskList, "task", "", "comma-separated tasks (default all): "+strings.Join(taskNames(), ", "))
 	fs.StringVar(&schemeList, "scheme", "", "comma-separated schemes (default all): see positional.Names()")

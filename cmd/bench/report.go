@@ -282,6 +282,7 @@ func plotMetric(rs []result, task, metric string) ([]byte, error) {
 	for _, s := range ss {
 		var ps plot.Series
 		ps.Label = s.label
+		ps.Style = 1 + len(lines)
 		var ls []int
 		for l := range s.mean {
 			ls = append(ls, l)
@@ -303,16 +304,43 @@ func plotMetric(rs []result, task, metric string) ([]byte, error) {
 	if len(lines) == 0 {
 		return nil, nil
 	}
-	l := plot.Lines{Title: task + ": " + metric, XLabel: "evaluation length (tokens); dashed: training length L", YLabel: metric,
-		Series: lines, LogX: true, Marks: []float64{float64(taskTrainLen(rs))}, MaxLegend: 24}
-	if strings.HasPrefix(metric, "bits") && !math.IsNaN(base) {
-		// Schemes that fail past L leave the chart by several bits; clipping at the unigram
-		// baseline plus a margin keeps the others readable (the tables have every value).
-		l.YMin, l.YMax = math.Max(0, lo-0.2), math.Min(hi, base+1)
-	} else {
-		l.YMin, l.YMax = -0.02, 1.02
+	// Edited rows (RoPE scaling) get a panel of their own, beside the model they edit, so that
+	// neither panel has more curves than a reader can follow.
+	var schemes, edited []plot.Series
+	editedBase := map[string]bool{}
+	for _, ps := range lines {
+		if b, _, ok := strings.Cut(ps.Label, " + "); ok {
+			edited = append(edited, ps)
+			editedBase[b] = true
+		}
 	}
-	return plot.Figure{Rows: [][]plot.Panel{{l}}, CellWidth: 760, CellHeight: 520}.PNG()
+	var editedFirst []plot.Series
+	for _, ps := range lines {
+		if !strings.Contains(ps.Label, " + ") {
+			schemes = append(schemes, ps)
+			if editedBase[ps.Label] || ps.Label == "unigram" || ps.Label == "chance" {
+				editedFirst = append(editedFirst, ps)
+			}
+		}
+	}
+	edited = append(editedFirst, edited...)
+	panel := func(title string, ss []plot.Series) plot.Lines {
+		l := plot.Lines{Title: title, XLabel: "evaluation length (tokens); dashed: training length L", YLabel: metric,
+			Series: ss, LogX: true, Marks: []float64{float64(taskTrainLen(rs))}, MaxLegend: 24}
+		if strings.HasPrefix(metric, "bits") && !math.IsNaN(base) {
+			// Schemes that fail past L leave the chart by several bits; clipping at the unigram
+			// baseline plus a margin keeps the others readable (the tables have every value).
+			l.YMin, l.YMax = math.Max(0, lo-0.2), math.Min(hi, base+1)
+		} else {
+			l.YMin, l.YMax = -0.02, 1.02
+		}
+		return l
+	}
+	row := []plot.Panel{panel(task+": "+metric, schemes)}
+	if len(editedBase) > 0 {
+		row = append(row, panel(task+": "+metric+", RoPE scaling without retraining", edited))
+	}
+	return plot.Figure{Rows: [][]plot.Panel{row}, CellWidth: 700, CellHeight: 520}.PNG()
 }
 
 const (

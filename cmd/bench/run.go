@@ -21,6 +21,9 @@ import (
 
 func run(o options) error {
 	start := time.Now()
+	if o.reportOnly {
+		return writeReport(o.out)
+	}
 	if o.full {
 		var jobs []trainJob
 		for _, task := range o.tasks {
