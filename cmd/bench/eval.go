@@ -61,9 +61,9 @@ type budget struct {
 var fullBudget = budget{
 	lengths: map[string][]int{
 		tasks.LM: {64, 128, 256, 512, 1024}, tasks.MLM: {64, 128, 256, 512, 1024},
-		tasks.Copy: {16, 32, 64, 128}, tasks.Passkey: {64, 128, 256, 512},
+		tasks.Copy: {16, 32, 64, 128}, tasks.Passkey: {64, 128, 256, 512, 1024},
 	},
-	corpusBytes: 16384, copyN: 100, passkeyN: 40, depths: []float64{0, 0.25, 0.5, 0.75, 1},
+	corpusBytes: 16384, copyN: 100, passkeyN: 20, depths: []float64{0, 0.25, 0.5, 0.75, 1},
 	tokensPerRun: 4096,
 }
 
