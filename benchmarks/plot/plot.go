@@ -252,6 +252,9 @@ func (l Lines) draw(c draw.Canvas) error {
 		}
 		xys := make(plotter.XYs, len(s.X))
 		for k := range s.X {
+			if l.LogX && s.X[k] <= 0 {
+				return fmt.Errorf("plot: series %q has x = %v on a log scale; x must be positive", s.Label, s.X[k])
+			}
 			xys[k].X, xys[k].Y = s.X[k], s.Y[k]
 		}
 		line, err := plotter.NewLine(xys)
