@@ -71,7 +71,7 @@ var quickBudget = budget{
 	lengths: map[string][]int{
 		tasks.LM: {64, 256}, tasks.MLM: {64, 256}, tasks.Copy: {32, 128}, tasks.Passkey: {64, 256},
 	},
-	corpusBytes: 2048, copyN: 16, passkeyN: 8, depths: []float64{0, 0.5, 1},
+	corpusBytes: 1024, copyN: 8, passkeyN: 4, depths: []float64{0, 1},
 	tokensPerRun: 4096,
 }
 
