@@ -134,16 +134,37 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	if mask == nil {
 		mask = MaskBias(cfg.Causal, h, in.Pos, keyPos, keyValid)
 	}
-	probs := Softmax(Add(logits, mask), -1)
-
-	pg := Reshape(probs, batch, kvh, group*seq, t)
-	out := Reshape(DotGeneral(pg, []int{3}, []int{0, 1}, v, []int{vAxis}, []int{0, 1}), batch, h, seq, hd)
+	logits = Add(logits, mask)
+	var out *Node
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
+		probs := Softmax(logits, -1)
+		pg := Reshape(probs, batch, kvh, group*seq, t)
+		out = Reshape(DotGeneral(pg, []int{3}, []int{0, 1}, v, []int{vAxis}, []int{0, 1}), batch, h, seq, hd)
 		if extra := hook.RelativeValues(pe.Ctx, layer, probs, in.Pos, keyPos); extra != nil {
 			out = Add(out, extra)
 		}
+	} else {
+		out = softmaxValues(logits, v, vAxis, kvh)
 	}
 	return Linear(ctx.In("wo"), fromHeads(out), cfg.Dim, cfg.Bias, outStd), cache
+}
+
+// softmaxValues is softmax(logits)·v for logits [b, h, s, t] and values v [b, kvh, t, hd]
+// (keys on axis vAxis: 2, or 3 when stored transposed [b, kvh, hd, t]), computed as
+// (exp(logits - max)·v) / Σ exp(logits - max): the division acts on [.., hd] instead of
+// [.., t], and the sum is a dot product with ones — both cheaper on the pure-Go backend than
+// elementwise passes over every key (its broadcasts and reductions cost several ns per
+// element). Schemes with relative values need the normalized probabilities and use Softmax.
+func softmaxValues(logits, v *Node, vAxis, kvh int) *Node {
+	d := logits.Shape().Dimensions
+	b, h, s, t := d[0], d[1], d[2], d[3]
+	hd := v.Shape().Dim(5 - vAxis) // the other of axes 2, 3
+	e := Exp(Sub(logits, StopGradient(ReduceAndKeep(logits, ReduceMax, -1))))
+	eg := Reshape(e, b, kvh, h/kvh*s, t)
+	num := DotGeneral(eg, []int{3}, []int{0, 1}, v, []int{vAxis}, []int{0, 1}) // [b, kvh, g·s, hd]
+	ones := Ones(logits.Graph(), shapes.Make(logits.DType(), t))
+	den := DotGeneral(eg, []int{3}, nil, ones, []int{0}, nil) // [b, kvh, g·s]
+	return Reshape(Div(num, ExpandAxes(den, -1)), b, h, s, hd)
 }
 
 // repeatKV expands [b, kvh, t, hd] to [b, kvh·group, t, hd], head i of the result being

@@ -11,7 +11,7 @@ package layers
 //	y[:, p·n:(p+1)·n] = x · W_packed[p]ᵀ          n = out/P, for p in [0, P)
 //
 // Why: GoMLX's pure-Go DotGeneral (v0.26) runs a product "small" (one dot product per output
-// element, parallel only across the batch axes) when it has at most smallPathLimit output
+// element, parallel only across the batch axes) when it has at most SmallPathLimit output
 // elements per batch item, and otherwise copies both operands into 32×32 blocks first — for a
 // matrix-vector product that copy touches every weight and pads the single row to 32. A plain
 // x·Wᵀ with one row has no batch axis, so it runs on one core. With the block axis as a batch
@@ -56,12 +56,13 @@ func PackParts(out int) int {
 	return 1
 }
 
-// maxPackRows bounds a block's rows: 8 decoded rows × 2048 = smallPathLimit.
+// maxPackRows bounds a block's rows: 8 decoded rows × 2048 = SmallPathLimit.
 const maxPackRows = 2048
 
-// smallPathLimit is the most output elements per batch item that simplego's DotGeneral computes
-// without blocking (16 blocks of its float32 block size, 32×32 in v0.26).
-var smallPathLimit = 16 << (2 * simplego.DotGeneralTargetBlockLog2Dim[dtypes.Float32])
+// SmallPathLimit is the most output elements per batch item that simplego's DotGeneral computes
+// without blocking (16 blocks of its float32 block size, 32×32 in v0.26); such products run in
+// parallel only across their batch axes.
+var SmallPathLimit = 16 << (2 * simplego.DotGeneralTargetBlockLog2Dim[dtypes.Float32])
 
 // minParallelWork is the fewest multiply-adds worth splitting across cores: below it, starting
 // the goroutines costs more than it saves (measured: a 64×64 product is faster on one core).
@@ -108,7 +109,7 @@ func MatMulT(x, w *Node) *Node {
 		rows *= d
 	}
 	outDims := append(append([]int(nil), lead...), p*n)
-	if p > 1 && rows*n <= smallPathLimit && rows*p*n*in >= minParallelWork {
+	if p > 1 && rows*n <= SmallPathLimit && rows*p*n*in >= minParallelWork {
 		// One product per block of W, the block index as the batch axis.
 		xb := BroadcastToDims(Reshape(x, 1, rows, in), p, rows, in)
 		y := DotGeneral(xb, []int{2}, []int{0}, w, []int{2}, []int{0}) // [p, rows, n]
