@@ -6,7 +6,9 @@ package engine
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
@@ -38,6 +40,17 @@ func newBackendFor(name string, weightBytes int64) (backends.Backend, error) {
 		name = "go:ops_sequential,parallelism=0"
 	}
 	return NewBackend(name)
+}
+
+// inline holds the pure-Go backends created to run products on the calling goroutine.
+var inline sync.Map
+
+// Parallel reports whether backend runs products in parallel: false for a pure-Go backend
+// created with parallelism=0 (the default for small models, see newBackendFor). Packed weight
+// matrices (layers.SetPacked) only serve a parallel backend; otherwise they add copies.
+func Parallel(backend backends.Backend) bool {
+	_, ok := inline.Load(backend)
+	return !ok
 }
 
 // quietly runs fn with os.Stdout discarded: simplego.New prints a line on stdout when given
@@ -75,6 +88,9 @@ func NewBackend(name string) (backends.Backend, error) {
 		b, err := quietly(func() (backends.Backend, error) { return simplego.New(config) })
 		if err != nil {
 			return nil, fmt.Errorf("backend %q: %w", name, err)
+		}
+		if slices.Contains(strings.Split(config, ","), "parallelism=0") {
+			inline.Store(b, true)
 		}
 		return b, nil
 	case "xla", "stablehlo":

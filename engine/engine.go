@@ -27,7 +27,7 @@ import (
 type Engine struct {
 	Backend  backends.Backend
 	Model    *models.Model
-	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked)
+	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked when Parallel)
 	Capacity int              // KV-cache slots per sequence (the context size)
 
 	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
@@ -45,7 +45,8 @@ type Engine struct {
 //   - a Hugging Face directory (config.json naming a model_type), see models/hf;
 //   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
 //
-// The weights are read straight into the inference layout (layers.SetPacked).
+// The weights are read straight into the inference layout (packed when the backend is
+// Parallel, see layers.SetPacked).
 func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := newBackendFor(backendName, CheckpointBytes(path))
 	if err != nil {
@@ -59,7 +60,9 @@ func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine
 		load = hf.LoadInto
 	}
 	ctx := context.New()
-	layers.SetPacked(ctx)
+	if Parallel(backend) {
+		layers.SetPacked(ctx)
+	}
 	m, err := load(path, backend, ctx, edits...)
 	if err != nil {
 		return nil, err
@@ -96,7 +99,7 @@ func CheckpointBytes(path string) int64 {
 // checkLayout verifies that the loaders stored every variable where and as the inference
 // graph looks for it; a variable it cannot find would otherwise be initialized at random.
 func checkLayout(backend backends.Backend, m *models.Model, ctx *context.Context) error {
-	params, err := m.Layout(backend, true)
+	params, err := m.Layout(backend, layers.Packed(ctx))
 	if err != nil {
 		return err
 	}
@@ -120,8 +123,8 @@ func IsLlama2C(path string) bool {
 	return !info.IsDir()
 }
 
-// New wraps a model whose variables are in ctx. The engine reads its matrices packed
-// (layers.SetPacked): a context that holds no model variables yet is marked so and used
+// New wraps a model whose variables are in ctx. On a backend that parallelizes its products
+// (Parallel) the engine reads its matrices packed (layers.SetPacked): a context that holds no model variables yet is marked so and used
 // as is (its variables are then created packed, with random values); one that holds
 // variables in the checkpoint layout, as a trainer leaves them, is copied, and ctx is left
 // unchanged for its owner.
@@ -162,7 +165,8 @@ func New(backend backends.Backend, m *models.Model, ctx *context.Context, capaci
 // inferenceContext returns a context holding m's variables with packed matrices: ctx itself
 // when it is packed already or holds no model variable, else a packed copy.
 func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Context) (*context.Context, error) {
-	if layers.Packed(ctx) {
+	if layers.Packed(ctx) || !Parallel(backend) {
+		// Packing only serves a backend that runs products in parallel.
 		return ctx, nil
 	}
 	empty := true

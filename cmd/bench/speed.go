@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -224,8 +225,9 @@ type prefillPoint struct {
 }
 
 type batchPoint struct {
-	Batch     int
-	TokPerSec float64 // all rows together
+	Batch         int
+	TokPerSec     float64 // all rows together, the best of -reps runs
+	CPUMsPerToken float64 // CPU time per token (all threads) in that run
 }
 
 // measure runs in the child process: one model, every figure.
@@ -266,6 +268,10 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	}
 	r.WarmupSec = time.Since(start).Seconds()
 	r.CompiledAtWarmup = e.Compilations()
+	// The compiled graphs are part of the model's footprint now: limit from here.
+	runtime.GC()
+	heap = memlimit.Base()
+	memlimit.Set(heap, e.KVBytes(1))
 	before := e.Compilations()
 
 	if o.cpuprofile != "" {
@@ -330,20 +336,28 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	r.PeakRSS = peakRSS()
 	r.CompiledLate = e.Compilations() - before
 
-	memlimit.Set(heap, e.KVBytes(slices.Max(batches)))
+	memlimit.Off()
 	start = time.Now()
 	if err := warmup(e, batches); err != nil {
 		return r, err
 	}
 	r.WarmupSec += time.Since(start).Seconds()
 	r.CompiledAtWarmup += e.Compilations() - before
+	runtime.GC()
+	memlimit.Set(memlimit.Base(), e.KVBytes(slices.Max(batches)))
 	before = e.Compilations()
 	for _, b := range batches {
-		tps, err := batchedDecode(e, b, min(64, e.Capacity/2))
-		if err != nil {
-			return r, err
+		p := batchPoint{Batch: b}
+		for range o.reps {
+			tps, cpu, err := batchedDecode(e, b, min(64, e.Capacity/2))
+			if err != nil {
+				return r, err
+			}
+			if tps > p.TokPerSec {
+				p.TokPerSec, p.CPUMsPerToken = tps, cpu
+			}
 		}
-		r.Batched = append(r.Batched, batchPoint{Batch: b, TokPerSec: tps})
+		r.Batched = append(r.Batched, p)
 	}
 	r.CompiledLate += e.Compilations() - before
 	return r, nil
@@ -379,7 +393,7 @@ func warmup(e *engine.Engine, batches []int) error {
 
 // batchedDecode decodes steps tokens in each of b rows after a 16-token prompt and returns the
 // rate in tokens per second, all rows together.
-func batchedDecode(e *engine.Engine, b, steps int) (float64, error) {
+func batchedDecode(e *engine.Engine, b, steps int) (tokPerSec, cpuMsPerToken float64, err error) {
 	n := min(16, e.Capacity-steps-1)
 	s := e.NewSession(b)
 	toks, pos := make([][]int, b), make([][]int, b)
@@ -388,26 +402,27 @@ func batchedDecode(e *engine.Engine, b, steps int) (float64, error) {
 	}
 	last, err := s.AppendLast(toks, pos)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	next := make([][]int, b)
 	for i := range b {
 		next[i] = []int{argmax(last[i])}
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	for step := range steps {
 		for i := range b {
 			pos[i] = []int{n + step}
 		}
 		out, err := s.Append(next, pos)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for i := range b {
 			next[i] = []int{argmax(out[i][0])}
 		}
 	}
-	return float64(b*steps) / time.Since(start).Seconds(), nil
+	tokens := float64(b * steps)
+	return tokens / time.Since(start).Seconds(), 1000 * (cpuTime() - cpu).Seconds() / tokens, nil
 }
 
 // promptTokens is a deterministic prompt: BOS, then ids spread over the vocabulary.
@@ -480,35 +495,50 @@ func printTable(w io.Writer, rs []speedResult) {
 			r.DecodeTokPerSec, r.Generated, r.DecodeCPUMsPerToken, first, last, r.CompiledLate, mb(r.PeakRSS), mb(r.WeightBytes+r.KVBytes))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprint(w, "| model | prefill tok/s at prompt length |")
-	for range maxLen(rs, func(r speedResult) int { return len(r.Prefill) }) {
-		fmt.Fprint(w, " |")
+	var lens, bs []int
+	for _, r := range rs {
+		for _, p := range r.Prefill {
+			if !slices.Contains(lens, p.Tokens) {
+				lens = append(lens, p.Tokens)
+			}
+		}
+		for _, b := range r.Batched {
+			if !slices.Contains(bs, b.Batch) {
+				bs = append(bs, b.Batch)
+			}
+		}
 	}
-	fmt.Fprintln(w)
+	slices.Sort(lens)
+	slices.Sort(bs)
+	header := func(first string, cols []int, name string) {
+		fmt.Fprintf(w, "| %s |", first)
+		for _, c := range cols {
+			fmt.Fprintf(w, " %s %d |", name, c)
+		}
+		fmt.Fprint(w, "\n|"+strings.Repeat(" --- |", len(cols)+1)+"\n")
+	}
+	header("prefill tok/s", lens, "prompt")
 	for _, r := range rs {
 		fmt.Fprintf(w, "| %s |", r.Model)
-		for _, p := range r.Prefill {
-			fmt.Fprintf(w, " %d: %.0f |", p.Tokens, p.TokPerSec)
+		for _, n := range lens {
+			i := slices.IndexFunc(r.Prefill, func(p prefillPoint) bool { return p.Tokens == n })
+			if i < 0 {
+				fmt.Fprint(w, " - |")
+				continue
+			}
+			fmt.Fprintf(w, " %.0f |", r.Prefill[i].TokPerSec)
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| model | batched decode tok/s (all rows) |")
+	header("batched decode tok/s, all rows (CPU ms/token)", bs, "batch")
 	for _, r := range rs {
 		fmt.Fprintf(w, "| %s |", r.Model)
 		for _, b := range r.Batched {
-			fmt.Fprintf(w, " batch %d: %.0f |", b.Batch, b.TokPerSec)
+			fmt.Fprintf(w, " %.0f (%.2f) |", b.TokPerSec, b.CPUMsPerToken)
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-func maxLen(rs []speedResult, f func(speedResult) int) int {
-	n := 0
-	for _, r := range rs {
-		n = max(n, f(r))
-	}
-	return n - 1
 }
 
 func mean(xs []float64) float64 {
@@ -542,6 +572,7 @@ func writeOutputs(dir string, rs []speedResult) error {
 		}
 		for _, b := range r.Batched {
 			row(r.Model, "batched_decode_tok_s", b.Batch, b.TokPerSec)
+			row(r.Model, "batched_decode_cpu_ms_per_token", b.Batch, b.CPUMsPerToken)
 		}
 		row(r.Model, "peak_rss_bytes", 0, float64(r.PeakRSS))
 		row(r.Model, "weights_plus_kv_bytes", 0, float64(r.WeightBytes+r.KVBytes))
