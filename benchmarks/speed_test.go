@@ -1,10 +1,23 @@
+// Speed benchmarks: prefill and decode of the shipped decoder and of random models with
+// llama2.c's stories260K and stories15M shapes, and a training step of the toy models. The
+// full report (load, first token, rates by prompt length and position, batches, memory) is
+// go run ./cmd/bench -speed; see SPEED.md.
+//
+//	go test -run '^$' -bench . -benchtime 3s ./benchmarks/
 package benchmarks
 
 import (
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/llama2c"
 )
 
 const shippedDecoder = "../weights/rope-decoder"
@@ -39,12 +52,12 @@ func BenchmarkDecode(b *testing.B) { benchDecode(b, loadShipped(b), 32) }
 
 func benchPrefill(b *testing.B, e *engine.Engine, n int) {
 	toks, pos := prompt(n)
-	if _, err := e.NewSession(1).Append([][]int{toks}, [][]int{pos}); err != nil { // warm-up: compile
+	if _, err := e.NewSession(1).AppendLast([][]int{toks}, [][]int{pos}); err != nil { // warm-up: compile
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := e.NewSession(1).Append([][]int{toks}, [][]int{pos}); err != nil {
+		if _, err := e.NewSession(1).AppendLast([][]int{toks}, [][]int{pos}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -68,6 +81,7 @@ func benchDecode(b *testing.B, e *engine.Engine, promptLen int) {
 	}
 	next++
 	b.ResetTimer()
+	cpu := cpuTime()
 	for range b.N {
 		if next == 256 {
 			b.StopTimer()
@@ -80,4 +94,106 @@ func benchDecode(b *testing.B, e *engine.Engine, promptLen int) {
 		next++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+	b.ReportMetric((cpuTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/tok")
+}
+
+// cpuTime is the CPU time of this process, all threads: on a shared machine it is disturbed
+// less than the wall time by other processes.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// llamaShape is a llama2.c architecture (RMSNorm, SwiGLU, interleaved RoPE, tied embeddings).
+func llamaShape(dim, hidden, layers, heads, kvHeads, vocab, seq int) models.Config {
+	return models.Config{
+		Kind: models.Decoder, VocabSize: vocab, Dim: dim, NumLayers: layers, NumHeads: heads,
+		NumKVHeads: kvHeads, HiddenDim: hidden, TieEmbeddings: true, MaxSeqLen: seq,
+		Positional: map[string]any{"name": "rope", "layout": "interleaved"},
+	}
+}
+
+var (
+	shape260K = llamaShape(64, 172, 5, 8, 4, 512, 512)
+	shape15M  = llamaShape(288, 768, 6, 6, 6, 32000, 256)
+)
+
+// randomEngine loads a model of cfg with random weights, written as a llama2.c file (as
+// cmd/bench -make-llama2c writes it) and loaded as any checkpoint, with the default backend
+// (or $GOMLX_BACKEND).
+func randomEngine(b *testing.B, cfg models.Config) *engine.Engine {
+	w, err := llama2c.RandomWeights(cfg, 1, 0.02)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "random.bin")
+	if err := llama2c.Write(path, cfg, w, 0); err != nil {
+		b.Fatal(err)
+	}
+	e, err := engine.Load(path, "", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// BenchmarkDecode260K and BenchmarkDecode15M decode after a 32-token prompt; the cache
+// restarts when it reaches 256 tokens, so the figure is the mean over positions 33..255.
+func BenchmarkDecode260K(b *testing.B) { benchDecode(b, randomEngine(b, shape260K), 32) }
+func BenchmarkDecode15M(b *testing.B)  { benchDecode(b, randomEngine(b, shape15M), 32) }
+
+// BenchmarkPrefill128x15M is a 128-token prompt through the 15M shape (last token's logits).
+func BenchmarkPrefill128x15M(b *testing.B) { benchPrefill(b, randomEngine(b, shape15M), 128) }
+
+// BenchmarkTrainStep measures one AdamW step of cmd/train's toy models on random bytes:
+// dim 64, 2 layers, seq 64, batch 8 (small) and dim 96, 3 layers, seq 128, batch 8 (large).
+func BenchmarkTrainStep(b *testing.B) {
+	for _, c := range []struct {
+		name                    string
+		dim, layers, seq, batch int
+	}{{"small", 64, 2, 64, 8}, {"large", 96, 3, 128, 8}} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := models.Config{
+				Kind: models.Decoder, VocabSize: 260, Dim: c.dim, NumLayers: c.layers, NumHeads: 4,
+				NumKVHeads: 2, HiddenDim: 2 * c.dim, MaxSeqLen: 1024, Positional: map[string]any{"name": "rope"},
+			}
+			backend, err := engine.NewBackend("") // $GOMLX_BACKEND, else the default
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := models.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tr, err := engine.NewTrainer(backend, m, context.New(), 0.1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			batch := engine.Batch{}
+			for range c.batch {
+				in, tgt, pos, w := make([]int32, c.seq), make([]int32, c.seq), make([]int32, c.seq), make([]float32, c.seq)
+				for i := range in {
+					in[i], tgt[i], pos[i], w[i] = int32(r.IntN(256)), int32(r.IntN(256)), int32(i), 1
+				}
+				batch.Inputs, batch.Targets = append(batch.Inputs, in), append(batch.Targets, tgt)
+				batch.Positions, batch.Weights = append(batch.Positions, pos), append(batch.Weights, w)
+			}
+			if _, err := tr.Step(batch, 1e-3); err != nil { // compiles
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu := cpuTime()
+			for range b.N {
+				if _, err := tr.Step(batch, 1e-3); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric((cpuTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/step")
+		})
+	}
 }

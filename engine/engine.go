@@ -3,7 +3,12 @@ package engine
 import (
 	"fmt"
 	"math/bits"
+	"os"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -13,6 +18,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/hf"
+	"github.com/posformer/posformer/models/llama2c"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -20,52 +27,189 @@ import (
 type Engine struct {
 	Backend  backends.Backend
 	Model    *models.Model
-	Ctx      *context.Context
-	Capacity int // KV-cache slots per sequence (the context size)
+	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked when Parallel)
+	Capacity int              // KV-cache slots per sequence (the context size)
 
-	builds atomic.Int64 // graphs built (and so compiled): one per new input shape
-	full   *context.Exec
-	cached *context.Exec
+	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
+	compiling atomic.Int64 // nanoseconds spent compiling cached-graph shapes (see Session.exec)
+	compiled  sync.Map     // cachedKey -> true: shapes already compiled
+	full      *context.Exec
+	cached    *context.Exec // a chunk through the KV cache, logits of every token
+	picked    *context.Exec // the same, logits of one token per row (prefill)
 }
 
-// Load opens the checkpoint in dir on the named backend (see NewBackend) with a KV cache of
-// capacity slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
-func Load(dir, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
-	backend, err := NewBackend(backendName)
+// Load opens a checkpoint on the named backend (see NewBackend) with a KV cache of capacity
+// slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
+// path is one of:
+//   - a directory with config.json and model.safetensors (our own format);
+//   - a Hugging Face directory (config.json naming a model_type), see models/hf;
+//   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
+//
+// The weights are read straight into the inference layout (packed when the backend is
+// Parallel, see layers.SetPacked).
+func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
+	backend, err := newBackendFor(backendName, CheckpointBytes(path))
 	if err != nil {
 		return nil, err
 	}
-	m, ctx, err := models.Load(dir, backend, edits...)
+	load := models.LoadInto
+	switch {
+	case IsLlama2C(path):
+		load = llama2c.LoadInto
+	case hf.IsDir(path):
+		load = hf.LoadInto
+	}
+	ctx := context.New()
+	if Parallel(backend) {
+		layers.SetPacked(ctx)
+	}
+	m, err := load(path, backend, ctx, edits...)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkLayout(backend, m, ctx); err != nil {
+		return nil, fmt.Errorf("loading %s: internal: %w", path, err)
 	}
 	return New(backend, m, ctx, capacity)
 }
 
-// New wraps a model whose variables are in ctx.
+// CheckpointBytes is the size of a checkpoint on disk, about that of its weights: the file, or
+// the files of a directory (0 when unreadable).
+func CheckpointBytes(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if !info.IsDir() {
+		return info.Size()
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range entries {
+		if i, err := e.Info(); err == nil && !e.IsDir() {
+			n += i.Size()
+		}
+	}
+	return n
+}
+
+// checkLayout verifies that the loaders stored every variable where and as the inference
+// graph looks for it; a variable it cannot find would otherwise be initialized at random.
+func checkLayout(backend backends.Backend, m *models.Model, ctx *context.Context) error {
+	params, err := m.Layout(backend, layers.Packed(ctx))
+	if err != nil {
+		return err
+	}
+	for _, p := range params {
+		scope, _ := models.VariablePath(p.Name)
+		v := ctx.InAbsPath(scope).GetVariable(p.Var)
+		if v == nil || !slices.Equal(v.Shape().Dimensions, p.Store) {
+			return fmt.Errorf("tensor %s is not stored as variable %s %v of the inference layout", p.Name, p.Var, p.Store)
+		}
+	}
+	return nil
+}
+
+// IsLlama2C reports whether path names a llama2.c checkpoint rather than a checkpoint
+// directory: a regular file, or a missing path ending in .bin (so that its error says so).
+func IsLlama2C(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil {
+		return strings.HasSuffix(path, ".bin")
+	}
+	return !info.IsDir()
+}
+
+// New wraps a model whose variables are in ctx. On a backend that parallelizes its products
+// (Parallel) the engine reads its matrices packed (layers.SetPacked): a context that holds no model variables yet is marked so and used
+// as is (its variables are then created packed, with random values); one that holds
+// variables in the checkpoint layout, as a trainer leaves them, is copied, and ctx is left
+// unchanged for its owner.
 func New(backend backends.Backend, m *models.Model, ctx *context.Context, capacity int) (*Engine, error) {
 	if capacity <= 0 {
 		capacity = m.Config.MaxSeqLen
 	}
+	ctx, err := inferenceContext(backend, m, ctx)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	e := &Engine{Backend: backend, Model: m, Ctx: ctx.Checked(false), Capacity: capacity}
-	var err error
 	e.full, err = context.NewExec(backend, e.Ctx, e.fullGraph)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.cached, err = context.NewExec(backend, e.Ctx, e.cachedGraph)
+	e.cached, err = context.NewExec(backend, e.Ctx, func(ctx *context.Context, in []*Node) []*Node {
+		return e.cachedGraph(ctx, in, false)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	// Shapes are bucketed (powers of two), so a few dozen graphs cover every prompt length
-	// and batch size in use; the default cache of 32 could evict and recompile.
+	e.picked, err = context.NewExec(backend, e.Ctx, func(ctx *context.Context, in []*Node) []*Node {
+		return e.cachedGraph(ctx, in, true)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	// Shapes are bucketed (powers of two for chunks, steps of the cache window), so a few
+	// dozen graphs cover every prompt length and batch size in use; the default cache of 32
+	// could evict and recompile.
 	e.full.SetMaxCache(128)
 	e.cached.SetMaxCache(128)
+	e.picked.SetMaxCache(128)
 	return e, nil
+}
+
+// inferenceContext returns a context holding m's variables with packed matrices: ctx itself
+// when it is packed already or holds no model variable, else a packed copy.
+func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Context) (*context.Context, error) {
+	if layers.Packed(ctx) || !Parallel(backend) {
+		// Packing only serves a backend that runs products in parallel.
+		return ctx, nil
+	}
+	empty := true
+	for range ctx.In(models.Scope).IterVariablesInScope() {
+		empty = false
+		break
+	}
+	if empty {
+		layers.SetPacked(ctx)
+		return ctx, nil
+	}
+	params, err := m.Layout(backend, true)
+	if err != nil {
+		return nil, err
+	}
+	out := context.New()
+	layers.SetPacked(out)
+	for _, p := range params {
+		scope, name := models.VariablePath(p.Name)
+		v := ctx.InAbsPath(scope).GetVariable(name)
+		if v == nil {
+			return nil, fmt.Errorf("variable %s is missing; the model's graph wants %v", p.Name, p.Shape)
+		}
+		value, err := v.Value()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p.Name, err)
+		}
+		t, err := models.NewTensor(backend, p.Store, func(flat []float32) error {
+			return value.ConstFlatData(func(src any) { copy(flat, src.([]float32)) })
+		})
+		if err != nil {
+			return nil, fmt.Errorf("copying %s: %w", p.Name, err)
+		}
+		out.InAbsPath(scope).VariableWithValue(p.Var, t)
+	}
+	return out, nil
 }
 
 // Compilations counts the graphs built so far; after warm-up it must stop growing.
 func (e *Engine) Compilations() int { return int(e.builds.Load()) }
+
+// CompileTime is the time spent compiling the KV-cache graphs so far (Warmup included).
+func (e *Engine) CompileTime() time.Duration { return time.Duration(e.compiling.Load()) }
 
 func (e *Engine) fullGraph(ctx *context.Context, tokens, pos, valid *Node) *Node {
 	e.builds.Add(1)
@@ -74,15 +218,20 @@ func (e *Engine) fullGraph(ctx *context.Context, tokens, pos, valid *Node) *Node
 }
 
 // cachedGraph's inputs: tokens, pos, valid, slots [b, s]; cache pos, cache valid [b, c];
-// then K and V of every layer. Outputs: logits, then the new cache in the same order.
-func (e *Engine) cachedGraph(ctx *context.Context, in []*Node) []*Node {
+// then K and V of every layer; with pick, last, the index [b] of each row's token whose
+// logits are returned. Outputs: logits, then the new cache in the same order.
+func (e *Engine) cachedGraph(ctx *context.Context, in []*Node, pick bool) []*Node {
 	e.builds.Add(1)
 	n := e.Model.Config.NumLayers
 	cache := &models.Cache{Slots: in[3], Pos: in[4], Valid: in[5]}
 	for i := 0; i < n; i++ {
 		cache.Layers = append(cache.Layers, layers.LayerCache{K: in[6+2*i], V: in[7+2*i]})
 	}
-	logits, out := e.Model.Forward(ctx, in[0], in[1], in[2], cache)
+	var last *Node
+	if pick {
+		last = in[6+2*n]
+	}
+	logits, out := e.Model.ForwardPick(ctx, in[0], in[1], in[2], cache, last)
 	outs := []*Node{logits, out.Pos, out.Valid}
 	for _, l := range out.Layers {
 		outs = append(outs, l.K, l.V)

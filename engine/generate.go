@@ -118,7 +118,8 @@ func (sm *Sampler) pick(logits []float32) int {
 // Stats reports a generation's timing, as llama.cpp's prompt-eval and eval lines do.
 type Stats struct {
 	PromptTokens, Generated int
-	Prefill, Decode         time.Duration
+	Prefill, Decode         time.Duration // excluding Compile
+	Compile                 time.Duration // graphs compiled on first use during the generation
 	StopReason              string
 }
 
@@ -151,16 +152,21 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 		limit = min(limit, l)
 	}
 	s := e.NewSession(1)
-	start := time.Now()
-	// The first call of a shape also compiles its graph: the prefill rate includes it.
-	out, err := s.Append([][]int{prompt}, [][]int{iotaFrom(0, len(prompt))})
+	start, compiled := time.Now(), e.CompileTime()
+	last, err := s.AppendLast([][]int{prompt}, [][]int{iotaFrom(0, len(prompt))})
 	if err != nil {
 		return st, err
 	}
-	st.PromptTokens, st.Prefill = len(prompt), time.Since(start)
-	logits := out[0][len(prompt)-1]
-	start = time.Now()
-	defer func() { st.Decode = time.Since(start) }()
+	// The first call of a shape compiles its graph; rates leave that out.
+	st.Compile = e.CompileTime() - compiled
+	st.PromptTokens, st.Prefill = len(prompt), time.Since(start)-st.Compile
+	logits := last[0]
+	start, compiled = time.Now(), e.CompileTime()
+	defer func() {
+		c := e.CompileTime() - compiled
+		st.Compile += c
+		st.Decode = time.Since(start) - c
+	}()
 	for pos := len(prompt); ; pos++ {
 		tok := sm.Next(logits)
 		if slices.Contains(stop, tok) {

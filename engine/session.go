@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -10,40 +12,188 @@ import (
 	"github.com/posformer/posformer/models"
 )
 
-// Session is the state of a batch of sequences being decoded: a fixed-capacity KV cache
-// (keys and values [batch, kvHeads, capacity, headDim] per layer, plus each slot's position
-// and validity), so that every step runs one already-compiled graph.
+// Session is the state of a batch of sequences being decoded: a KV cache (keys
+// [batch, kvHeads, window, headDim] and values [batch, kvHeads, headDim, window] per layer,
+// plus each slot's position and validity), so that every step runs one already-compiled graph.
+//
+// The cache holds window slots, not the full context: attention costs O(window), so a short
+// sequence does not pay for the whole context. The window grows in steps of windowStep slots
+// (copying the cache, once per step) up to the context size; each window size is one compiled
+// graph, so the cost per token grows in small steps as the context fills, never by doubling.
 type Session struct {
-	e     *Engine
-	batch int
-	cache []*tensors.Tensor // pos, valid, then K and V of each layer
-	Used  []int             // slots filled, per row
+	e      *Engine
+	batch  int
+	window int
+	cache  []*tensors.Tensor // pos, valid, then K and V of each layer; nil until the first Append
+	Used   []int             // slots filled, per row
 }
 
 // NewSession starts an empty cache for batch sequences.
 func (e *Engine) NewSession(batch int) *Session {
+	return &Session{e: e, batch: batch, Used: make([]int, batch)}
+}
+
+// windowStep is the granularity of the cache window: an eighth of the context, at least 64
+// slots (fewer graphs for short contexts), so that a context has at most 8 window sizes.
+func (e *Engine) windowStep() int {
+	return min(e.Capacity, max(64, (e.Capacity+7)/8))
+}
+
+// window is the cache size that holds n slots: n rounded up to a window step, at most the
+// context size.
+func (e *Engine) window(n int) int {
+	step := e.windowStep()
+	return min(e.Capacity, max(step, (n+step-1)/step*step))
+}
+
+// cacheShapes are the shapes of a cache of window slots for batch rows, in argument order.
+func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 	c := e.Model.Config
 	b := c.Block()
-	s := &Session{e: e, batch: batch, Used: make([]int, batch)}
-	s.cache = append(s.cache,
-		tensors.FromShape(shapes.Make(dtypes.Int32, batch, e.Capacity)),
-		tensors.FromShape(shapes.Make(dtypes.Bool, batch, e.Capacity)))
-	for i := 0; i < 2*c.NumLayers; i++ {
-		s.cache = append(s.cache, tensors.FromShape(shapes.Make(models.DType, batch, b.NumKVHeads, e.Capacity, b.HeadDim)))
+	out := []shapes.Shape{shapes.Make(dtypes.Int32, batch, window), shapes.Make(dtypes.Bool, batch, window)}
+	for range c.NumLayers {
+		out = append(out,
+			shapes.Make(models.DType, batch, b.NumKVHeads, window, b.HeadDim),
+			shapes.Make(models.DType, batch, b.NumKVHeads, b.HeadDim, window))
 	}
-	return s
+	return out
+}
+
+// cachedKey identifies a compiled KV-cache graph.
+type cachedKey struct {
+	pick               bool
+	batch, seq, window int
+}
+
+// precompile compiles exe for the shapes of args unless done before, and times it, so that
+// the rates Generate reports exclude compilation.
+func (e *Engine) precompile(exe interface{ PreCompile(...any) error }, key cachedKey, args []any) error {
+	if _, done := e.compiled.Load(key); done {
+		return nil
+	}
+	start := time.Now()
+	if err := exe.PreCompile(args...); err != nil {
+		return err
+	}
+	e.compiling.Add(int64(time.Since(start)))
+	e.compiled.Store(key, true)
+	return nil
+}
+
+// KVBytes is the size of a full KV cache for batch rows (keys, values, slot positions and
+// validity), what a session grows to when it fills the context.
+func (e *Engine) KVBytes(batch int) int64 {
+	var n int64
+	for _, sh := range e.cacheShapes(batch, e.Capacity) {
+		n += int64(sh.Memory())
+	}
+	return n
+}
+
+// slotAxis is the axis of cache tensor i that runs over slots.
+func slotAxis(i int) int {
+	switch {
+	case i < 2:
+		return 1 // pos, valid [b, c]
+	case i%2 == 0:
+		return 2 // keys [b, kvh, c, hd]
+	default:
+		return 3 // values [b, kvh, hd, c]
+	}
+}
+
+// grow enlarges the cache to window slots, keeping its content; new slots are zero (empty).
+func (s *Session) grow(window int) error {
+	prev := s.cache
+	s.cache = make([]*tensors.Tensor, len(s.e.cacheShapes(s.batch, window)))
+	for i, sh := range s.e.cacheShapes(s.batch, window) {
+		t := tensors.FromShape(sh)
+		if prev != nil {
+			old := prev[i]
+			axis := slotAxis(i)
+			outer, inner := 1, 1
+			for a, d := range sh.Dimensions {
+				if a < axis {
+					outer *= d
+				} else if a > axis {
+					inner *= d
+				}
+			}
+			from, to := s.window*inner, window*inner
+			esize := sh.DType.Size()
+			var readErr error
+			err := t.MutableBytes(func(dst []byte) {
+				readErr = old.ConstBytes(func(src []byte) {
+					for o := range outer {
+						copy(dst[o*to*esize:(o*to+from)*esize], src[o*from*esize:(o+1)*from*esize])
+					}
+				})
+			})
+			if err == nil {
+				err = readErr
+			}
+			if err != nil {
+				return fmt.Errorf("growing the KV cache: %w", err)
+			}
+			old.FinalizeAll()
+		}
+		s.cache[i] = t
+	}
+	s.window = window
+	return nil
 }
 
 // Append feeds one chunk per row (rows may differ in length; a row may be empty) at explicit
 // positions, writes it into the cache, and returns the logits of each row's chunk tokens.
 func (s *Session) Append(tokens, positions [][]int) ([][][]float32, error) {
+	outs, err := s.run(tokens, positions, false)
+	if err != nil {
+		return nil, err
+	}
+	defer outs.FinalizeAll() // copied out: its buffer goes back to the backend's pool
+	return unpackLogits(outs, tokens), nil
+}
+
+// AppendLast is Append returning only the logits of each row's last token (nil for an empty
+// row): what generation needs after a prompt, without running the output head on every token.
+func (s *Session) AppendLast(tokens, positions [][]int) ([][]float32, error) {
+	outs, err := s.run(tokens, positions, true)
+	if err != nil {
+		return nil, err
+	}
+	defer outs.FinalizeAll()
+	last := make([][]float32, len(tokens))
+	picked := outs.Shape().Dim(1) == 1
+	tensors.MustConstFlatData(outs, func(flat []float32) {
+		vocab := outs.Shape().Dim(2)
+		seq := outs.Shape().Dim(1)
+		for i, row := range tokens {
+			if len(row) == 0 {
+				continue
+			}
+			j := len(row) - 1
+			if picked {
+				j = 0
+			}
+			start := (i*seq + j) * vocab
+			last[i] = append([]float32(nil), flat[start:start+vocab]...)
+		}
+	})
+	return last, nil
+}
+
+// run executes one chunk and returns the logits tensor: [b, seq, vocab], or [b, 1, vocab] with
+// pick (one-token chunks always run the plain graph: its one token is the last).
+func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, error) {
 	if len(tokens) != s.batch {
 		return nil, fmt.Errorf("session has %d rows, got %d", s.batch, len(tokens))
 	}
+	need := 0
 	for i, row := range tokens {
 		if s.Used[i]+len(row) > s.e.Capacity {
 			return nil, fmt.Errorf("context full: row %d would hold %d tokens but the context size is %d; raise -c / --ctx-size", i, s.Used[i]+len(row), s.e.Capacity)
 		}
+		need = max(need, s.Used[i]+len(row))
 	}
 	if err := s.e.checkPositions(positions); err != nil {
 		return nil, err
@@ -52,30 +202,115 @@ func (s *Session) Append(tokens, positions [][]int) ([][][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w := s.e.window(need); w > s.window || s.cache == nil {
+		if err := s.grow(max(w, s.window)); err != nil {
+			return nil, err
+		}
+	}
 	slots := tensors.FromShape(shapes.Make(dtypes.Int32, s.batch, seq))
 	tensors.MustMutableFlatData(slots, func(flat []int32) {
 		for i := range s.batch {
 			for j := range seq {
-				flat[i*seq+j] = int32(s.Used[i] + j)
+				// Padding past the window is clamped in: it writes zeros.
+				flat[i*seq+j] = int32(min(s.Used[i]+j, s.window-1))
 			}
 		}
 	})
+	var last *tensors.Tensor
+	if pick && seq > 1 {
+		last = tensors.FromShape(shapes.Make(dtypes.Int32, s.batch))
+		tensors.MustMutableFlatData(last, func(flat []int32) {
+			for i, row := range tokens {
+				flat[i] = int32(max(len(row)-1, 0))
+			}
+		})
+	}
+	outs, err := s.exec(tok, pos, valid, slots, last)
+	if err != nil {
+		return nil, err
+	}
+	for i, row := range tokens {
+		s.Used[i] += len(row)
+	}
+	return outs, nil
+}
+
+// exec runs the cached graph (the picking one when last is not nil) on the session's cache,
+// donating the cache buffers so that the backend writes the new cache into them.
+func (s *Session) exec(tok, pos, valid, slots, last *tensors.Tensor) (*tensors.Tensor, error) {
 	args := []any{tok, pos, valid, slots}
 	for _, t := range s.cache {
-		// Donated: the backend may write the new cache into the old buffers.
 		d, err := graph.DonateTensorBuffer(t, s.e.Backend, 0)
 		if err != nil {
 			return nil, fmt.Errorf("donating cache buffer: %w", err)
 		}
 		args = append(args, d)
 	}
-	outs, err := s.e.cached.Exec(args...)
+	exe := s.e.cached
+	if last != nil {
+		args = append(args, last)
+		exe = s.e.picked
+	}
+	seq := tok.Shape().Dim(1)
+	if err := s.e.precompile(exe, cachedKey{last != nil, s.batch, seq, s.window}, args); err != nil {
+		return nil, err
+	}
+	outs, err := exe.Exec(args...)
 	if err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
 	}
 	s.cache = outs[1:]
-	for i, row := range tokens {
-		s.Used[i] += len(row)
+	return outs[0], nil
+}
+
+// Warmup compiles, for batch rows, every graph that generation can need: the prefill of any
+// prompt of up to maxPrompt tokens (0: the context size) and the decode step at every window
+// size. Afterwards, generating with that batch size compiles nothing, whatever the prompt
+// length. Graphs are compiled, not run.
+func (e *Engine) Warmup(batch, maxPrompt int) error {
+	if maxPrompt <= 0 || maxPrompt > e.Capacity {
+		maxPrompt = e.Capacity
 	}
-	return unpackLogits(outs[0], tokens), nil
+	type key struct{ seq, window int }
+	seen := map[key]bool{}
+	var keys []key
+	add := func(k key) {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for n := 1; n <= e.Capacity; n++ {
+		if n <= maxPrompt {
+			add(key{Bucket(n), e.window(n)}) // a prompt of n tokens
+		}
+		add(key{1, e.window(n)}) // a decode step reaching n tokens
+	}
+	// Arguments only give shapes; keys with the same window share their cache tensors.
+	sort.Slice(keys, func(i, j int) bool { return keys[i].window < keys[j].window })
+	var cache []any
+	for i, k := range keys {
+		if i == 0 || k.window != keys[i-1].window {
+			cache = cache[:0]
+			for _, sh := range e.cacheShapes(batch, k.window) {
+				cache = append(cache, tensors.FromShape(sh))
+			}
+		}
+		args := []any{
+			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
+			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
+			tensors.FromShape(shapes.Make(dtypes.Bool, batch, k.seq)),
+			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
+		}
+		args = append(args, cache...)
+		exe := e.cached
+		if k.seq > 1 {
+			args = append(args, tensors.FromShape(shapes.Make(dtypes.Int32, batch)))
+			exe = e.picked
+		}
+		if err := e.precompile(exe, cachedKey{k.seq > 1, batch, k.seq, k.window}, args); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	return nil
 }

@@ -24,6 +24,8 @@ func TestDotGeneralVJP(t *testing.T) {
 		{[]int{3, 4}, []int{5, 4}, []int{1}, nil, []int{1}, nil},
 		{[]int{2, 3, 4, 5}, []int{2, 3, 6, 5}, []int{3}, []int{0, 1}, []int{3}, []int{0, 1}},
 		{[]int{2, 4, 3, 5}, []int{5, 2, 3, 7}, []int{3, 2}, []int{0}, []int{0, 2}, []int{1}},
+		// A linear layer's weight gradient, which contracts the 8·32 rows in slices.
+		{[]int{8, 32, 12}, []int{20, 12}, []int{2}, nil, []int{1}, nil},
 	}
 	for _, c := range cases {
 		run := func() []*tensors.Tensor {

@@ -16,7 +16,10 @@ type Positional struct {
 	Ctx    *context.Context
 }
 
-// LayerCache is one layer's keys and values, [batch, kvHeads, capacity, headDim].
+// LayerCache is one layer's keys [batch, kvHeads, capacity, headDim] and values, stored
+// transposed as [batch, kvHeads, headDim, capacity] so that both products of attention read them
+// in the order the pure-Go backend's dot product wants (the contracted axis last) without
+// copying them at every step.
 type LayerCache struct {
 	K, V *Node
 }
@@ -25,6 +28,10 @@ type LayerCache struct {
 type AttentionInput struct {
 	Pos   *Node // [batch, seq] int32 positions of the chunk's tokens
 	Valid *Node // [batch, seq] bool: false for padding
+	// Mask is the additive mask [batch, heads, seq, keys] (0 where a query sees a key, a large
+	// negative number elsewhere) from MaskBias, computed once per forward pass and shared by
+	// every layer; nil means Attention builds it.
+	Mask *Node
 	// Cache, when not nil, holds the keys and values written by earlier chunks; Write says
 	// where this chunk's go. Without a cache the chunk attends to itself only.
 	Cache *LayerCache
@@ -32,8 +39,42 @@ type AttentionInput struct {
 }
 
 // maskedLogit stands for -inf: finite, so that a row with no visible key (a padding query)
-// gives a uniform softmax instead of NaNs.
+// gives a finite softmax instead of NaNs.
 const maskedLogit = -1e9
+
+// MaskBias is the additive attention mask for queries at qPos [batch, seq] over keys at keyPos
+// [batch, keys] (keyValid false for padding and empty cache slots): 0 where the key is visible
+// (valid, and not in the future when causal), maskedLogit elsewhere, broadcast to
+// [batch, heads, seq, keys] once so that each layer adds it without broadcasting.
+func MaskBias(causal bool, heads int, qPos, keyPos, keyValid *Node) *Node {
+	b, s, t := qPos.Shape().Dim(0), qPos.Shape().Dim(1), keyPos.Shape().Dim(1)
+	visible := BroadcastToDims(ExpandAxes(keyValid, 1), b, s, t)
+	if causal {
+		visible = LogicalAnd(visible, LessOrEqual(ExpandAxes(keyPos, 1), ExpandAxes(qPos, -1)))
+	}
+	bias := Where(visible, Scalar(qPos.Graph(), dtypes.Float32, 0), Scalar(qPos.Graph(), dtypes.Float32, maskedLogit))
+	return BroadcastToDims(ExpandAxes(bias, 1), b, heads, s, t)
+}
+
+// toHeads views y [b, s, n·hd] as [b, n, s, hd]. With one token the transpose only renames
+// axes, and a reshape does it without moving data.
+func toHeads(y *Node, n, hd int) *Node {
+	b, s := y.Shape().Dim(0), y.Shape().Dim(1)
+	y = Reshape(y, b, s, n, hd)
+	if s == 1 {
+		return Reshape(y, b, n, s, hd)
+	}
+	return TransposeAllAxes(y, 0, 2, 1, 3)
+}
+
+// fromHeads is the inverse of toHeads: [b, n, s, hd] -> [b, s, n·hd].
+func fromHeads(y *Node) *Node {
+	d := y.Shape().Dimensions
+	if d[2] != 1 {
+		y = TransposeAllAxes(y, 0, 2, 1, 3)
+	}
+	return Reshape(y, d[0], d[2], d[1]*d[3])
+}
 
 // Attention is multi-head attention with grouped queries (n_kv_heads <= n_heads, each key/value
 // head shared by n_heads/n_kv_heads query heads, Ainslie et al. 2023) and the four positional
@@ -46,8 +87,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	group := h / kvh
 
 	heads := func(name string, n int) *Node { // [b, s, n·hd] -> [b, n, s, hd]
-		y := Linear(ctx.In(name), x, n*hd, cfg.Bias, InitStd)
-		return TransposeAllAxes(Reshape(y, batch, seq, n, hd), 0, 2, 1, 3)
+		return toHeads(Linear(ctx.In(name), x, n*hd, cfg.Bias || cfg.QKVBias, InitStd), n, hd)
 	}
 	q, k, v := heads("wq", h), heads("wk", kvh), heads("wv", kvh)
 
@@ -57,11 +97,14 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 
 	keyPos, keyValid := in.Pos, in.Valid
 	var cache *LayerCache
+	// vAxis is the axis of v that runs over keys: 2 for [b, kvh, t, hd], 3 when transposed.
+	vAxis := 2
 	if in.Cache != nil {
-		k = in.Write.Update(in.Cache.K, k)
-		v = in.Write.Update(in.Cache.V, v)
+		k = in.Write.Keys(in.Cache.K, k)
+		v = in.Write.Values(in.Cache.V, v)
 		cache = &LayerCache{K: k, V: v}
 		keyPos, keyValid = in.Write.Pos, in.Write.Valid
+		vAxis = 3
 	}
 	t := k.Shape().Dim(2)
 
@@ -87,23 +130,41 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 		logits = Add(logits, hook.Bias(pe.Ctx, layer, in.Pos, keyPos, h))
 	}
 
-	visible := ExpandAxes(keyValid, 1, 2) // [b, 1, 1, t]
-	if cfg.Causal {
-		visible = LogicalAnd(visible, LessOrEqual(ExpandAxes(keyPos, 1, 2), ExpandAxes(in.Pos, 1, -1)))
+	mask := in.Mask
+	if mask == nil {
+		mask = MaskBias(cfg.Causal, h, in.Pos, keyPos, keyValid)
 	}
-	visible = BroadcastToDims(visible, batch, h, seq, t)
-	logits = Where(visible, logits, Scalar(x.Graph(), logits.DType(), maskedLogit))
-	probs := Softmax(logits, -1)
-
-	pg := Reshape(probs, batch, kvh, group*seq, t)
-	out := Reshape(DotGeneral(pg, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}), batch, h, seq, hd)
+	logits = Add(logits, mask)
+	var out *Node
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
+		probs := Softmax(logits, -1)
+		pg := Reshape(probs, batch, kvh, group*seq, t)
+		out = Reshape(DotGeneral(pg, []int{3}, []int{0, 1}, v, []int{vAxis}, []int{0, 1}), batch, h, seq, hd)
 		if extra := hook.RelativeValues(pe.Ctx, layer, probs, in.Pos, keyPos); extra != nil {
 			out = Add(out, extra)
 		}
+	} else {
+		out = softmaxValues(logits, v, vAxis, kvh)
 	}
-	out = Reshape(TransposeAllAxes(out, 0, 2, 1, 3), batch, seq, h*hd)
-	return Linear(ctx.In("wo"), out, cfg.Dim, cfg.Bias, outStd), cache
+	return Linear(ctx.In("wo"), fromHeads(out), cfg.Dim, cfg.Bias, outStd), cache
+}
+
+// softmaxValues is softmax(logits)·v for logits [b, h, s, t] and values v [b, kvh, t, hd]
+// (keys on axis vAxis: 2, or 3 when stored transposed [b, kvh, hd, t]), computed as
+// (exp(logits - max)·v) / Σ exp(logits - max): the division acts on [.., hd] instead of
+// [.., t], and the sum is a dot product with ones — both cheaper on the pure-Go backend than
+// elementwise passes over every key (its broadcasts and reductions cost several ns per
+// element). Schemes with relative values need the normalized probabilities and use Softmax.
+func softmaxValues(logits, v *Node, vAxis, kvh int) *Node {
+	d := logits.Shape().Dimensions
+	b, h, s, t := d[0], d[1], d[2], d[3]
+	hd := v.Shape().Dim(5 - vAxis) // the other of axes 2, 3
+	e := Exp(Sub(logits, StopGradient(ReduceAndKeep(logits, ReduceMax, -1))))
+	eg := Reshape(e, b, kvh, h/kvh*s, t)
+	num := DotGeneral(eg, []int{3}, []int{0, 1}, v, []int{vAxis}, []int{0, 1}) // [b, kvh, g·s, hd]
+	ones := Ones(logits.Graph(), shapes.Make(logits.DType(), t))
+	den := DotGeneral(eg, []int{3}, nil, ones, []int{0}, nil) // [b, kvh, g·s]
+	return Reshape(Div(num, ExpandAxes(den, -1)), b, h, s, hd)
 }
 
 // repeatKV expands [b, kvh, t, hd] to [b, kvh·group, t, hd], head i of the result being
@@ -117,39 +178,52 @@ func repeatKV(k *Node, group int) *Node {
 	return Reshape(k, d[0], d[1]*group, d[2], d[3])
 }
 
-// CacheWrite places the current chunk's keys and values into a fixed-capacity cache. It is
-// computed once per forward pass and shared by all layers. The write is a one-hot blend,
-// cache·(1-written) + onehotᵀ·new, rather than a DynamicUpdateSlice, which the pure-Go
-// backend lacks; its cost, O(seq·capacity·headDim), is that of attention itself.
+// CacheWrite places the current chunk's keys and values into a fixed-capacity cache, computed
+// once per forward pass and shared by all layers. Each token's key (a [kvHeads, headDim] window)
+// is added with a scatter into its slot — the pure-Go backend lacks DynamicUpdateSlice, and its
+// scatter works in place on the donated cache buffer, so a write costs O(seq·kvHeads·headDim),
+// not O(capacity). Slots start at zero and are written once, so adding is placing. A padding
+// token adds zeros (to some slot in range; its own is past the row's end).
 type CacheWrite struct {
-	oneHot *Node // [b, s, c]: token s of row b lands in slot c
-	keep   *Node // [b, 1, c, 1]: 1 where a slot keeps its old content
-	Pos    *Node // [b, c] int32: positions of every slot after the write
-	Valid  *Node // [b, c] bool: slots holding a real token after the write
+	indices *Node // [b, s, 2]: (row, slot) of each chunk token
+	weight  *Node // [b, 1, s, 1]: 1 for real tokens, 0 for padding
+	Pos     *Node // [b, c] int32: positions of every slot after the write
+	Valid   *Node // [b, c] bool: slots holding a real token after the write
 }
 
-// NewCacheWrite places token s of row b at slots[b, s] when valid[b, s]; cachePos and
-// cacheValid [b, c] describe the slots before the write.
+// NewCacheWrite places token s of row b at slots[b, s] (which must lie in [0, capacity)) when
+// valid[b, s]; cachePos and cacheValid [b, c] describe the slots before the write.
 func NewCacheWrite(slots, valid, pos, cachePos, cacheValid *Node) *CacheWrite {
 	g := slots.Graph()
+	b, s := slots.Shape().Dim(0), slots.Shape().Dim(1)
 	capacity := cachePos.Shape().Dim(1)
 	slotIDs := Iota(g, shapes.Make(dtypes.Int32, 1, 1, capacity), 2) // [1, 1, c]
 	hit := LogicalAnd(Equal(ExpandAxes(slots, -1), slotIDs), ExpandAxes(valid, -1))
-	oneHot := ConvertDType(hit, dtypes.Float32) // [b, s, c]
-	written := ReduceLogicalOr(hit, 1)          // [b, c]
+	written := ReduceLogicalOr(hit, 1) // [b, c]
 	newPos := ReduceSum(Mul(ConvertDType(hit, dtypes.Int32), ExpandAxes(pos, -1)), 1)
+	rows := Iota(g, shapes.Make(dtypes.Int32, b, s), 0)
 	return &CacheWrite{
-		oneHot: oneHot,
-		keep:   ExpandAxes(OneMinus(ConvertDType(written, dtypes.Float32)), 1, -1),
-		Pos:    Where(written, newPos, cachePos),
-		Valid:  LogicalOr(written, cacheValid),
+		indices: Stack([]*Node{rows, slots}, -1),
+		weight:  Reshape(ConvertDType(valid, dtypes.Float32), b, 1, s, 1),
+		Pos:     Where(written, newPos, cachePos),
+		Valid:   LogicalOr(written, cacheValid),
 	}
 }
 
-// Update returns cache [b, kvh, c, hd] with new [b, kvh, s, hd] written in.
-func (w *CacheWrite) Update(cache, new *Node) *Node {
-	oneHot := ConvertDType(w.oneHot, new.DType())
-	placed := DotGeneral(new, []int{2}, []int{0}, oneHot, []int{1}, []int{0}) // [b, kvh, hd, c]
-	placed = TransposeAllAxes(placed, 0, 1, 3, 2)
-	return Add(Mul(cache, ConvertDType(w.keep, cache.DType())), placed)
+// Keys returns cache [b, kvh, c, hd] with new [b, kvh, s, hd] written in.
+func (w *CacheWrite) Keys(cache, new *Node) *Node {
+	return w.scatter(cache, new, 2)
+}
+
+// Values returns the transposed cache [b, kvh, hd, c] with new [b, kvh, s, hd] written in.
+func (w *CacheWrite) Values(cache, new *Node) *Node {
+	return w.scatter(cache, new, 3)
+}
+
+// scatter adds each token's [kvh, hd] window of new into cache at (row, slot), the slot being
+// axis slotAxis of cache. GoMLX's ScatterSum indexes leading axes only; the backend's general
+// scatter (XLA semantics) indexes any axes, so the values need no transposing.
+func (w *CacheWrite) scatter(cache, new *Node, slotAxis int) *Node {
+	upd := Mul(new, ConvertDType(w.weight, new.DType()))
+	return BackendScatterSum(cache, w.indices, upd, 2, []int{1, 3}, []int{0, slotAxis}, []int{0, slotAxis}, false, false)
 }

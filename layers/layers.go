@@ -1,6 +1,6 @@
 // Package layers holds the building blocks of posformer's transformers: embeddings, norms,
 // projections, attention with positional hooks and a KV cache, feed-forward networks and the
-// pre-norm block. Every function builds part of a GoMLX graph; variables live in context scopes
+// pre-norm (or post-norm) block. Every function builds part of a GoMLX graph; variables live in context scopes
 // (ctx.In("attn").In("wq") holds "weight"), which name the tensors of a checkpoint.
 //
 // Graphs built here avoid Slice, Pad and DynamicUpdateSlice: the pure-Go backend lacks the
@@ -22,12 +22,11 @@ import (
 const InitStd = 0.02
 
 // Linear computes x·Wᵀ (+ b) with W stored [out, in] as PyTorch stores it, which is also the
-// faster layout for the pure-Go backend's dot product.
+// faster layout for the pure-Go backend's dot product; in an inference context W is packed
+// (pack.go).
 func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Node {
 	in := x.Shape().Dim(-1)
-	w := ctx.WithInitializer(initializers.RandomNormalFn(ctx, std)).
-		VariableWithShape("weight", shapes.Make(x.DType(), out, in)).ValueGraph(x.Graph())
-	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	y := MatMulT(x, Matrix(ctx, x.Graph(), out, in, x.DType(), std))
 	if bias {
 		b := ctx.WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(x.DType(), out)).ValueGraph(x.Graph())
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
@@ -35,20 +34,29 @@ func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Nod
 	return y
 }
 
-// EmbeddingTable returns the [vocab, dim] token embedding table of ctx.
+// Matrix returns ctx's weight matrix [out, in] ("weight"), or in an inference context its
+// packed form [P, out/P, in] ("weight_packed"), initialized N(0, std²).
+func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std float64) *Node {
+	ctx = ctx.WithInitializer(initializers.RandomNormalFn(ctx, std))
+	name, store := StoredMatrix(ctx, "weight", []int{out, in})
+	return ctx.VariableWithShape(name, shapes.Make(dtype, store...)).ValueGraph(g)
+}
+
+// EmbeddingTable returns the [vocab, dim] token embedding table of ctx (packed in an inference
+// context, so that the tied output head runs in parallel too).
 func EmbeddingTable(ctx *context.Context, g *Graph, vocab, dim int, dtype dtypes.DType) *Node {
-	return ctx.WithInitializer(initializers.RandomNormalFn(ctx, InitStd)).
-		VariableWithShape("weight", shapes.Make(dtype, vocab, dim)).ValueGraph(g)
+	return Matrix(ctx, g, vocab, dim, dtype, InitStd)
 }
 
-// Embed looks up tokens [batch, seq] (int32) in table [vocab, dim].
+// Embed looks up tokens [batch, seq] (int32) in table [vocab, dim] (or its packed form).
 func Embed(table, tokens *Node) *Node {
-	return Gather(table, ExpandAxes(tokens, -1))
+	return GatherRows(table, tokens)
 }
 
-// Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim].
+// Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim] (or its
+// packed form).
 func Unembed(table, x *Node) *Node {
-	return DotGeneral(x, []int{2}, nil, table, []int{1}, nil)
+	return MatMulT(x, table)
 }
 
 // Norm applies "rmsnorm" (Zhang & Sennrich 2019) or "layernorm" (Ba et al. 2016) over the last axis.
@@ -75,22 +83,43 @@ func GELU(x *Node) *Node {
 	return Mul(MulScalar(x, 0.5), OnePlus(Erf(MulScalar(x, 1/math.Sqrt2))))
 }
 
+// GELUTanh is the tanh approximation of GELU that GPT-2's code uses (Hugging Face's
+// "gelu_new"): 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))).
+func GELUTanh(x *Node) *Node {
+	inner := MulScalar(Add(x, MulScalar(Mul(Square(x), x), 0.044715)), math.Sqrt(2/math.Pi))
+	return Mul(MulScalar(x, 0.5), OnePlus(Tanh(inner)))
+}
+
+// Activation is the nonlinearity of an FFN kind: GELU for "gelu", its tanh form for
+// "gelu_tanh", SiLU for "swiglu". BERT's masked-LM head reuses it.
+func Activation(ffn string) func(*Node) *Node {
+	switch ffn {
+	case "gelu":
+		return GELU
+	case "gelu_tanh":
+		return GELUTanh
+	case "swiglu":
+		return SiLU
+	}
+	panic(fmt.Errorf("unknown ffn %q (valid: %s)", ffn, FFNKinds))
+}
+
+// FFNKinds lists the feed-forward kinds, for messages.
+const FFNKinds = "gelu, gelu_tanh, swiglu"
+
 // SiLU is x·sigmoid(x).
 func SiLU(x *Node) *Node { return Mul(x, Sigmoid(x)) }
 
-// FFN is the position-wise feed-forward network: "gelu" w2(gelu(w1 x)) or
-// "swiglu" w2(silu(w1 x) ⊙ w3 x) (Shazeer 2020), as in Llama.
+// FFN is the position-wise feed-forward network: "gelu" w2(gelu(w1 x)) (BERT), "gelu_tanh"
+// the same with GELUTanh (GPT-2), or "swiglu" w2(silu(w1 x) ⊙ w3 x) (Shazeer 2020), as in Llama.
 func FFN(ctx *context.Context, kind string, hidden int, bias bool, outStd float64, x *Node) *Node {
 	dim := x.Shape().Dim(-1)
-	switch kind {
-	case "gelu":
-		h := GELU(Linear(ctx.In("w1"), x, hidden, bias, InitStd))
-		return Linear(ctx.In("w2"), h, dim, bias, outStd)
-	case "swiglu":
-		h := Mul(SiLU(Linear(ctx.In("w1"), x, hidden, bias, InitStd)), Linear(ctx.In("w3"), x, hidden, bias, InitStd))
-		return Linear(ctx.In("w2"), h, dim, bias, outStd)
+	act := Activation(kind)
+	h := act(Linear(ctx.In("w1"), x, hidden, bias, InitStd))
+	if kind == "swiglu" {
+		h = Mul(h, Linear(ctx.In("w3"), x, hidden, bias, InitStd))
 	}
-	panic(fmt.Errorf("unknown ffn %q (valid: gelu, swiglu)", kind))
+	return Linear(ctx.In("w2"), h, dim, bias, outStd)
 }
 
 // BlockConfig is what a transformer block needs to know; models.Config fills it.
@@ -102,8 +131,10 @@ type BlockConfig struct {
 	Causal               bool
 	Norm                 string // "rmsnorm" or "layernorm"
 	NormEps              float64
-	FFN                  string // "gelu" or "swiglu"
+	NormPosition         string // "pre" (x + f(norm(x))) or "post" (norm(x + f(x)), BERT)
+	FFN                  string // "gelu", "gelu_tanh" or "swiglu"
 	Bias                 bool   // biases in projections
+	QKVBias              bool   // biases in the query, key and value projections only (Qwen2)
 }
 
 // Validate checks the head arithmetic.
@@ -119,9 +150,17 @@ func (c BlockConfig) Validate() error {
 	return nil
 }
 
-// Block is the pre-norm residual block: x + attn(norm(x)), then x + ffn(norm(x)).
+// Block is the residual block. Pre-norm (GPT-2, Llama): x + attn(norm(x)), then
+// x + ffn(norm(x)). Post-norm (the original Transformer, BERT): norm(x + attn(x)), then
+// norm(x + ffn(x)); the norms keep their scope names (attn_norm, ffn_norm) in both.
 func Block(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, x *Node, att AttentionInput) (*Node, *LayerCache) {
 	outStd := InitStd / math.Sqrt(2*float64(cfg.NumLayers))
+	if cfg.NormPosition == "post" {
+		a, cache := Attention(ctx.In("attn"), layer, cfg, pe, x, att, outStd)
+		x = Norm(ctx.In("attn_norm"), cfg.Norm, cfg.NormEps, Add(x, a))
+		f := FFN(ctx.In("ffn"), cfg.FFN, cfg.Hidden, cfg.Bias, outStd, x)
+		return Norm(ctx.In("ffn_norm"), cfg.Norm, cfg.NormEps, Add(x, f)), cache
+	}
 	a, cache := Attention(ctx.In("attn"), layer, cfg, pe, Norm(ctx.In("attn_norm"), cfg.Norm, cfg.NormEps, x), att, outStd)
 	x = Add(x, a)
 	f := FFN(ctx.In("ffn"), cfg.FFN, cfg.Hidden, cfg.Bias, outStd, Norm(ctx.In("ffn_norm"), cfg.Norm, cfg.NormEps, x))

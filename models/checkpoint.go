@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models/safetensors"
 )
 
@@ -36,16 +38,35 @@ func TensorName(scope, name string) string {
 	return strings.ReplaceAll(scope, "/", ".") + "." + name
 }
 
-// Param is one tensor the model expects.
+// CheckpointTensor is the checkpoint name and shape of a model variable, whichever layout
+// its context uses (packed matrices are saved as "weight" [out, in]).
+func CheckpointTensor(v *context.Variable) (string, []int) {
+	name, shape := layers.CheckpointName(v.Name(), v.Shape().Dimensions)
+	return TensorName(v.Scope(), name), shape
+}
+
+// Param is one tensor the model expects: its checkpoint name and shape, and the variable that
+// holds it in a context (the same, except for packed matrices in an inference context, see
+// layers.SetPacked).
 type Param struct {
 	Name  string
 	Shape []int
+	Var   string // variable name in its scope
+	Store []int  // variable shape
 }
 
 // Params lists, sorted by name, the tensors that m's graph creates. It is derived by building
 // the graph once (without compiling it), so that the list can never disagree with the code.
 func (m *Model) Params(backend backends.Backend) ([]Param, error) {
+	return m.Layout(backend, false)
+}
+
+// Layout is Params for a context that is packed (an inference context) or not.
+func (m *Model) Layout(backend backends.Backend, packed bool) ([]Param, error) {
 	ctx := context.New()
+	if packed {
+		layers.SetPacked(ctx)
+	}
 	err := Try(func() {
 		g := NewGraph(backend, "params")
 		tokens := Parameter(g, "tokens", shapes.Make(dtypes.Int32, 1, 1))
@@ -59,7 +80,9 @@ func (m *Model) Params(backend backends.Backend) ([]Param, error) {
 	}
 	var params []Param
 	for v := range ctx.IterVariablesInScope() {
-		params = append(params, Param{Name: TensorName(v.Scope(), v.Name()), Shape: v.Shape().Dimensions})
+		store := v.Shape().Dimensions
+		name, shape := layers.CheckpointName(v.Name(), store)
+		params = append(params, Param{Name: TensorName(v.Scope(), name), Shape: shape, Var: v.Name(), Store: store})
 	}
 	sort.Slice(params, func(i, j int) bool { return params[i].Name < params[j].Name })
 	return params, nil
@@ -81,7 +104,8 @@ func Try(fn func()) (err error) {
 }
 
 // Save writes cfg and the model variables of ctx to dir, each file through a temporary file
-// and a rename so that a crash never leaves half a checkpoint.
+// and a rename so that a crash never leaves half a checkpoint. Packed matrices (an inference
+// context) are written in the checkpoint layout.
 func Save(dir string, cfg Config, ctx *context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
@@ -96,7 +120,8 @@ func Save(dir string, cfg Config, ctx *context.Context) error {
 		if err != nil {
 			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
 		}
-		ts = append(ts, safetensors.Tensor{Name: TensorName(v.Scope(), v.Name()), Shape: v.Shape().Dimensions, Data: data})
+		name, shape := CheckpointTensor(v)
+		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: data})
 	}
 	if err := safetensors.Write(filepath.Join(dir, WeightsFile), ts, map[string]string{"format": "posformer"}); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
@@ -141,21 +166,9 @@ func WriteFileAtomic(path string, data []byte) error {
 // Edits change the configuration before the model is built, for settings that do not change
 // the weights, such as RoPE scaling chosen at inference time.
 func Load(dir string, backend backends.Backend, edits ...Edit) (*Model, *context.Context, error) {
-	cfg, err := ReadConfig(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, edit := range edits {
-		if err := edit(cfg); err != nil {
-			return nil, nil, err
-		}
-	}
-	m, err := New(*cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", dir, err)
-	}
 	ctx := context.New()
-	if err := m.LoadWeights(filepath.Join(dir, WeightsFile), backend, ctx); err != nil {
+	m, err := LoadInto(dir, backend, ctx, edits...)
+	if err != nil {
 		return nil, nil, err
 	}
 	return m, ctx, nil
@@ -164,9 +177,32 @@ func Load(dir string, backend backends.Backend, edits ...Edit) (*Model, *context
 // Edit changes a configuration read from a checkpoint (see Load).
 type Edit func(*Config) error
 
-// LoadWeights reads a safetensors file into ctx, validating it against m's parameters.
+// LoadInto is Load into the given context: an inference context (layers.SetPacked) receives
+// its matrices packed, without a second copy of the weights.
+func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits ...Edit) (*Model, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, edit := range edits {
+		if err := edit(cfg); err != nil {
+			return nil, err
+		}
+	}
+	m, err := New(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := m.LoadWeights(filepath.Join(dir, WeightsFile), backend, ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// LoadWeights reads a safetensors file into ctx, validating it against m's parameters. Into an
+// inference context (layers.SetPacked) matrices are read straight into their packed variables.
 func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.Context) error {
-	params, err := m.Params(backend)
+	params, err := m.Layout(backend, layers.Packed(ctx))
 	if err != nil {
 		return err
 	}
@@ -200,20 +236,76 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		}
 	}
 	for _, p := range params {
-		t := tensors.FromShape(shapes.Make(DType, p.Shape...))
-		var readErr error
-		t.MustMutableFlatData(func(flat any) { readErr = f.ReadFloat32Into(p.Name, flat.([]float32)) })
-		if readErr != nil {
-			return fmt.Errorf("loading %s: %w", path, readErr)
+		t, err := NewTensor(backend, p.Store, func(dst []float32) error {
+			if err := f.ReadFloat32Into(p.Name, dst); err != nil {
+				return err
+			}
+			return CheckFinite(p.Name, dst)
+		})
+		if err != nil {
+			return fmt.Errorf("loading %s: %w", path, err)
 		}
-		scope, name := variablePath(p.Name)
-		ctx.InAbsPath(scope).VariableWithValue(name, t)
+		SetParam(ctx, p.Name, t)
 	}
 	return nil
 }
 
-// variablePath inverts TensorName.
-func variablePath(tensor string) (scope, name string) {
+// StoredShape is the shape in which ctx holds the checkpoint tensor name of the given shape:
+// packed in an inference context (layers.SetPacked) when it is a weight matrix, else as is.
+// Loaders create each tensor in this shape, so that weights are read straight into place.
+func StoredShape(ctx *context.Context, name string, shape []int) []int {
+	_, v := VariablePath(name)
+	_, store := layers.StoredMatrix(ctx, v, shape)
+	return store
+}
+
+// SetParam stores t, of the shape StoredShape gives, as the model variable that the
+// checkpoint calls name.
+func SetParam(ctx *context.Context, name string, t *tensors.Tensor) {
+	scope, v := VariablePath(name)
+	if t.Rank() == 3 && layers.Packed(ctx) {
+		v, _ = layers.StoredMatrix(ctx, v, layers.Unpacked(t.Shape().Dimensions))
+	}
+	ctx.InAbsPath(scope).VariableWithValue(v, t)
+}
+
+// NewTensor allocates a float32 tensor of the given shape and lets fill write its values in
+// place, so that a checkpoint streams into its final memory one tensor at a time. On a backend
+// with shared buffers (the pure-Go one) that memory is the backend's own buffer: a graph
+// reads the weights where they were loaded, without the second copy that a host tensor gets
+// on first use.
+func NewTensor(backend backends.Backend, shape []int, fill func(dst []float32) error) (*tensors.Tensor, error) {
+	s := shapes.Make(DType, shape...)
+	if backend != nil && backend.HasSharedBuffers() {
+		buf, flat, err := backend.NewSharedBuffer(0, s)
+		if err != nil {
+			return nil, err
+		}
+		if err := fill(flat.([]float32)); err != nil {
+			backend.BufferFinalize(buf)
+			return nil, err
+		}
+		return tensors.FromBuffer(backend, buf)
+	}
+	t := tensors.FromShape(s)
+	var err error
+	t.MustMutableFlatData(func(flat any) { err = fill(flat.([]float32)) })
+	return t, err
+}
+
+// CheckFinite rejects a tensor holding NaN or infinity, which no trained weight is: the file
+// is corrupt, or the run that wrote it diverged.
+func CheckFinite(name string, data []float32) error {
+	for i, v := range data {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("tensor %s holds %v at element %d (a corrupt or diverged checkpoint)", name, v, i)
+		}
+	}
+	return nil
+}
+
+// VariablePath inverts TensorName: "layer_0.attn.wq.weight" -> ("/model/layer_0/attn/wq", "weight").
+func VariablePath(tensor string) (scope, name string) {
 	parts := strings.Split(tensor, ".")
 	return "/" + strings.Join(append([]string{Scope}, parts[:len(parts)-1]...), "/"), parts[len(parts)-1]
 }

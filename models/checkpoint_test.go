@@ -43,7 +43,7 @@ func writeCheckpoint(t *testing.T, cfg Config) string {
 		for i := range data {
 			data[i] = 0.001 * float32(i)
 		}
-		scope, name := variablePath(p.Name)
+		scope, name := VariablePath(p.Name)
 		ctx.InAbsPath(scope).VariableWithValue(name, tensors.FromFlatDataAndDimensions(data, p.Shape...))
 	}
 	dir := filepath.Join(t.TempDir(), "ckpt")

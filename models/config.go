@@ -23,7 +23,7 @@ type Config struct {
 	NumHeads      int     `json:"n_heads"`
 	NumKVHeads    int     `json:"n_kv_heads"` // grouped-query attention; 0 means n_heads
 	HiddenDim     int     `json:"hidden_dim"` // feed-forward width
-	FFN           string  `json:"ffn"`        // "swiglu" or "gelu"
+	FFN           string  `json:"ffn"`        // "swiglu", "gelu" (erf, BERT) or "gelu_tanh" (GPT-2)
 	Norm          string  `json:"norm"`       // "rmsnorm" or "layernorm"
 	NormEps       float64 `json:"norm_eps"`
 	Bias          bool    `json:"bias"`           // biases in the linear projections
@@ -37,6 +37,14 @@ type Config struct {
 	// Llama 4 interleave NoPE layers with RoPE ones. Input hooks, applied once below the first
 	// block, are unaffected, so this needs a scheme that acts inside attention.
 	NoPELayers []int `json:"nope_layers,omitempty"`
+	// The fields below describe the checkpoints of other projects (Hugging Face GPT-2, BERT,
+	// Qwen2); their zero values are the posformer architecture.
+	NormPosition  string `json:"norm_position,omitempty"`  // "pre" (default) or "post": norm(x + f(x)) and no final norm (BERT)
+	QKVBias       bool   `json:"qkv_bias,omitempty"`       // biases on the query, key and value projections only (Qwen2)
+	TokenTypes    int    `json:"token_types,omitempty"`    // rows of a token-type table; row 0 is added to every token (BERT)
+	EmbedNorm     bool   `json:"embed_norm,omitempty"`     // a norm over the summed input embeddings (BERT)
+	HeadTransform bool   `json:"head_transform,omitempty"` // dense + activation + norm before the output head (BERT's masked-LM head)
+	HeadBias      bool   `json:"head_bias,omitempty"`      // a bias on the output logits (BERT)
 }
 
 // Decoder and Encoder are the two kinds of model.
@@ -55,6 +63,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Norm == "" {
 		c.Norm = "rmsnorm"
+	}
+	if c.NormPosition == "" {
+		c.NormPosition = "pre"
 	}
 	if c.NormEps == 0 {
 		c.NormEps = 1e-5
@@ -84,7 +95,8 @@ func (c *Config) Block() layers.BlockConfig {
 	}
 	return layers.BlockConfig{
 		Dim: c.Dim, Hidden: c.HiddenDim, NumHeads: c.NumHeads, NumKVHeads: c.NumKVHeads, HeadDim: hd,
-		NumLayers: c.NumLayers, Causal: c.Causal(), Norm: c.Norm, NormEps: c.NormEps, FFN: c.FFN, Bias: c.Bias,
+		NumLayers: c.NumLayers, Causal: c.Causal(), Norm: c.Norm, NormEps: c.NormEps, NormPosition: c.NormPosition,
+		FFN: c.FFN, Bias: c.Bias, QKVBias: c.QKVBias,
 	}
 }
 
@@ -114,10 +126,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: vocab_size (%d), dim (%d), n_layers (%d) and hidden_dim (%d) must be >= 1", c.VocabSize, c.Dim, c.NumLayers, c.HiddenDim)
 	case c.NumHeads < 1 || c.Dim%c.NumHeads != 0:
 		return fmt.Errorf("config: dim (%d) must be a multiple of n_heads (%d)", c.Dim, c.NumHeads)
-	case c.FFN != "swiglu" && c.FFN != "gelu":
-		return fmt.Errorf("config: ffn is %q (valid: swiglu, gelu)", c.FFN)
+	case c.FFN != "swiglu" && c.FFN != "gelu" && c.FFN != "gelu_tanh":
+		return fmt.Errorf("config: ffn is %q (valid: %s)", c.FFN, layers.FFNKinds)
 	case c.Norm != "rmsnorm" && c.Norm != "layernorm":
 		return fmt.Errorf("config: norm is %q (valid: rmsnorm, layernorm)", c.Norm)
+	case c.NormPosition != "pre" && c.NormPosition != "post":
+		return fmt.Errorf("config: norm_position is %q (valid: pre, post)", c.NormPosition)
+	case c.TokenTypes < 0:
+		return fmt.Errorf("config: token_types must be >= 0, got %d", c.TokenTypes)
 	case c.MaxSeqLen < 1:
 		return fmt.Errorf("config: max_seq_len must be >= 1, got %d", c.MaxSeqLen)
 	}

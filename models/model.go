@@ -5,13 +5,17 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/positional"
 )
 
 // Model is a decoder or an encoder: token embedding, positional scheme, n pre-norm blocks,
-// final norm, and a head onto the vocabulary.
+// final norm, and a head onto the vocabulary. Options of Config add what other checkpoints
+// need: a token-type row and a norm on the embeddings, post-norm blocks (no final norm), and
+// BERT's masked-LM head (dense, activation, norm, then the vocabulary with a bias).
 type Model struct {
 	Config Config
 	Scheme positional.Scheme
@@ -33,8 +37,9 @@ func New(cfg Config) (*Model, error) {
 // Scope is the context scope that holds the model's variables; optimizers keep theirs elsewhere.
 const Scope = "model"
 
-// Cache is the graph-side KV cache: one LayerCache per block, plus the positions and validity
-// of every slot, and the slots the current chunk writes to.
+// Cache is the graph-side KV cache: one LayerCache per block (keys [batch, kvHeads, capacity,
+// headDim], values transposed [batch, kvHeads, headDim, capacity]), plus the positions and
+// validity of every slot, and the slots the current chunk writes to.
 type Cache struct {
 	Layers []layers.LayerCache
 	Pos    *Node // [batch, capacity] int32
@@ -48,6 +53,13 @@ type Cache struct {
 //
 // ctx is the root context; variables live under ctx.In(Scope).
 func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *Cache) (*Node, *Cache) {
+	return m.ForwardPick(ctx, tokens, pos, valid, cache, nil)
+}
+
+// ForwardPick is Forward that, when pick ([batch] int32) is not nil, returns only the logits of
+// token pick[b] of each row, [batch, 1, vocab]. Prefilling a prompt needs the last token's
+// logits only, and the output head is the largest matrix of a small model.
+func (m *Model) ForwardPick(ctx *context.Context, tokens, pos, valid *Node, cache *Cache, pick *Node) (*Node, *Cache) {
 	c := m.Config
 	ctx = ctx.In(Scope)
 	block := c.Block()
@@ -58,13 +70,25 @@ func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *C
 	if hook, ok := m.Scheme.(positional.Input); ok {
 		x = hook.Input(pe.Ctx, x, pos)
 	}
+	if c.TokenTypes > 0 {
+		// Every token is of type 0 (BERT's default segment); Gather keeps the graph trainable.
+		types := layers.EmbeddingTable(ctx.In("token_types"), tokens.Graph(), c.TokenTypes, c.Dim, DType)
+		x = Add(x, ExpandLeftToRank(Gather(types, Const(tokens.Graph(), [][]int32{{0}})), x.Rank()))
+	}
+	if c.EmbedNorm {
+		x = layers.Norm(ctx.In("embed_norm"), c.Norm, c.NormEps, x)
+	}
 
 	att := layers.AttentionInput{Pos: pos, Valid: valid}
+	keyPos, keyValid := pos, valid
 	var out *Cache
 	if cache != nil {
 		att.Write = layers.NewCacheWrite(cache.Slots, valid, pos, cache.Pos, cache.Valid)
 		out = &Cache{Pos: att.Write.Pos, Valid: att.Write.Valid, Slots: cache.Slots}
+		keyPos, keyValid = att.Write.Pos, att.Write.Valid
 	}
+	// The mask depends on positions only: build it once for every layer.
+	att.Mask = layers.MaskBias(c.Causal(), c.NumHeads, pos, keyPos, keyValid)
 	for i := 0; i < c.NumLayers; i++ {
 		if cache != nil {
 			att.Cache = &cache.Layers[i]
@@ -79,12 +103,28 @@ func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *C
 			out.Layers = append(out.Layers, *lc)
 		}
 	}
-	x = layers.Norm(ctx.In("norm"), c.Norm, c.NormEps, x)
+	if pick != nil {
+		// Every later step acts on each token alone: keep only the picked ones.
+		rows := Iota(x.Graph(), shapes.Make(dtypes.Int32, x.Shape().Dim(0)), 0)
+		x = ExpandAxes(Gather(x, Stack([]*Node{rows, pick}, -1)), 1) // [batch, 1, dim]
+	}
+	if c.NormPosition != "post" {
+		x = layers.Norm(ctx.In("norm"), c.Norm, c.NormEps, x)
+	}
+	if c.HeadTransform {
+		x = layers.Activation(c.FFN)(layers.Linear(ctx.In("head").In("dense"), x, c.Dim, true, layers.InitStd))
+		x = layers.Norm(ctx.In("head").In("norm"), c.Norm, c.NormEps, x)
+	}
 	head := table
 	if !c.TieEmbeddings {
 		head = layers.EmbeddingTable(ctx.In("output"), tokens.Graph(), c.VocabSize, c.Dim, DType)
 	}
-	return layers.Unembed(head, x), out
+	logits := layers.Unembed(head, x)
+	if c.HeadBias {
+		bias := ctx.In("output").WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(DType, c.VocabSize)).ValueGraph(tokens.Graph())
+		logits = Add(logits, ExpandLeftToRank(bias, logits.Rank()))
+	}
+	return logits, out
 }
 
 // DType is the floating-point type of every weight and activation.

@@ -115,14 +115,16 @@ func (r *RoPE) Rotate(x, pos *Node) *Node {
 	g := x.Graph()
 	hd := r.HeadDim
 	// Per-dimension frequency (0 for pass-through dims, so cos = 1 and sin = 0 there) and the
-	// signed permutation P with (x·P)_a = -x_b, (x·P)_b = x_a.
+	// signed permutation P with (x·P)_a = -x_b, (x·P)_b = x_a, stored transposed (Pᵀ[j][i] =
+	// P[i][j]) so that the product contracts the constant's last axis, the order in which the
+	// pure-Go backend multiplies without first transposing the constant at every call.
 	freq := make([]float32, hd)
-	perm := make([]float32, hd*hd)
+	permT := make([]float32, hd*hd)
 	for i, f := range r.InvFreq() {
 		a, b := r.Pair(i)
 		freq[a], freq[b] = float32(f), float32(f)
-		perm[b*hd+a] = -1
-		perm[a*hd+b] = 1
+		permT[a*hd+b] = -1
+		permT[b*hd+a] = 1
 	}
 	angles := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), 1, -1), Reshape(Const(g, freq), 1, 1, 1, hd)) // [b, 1, s, hd]
 	cos := ConvertDType(Cos(angles), x.DType())
@@ -139,7 +141,7 @@ func (r *RoPE) Rotate(x, pos *Node) *Node {
 		s := ConvertDType(Reshape(Const(g, scale), 1, 1, 1, hd), x.DType())
 		cos, sin = Mul(cos, s), Mul(sin, s)
 	}
-	p := ConvertDType(Reshape(Const(g, perm), hd, hd), x.DType())
-	swapped := DotGeneral(x, []int{3}, nil, p, []int{0}, nil)
+	pT := ConvertDType(Reshape(Const(g, permT), hd, hd), x.DType())
+	swapped := DotGeneral(x, []int{3}, nil, pT, []int{1}, nil)
 	return Add(Mul(x, cos), Mul(swapped, sin))
 }

@@ -8,6 +8,8 @@ package positional
 //	ntk      θ'_i = (b·s^(r/(r-2)))^(-2i/r)         "NTK-aware" base change (bloc97 2023)
 //	dynamic  ntk with s replaced, at length n > L, by s·n/L - (s-1)   (emozilla 2023; HF "dynamic")
 //	yarn     θ'_i = (1-γ_i)·θ_i/s + γ_i·θ_i, attention factor 0.1·ln(s) + 1   (Peng et al. 2023)
+//	llama3   as yarn, with γ_i linear in the turns L·θ_i/2π between low_freq_factor (1) and
+//	         high_freq_factor (4), no attention factor (Meta's Llama 3.1; HF "llama3")
 //
 // Linear squeezes every position into the trained range, at the price of crowding neighbours
 // together; NTK raises the base so that the fast pairs (local order) barely move and the slow
@@ -36,7 +38,8 @@ package positional
 //	               "original_max_position_embeddings": 128}}
 //
 // with "type" accepted for "rope_type" (older configs), and "beta_fast", "beta_slow",
-// "attention_factor" (replaces 0.1·ln s + 1) and "truncate" (true) for YaRN. The original
+// "attention_factor" (replaces 0.1·ln s + 1) and "truncate" (true) for YaRN,
+// "low_freq_factor" and "high_freq_factor" for llama3. The original
 // context L defaults to the length the model was trained at (train_seq_len).
 
 import (
@@ -49,7 +52,7 @@ import (
 )
 
 // ScalingTypes are the accepted rope_type values.
-var ScalingTypes = []string{"none", "default", "linear", "ntk", "dynamic", "yarn"}
+var ScalingTypes = []string{"none", "default", "linear", "ntk", "dynamic", "yarn", "llama3"}
 
 // Scaling is a RoPE context-extension method.
 type Scaling struct {
@@ -60,6 +63,8 @@ type Scaling struct {
 	BetaSlow   float64 // yarn: pairs turning fewer than this are fully interpolated (1)
 	AttnFactor float64 // yarn: multiplies cos and sin; 0 means 0.1·ln(s) + 1
 	Truncate   bool    // yarn: floor/ceil the ramp's ends to whole pairs, as HF and llama.cpp do
+	LowFreq    float64 // llama3: pairs turning fewer than this many times are interpolated (1)
+	HighFreq   float64 // llama3: pairs turning more than this many times are kept (4)
 }
 
 // parseScaling reads a rope_scaling block; trainLen is the default original context.
@@ -80,6 +85,9 @@ func parseScaling(o *Options, trainLen int) (*Scaling, error) {
 		AttnFactor: o.Float("attention_factor", 0),
 		Truncate:   o.Bool("truncate", true),
 	}
+	if typ == "llama3" {
+		s.LowFreq, s.HighFreq = o.Float("low_freq_factor", 1), o.Float("high_freq_factor", 4)
+	}
 	switch {
 	case s.Type == "":
 		return nil, fmt.Errorf("rope_scaling needs rope_type (valid: linear, ntk, dynamic, yarn)")
@@ -87,10 +95,12 @@ func parseScaling(o *Options, trainLen int) (*Scaling, error) {
 		return nil, nil
 	case s.Factor < 1:
 		return nil, fmt.Errorf("rope_scaling factor must be >= 1 (it extends the context s times), got %g", s.Factor)
-	case (s.Type == "dynamic" || s.Type == "yarn") && s.OrigLen <= 0:
+	case (s.Type == "dynamic" || s.Type == "yarn" || s.Type == "llama3") && s.OrigLen <= 0:
 		return nil, fmt.Errorf("rope_scaling %s needs the original context length: set original_max_position_embeddings (--yarn-orig-ctx N)", s.Type)
 	case s.Type == "yarn" && !(s.BetaFast > s.BetaSlow && s.BetaSlow > 0):
 		return nil, fmt.Errorf("rope_scaling yarn needs beta_fast > beta_slow > 0, got %g and %g", s.BetaFast, s.BetaSlow)
+	case s.Type == "llama3" && !(s.HighFreq > s.LowFreq && s.LowFreq > 0):
+		return nil, fmt.Errorf("rope_scaling llama3 needs high_freq_factor > low_freq_factor > 0, got %g and %g", s.HighFreq, s.LowFreq)
 	case s.AttnFactor < 0:
 		return nil, fmt.Errorf("rope_scaling attention_factor must be > 0, got %g", s.AttnFactor)
 	}
@@ -113,6 +123,8 @@ func (s *Scaling) InvFreq(r int, base float64, n int) []float64 {
 		return Frequencies(r, s.DynamicBase(base, r, n))
 	case "yarn":
 		return s.yarnInvFreq(r, base)
+	case "llama3":
+		return s.llama3InvFreq(r, base)
 	}
 	return Frequencies(r, base)
 }
@@ -151,6 +163,26 @@ func (s *Scaling) yarnInvFreq(r int, base float64) []float64 {
 		ramp := min(max((float64(i)-low)/(high-low), 0), 1) // 0 at fast pairs, 1 at slow ones
 		keep := 1 - ramp                                    // γ_i
 		f[i] = theta/s.Factor*(1-keep) + theta*keep
+	}
+	return f
+}
+
+// llama3InvFreq follows Hugging Face's _compute_llama3_parameters: in terms of the turns
+// t_i = L·θ_i/2π a pair makes over the original context, keep θ_i when t_i > high_freq_factor,
+// use θ_i/s when t_i < low_freq_factor, and in between mix with weight
+// (t_i - low)/(high - low) on θ_i.
+func (s *Scaling) llama3InvFreq(r int, base float64) []float64 {
+	f := Frequencies(r, base)
+	for i, theta := range f {
+		turns := float64(s.OrigLen) * theta / (2 * math.Pi)
+		switch {
+		case turns > s.HighFreq:
+		case turns < s.LowFreq:
+			f[i] = theta / s.Factor
+		default:
+			w := (turns - s.LowFreq) / (s.HighFreq - s.LowFreq)
+			f[i] = (1-w)*theta/s.Factor + w*theta
+		}
 	}
 	return f
 }

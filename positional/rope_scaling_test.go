@@ -235,7 +235,7 @@ func TestRoPEScalingErrors(t *testing.T) {
 		want  string
 	}{
 		{block("rope_type", "linear", "factor", 0.5), "factor must be >= 1"},
-		{block("rope_type", "longrope", "factor", 2.0), "valid: none, default, linear, ntk, dynamic, yarn"},
+		{block("rope_type", "longrope", "factor", 2.0), "valid: none, default, linear, ntk, dynamic, yarn, llama3"},
 		{block("factor", 2.0), "needs rope_type"},
 		{block("rope_type", "yarn", "factor", 4.0), "original_max_position_embeddings"},
 		{block("rope_type", "dynamic", "factor", 4.0), "--yarn-orig-ctx"},
@@ -253,5 +253,38 @@ func TestRoPEScalingErrors(t *testing.T) {
 	// The original context comes from the model when the block has none.
 	if _, err := New("rope", map[string]any{"rope_scaling": block("rope_type", "yarn", "factor", 4.0)}, Arch{Dim: 32, NumHeads: 2, NumKVHeads: 2, HeadDim: 16, TrainLen: 64}); err != nil {
 		t.Errorf("yarn with the model's train length: %v", err)
+	}
+}
+
+// Llama 3.1's scaling, written in Meta's terms of wavelengths λ_i = 2π/θ_i: keep pairs with
+// λ < L/high_freq_factor, divide by s those with λ > L/low_freq_factor, and blend in between
+// with weight (L/λ - low)/(high - low).
+func TestRoPEScalingLlama3(t *testing.T) {
+	const hd, b, s, L, low, high = 128, 500000.0, 8.0, 8192, 1.0, 4.0
+	sc := newScaledRoPE(t, hd, 0, map[string]any{"base": b, "rope_scaling": block(
+		"rope_type", "llama3", "factor", s, "low_freq_factor", low, "high_freq_factor", high, "original_max_position_embeddings", L)}).(*RoPE)
+	kept, divided, blended := 0, 0, 0
+	for i, f := range sc.InvFreq() {
+		theta := 1 / math.Pow(b, float64(2*i)/hd)
+		lambda := 2 * math.Pi / theta
+		var want float64
+		switch {
+		case lambda < L/high:
+			want, kept = theta, kept+1
+		case lambda > L/low:
+			want, divided = theta/s, divided+1
+		default:
+			w := (L/lambda - low) / (high - low)
+			want, blended = (1-w)*theta/s+w*theta, blended+1
+		}
+		if !closeRel(f, want) {
+			t.Errorf("llama3 θ_%d = %g, want %g", i, f, want)
+		}
+	}
+	if kept == 0 || divided == 0 || blended == 0 {
+		t.Errorf("llama3: %d kept, %d divided, %d blended; every regime should be exercised", kept, divided, blended)
+	}
+	if sc.AttentionFactor() != 1 {
+		t.Errorf("llama3 attention factor %g, want 1", sc.AttentionFactor())
 	}
 }

@@ -1,5 +1,10 @@
 package tokenizer
 
+// Byte is the dependency-free tokenizer of the toy models: one id per UTF-8
+// byte, so any text can be represented and no vocabulary file is needed.
+
+import "strings"
+
 // Ids of the byte tokenizer's special tokens. They sit right after the 256
 // byte values so every id fits in a small, dense embedding table.
 const (
@@ -51,4 +56,56 @@ func (Byte) VocabSize() int { return byteVocab }
 // Special returns the ids of BOS, EOS, PAD and MASK.
 func (Byte) Special() Specials {
 	return Specials{BOS: byteBOS, EOS: byteEOS, PAD: bytePAD, MASK: byteMASK}
+}
+
+// byteSpecials are the literals of the special tokens, in id order from
+// byteBOS.
+var byteSpecials = [...]string{"<s>", "</s>", "<pad>", MaskLiteral}
+
+// EncodeWith encodes text; AddSpecial puts BOS first and ParseSpecial turns
+// the literals "<s>", "</s>", "<pad>" and "<mask>" into their ids.
+func (b Byte) EncodeWith(text string, opt EncodeOptions) ([]int, error) {
+	var ids []int
+	if opt.AddSpecial {
+		ids = append(ids, byteBOS)
+	}
+	for len(text) > 0 {
+		next, tok := len(text), -1
+		if opt.ParseSpecial {
+			for i, lit := range byteSpecials {
+				if j := strings.Index(text, lit); j >= 0 && j < next {
+					next, tok = j, byteBOS+i
+				}
+			}
+		}
+		plain, _ := b.Encode(text[:next])
+		ids = append(ids, plain...)
+		if tok < 0 {
+			break
+		}
+		ids = append(ids, tok)
+		text = text[next+len(byteSpecials[tok-byteBOS]):]
+	}
+	if ids == nil {
+		ids = []int{}
+	}
+	return ids, nil
+}
+
+// DecodeWith decodes ids; KeepSpecial renders BOS, EOS and PAD as "<s>",
+// "</s>" and "<pad>" instead of dropping them.
+func (b Byte) DecodeWith(ids []int, opt DecodeOptions) string {
+	if !opt.KeepSpecial {
+		return b.Decode(ids)
+	}
+	var buf []byte
+	for _, id := range ids {
+		switch {
+		case id >= 0 && id < 256:
+			buf = append(buf, byte(id))
+		case id >= byteBOS && id < byteVocab:
+			buf = append(buf, byteSpecials[id-byteBOS]...)
+		}
+	}
+	return string(buf)
 }

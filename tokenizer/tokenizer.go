@@ -1,14 +1,19 @@
 // Package tokenizer turns text into token ids and back.
 //
-// Two implementations exist: Byte, a dependency-free tokenizer whose ids are
-// raw bytes plus four special tokens, and HF, a wrapper around Hugging Face
-// tokenizer.json files loaded through github.com/sugarme/tokenizer.
+// Implementations: Byte, a dependency-free tokenizer whose ids are raw bytes
+// plus four special tokens; HF, our own runner for Hugging Face
+// tokenizer.json files (BPE, WordPiece, WordLevel), which also loads GPT-2's
+// original vocab.json + merges.txt (LoadGPT2); and Llama2C, llama2.c's
+// tokenizer.bin encoded and decoded as run.c does.
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -32,23 +37,126 @@ type Specials struct{ BOS, EOS, PAD, MASK int }
 // Literals of special tokens (used by cmd/infer to find the mask marker in a prompt).
 const MaskLiteral = "<mask>"
 
-// Load picks a tokenizer by name: "byte" gives the byte-level tokenizer and
-// a path to a tokenizer.json file gives a Hugging Face tokenizer.
+// EncodeOptions ask for special tokens when encoding. The zero value is
+// what Encode does. They mirror Hugging Face's encode arguments (and
+// llama.cpp's llama_tokenize add_special/parse_special).
+type EncodeOptions struct {
+	// AddSpecial adds the tokens the tokenizer puts around a text (BOS,
+	// EOS, [CLS]/[SEP]): add_special_tokens=True.
+	AddSpecial bool
+	// ParseSpecial turns special-token literals in the text, such as
+	// "<|begin_of_text|>", into their ids: split_special_tokens=False.
+	// Without it they are encoded as the characters they are made of.
+	ParseSpecial bool
+}
+
+// DecodeOptions: KeepSpecial renders special tokens as their text
+// (skip_special_tokens=False) instead of dropping them.
+type DecodeOptions struct{ KeepSpecial bool }
+
+// Optioned is implemented by tokenizers that honour EncodeOptions and
+// DecodeOptions.
+type Optioned interface {
+	EncodeWith(text string, opt EncodeOptions) ([]int, error)
+	DecodeWith(ids []int, opt DecodeOptions) string
+}
+
+// EncodeWith encodes text with t, honouring opt when t is Optioned. Other
+// tokenizers have no special-token literals to parse, and AddSpecial puts
+// BOS first, as llama2.c's run.c does.
+func EncodeWith(t Tokenizer, text string, opt EncodeOptions) ([]int, error) {
+	if o, ok := t.(Optioned); ok {
+		return o.EncodeWith(text, opt)
+	}
+	ids, err := t.Encode(text)
+	if err != nil || !opt.AddSpecial || t.Special().BOS < 0 {
+		return ids, err
+	}
+	return append([]int{t.Special().BOS}, ids...), nil
+}
+
+// DecodeWith decodes ids with t, honouring opt when t is Optioned.
+func DecodeWith(t Tokenizer, ids []int, opt DecodeOptions) string {
+	if o, ok := t.(Optioned); ok {
+		return o.DecodeWith(ids, opt)
+	}
+	return t.Decode(ids)
+}
+
+// Load picks a tokenizer by name: "byte" gives the byte-level tokenizer; a
+// path gives the tokenizer in that file: a Hugging Face tokenizer.json,
+// GPT-2's vocab.json/encoder.json with merges.txt/vocab.bpe beside it, or
+// llama2.c's tokenizer.bin (a .bin name, or any file that does not start
+// with '{') with every token in the file. A directory stands for the
+// tokenizer.json, vocab.json or tokenizer.bin inside it.
 func Load(name string) (Tokenizer, error) {
 	if name == "byte" {
 		return NewByte(), nil
 	}
-	// A name that looks like a JSON file goes to LoadHF even when missing,
-	// because "file not found at P" is a more useful error than a list of
-	// choices when the user clearly meant a path.
-	if info, err := os.Stat(name); (err == nil && !info.IsDir()) || strings.HasSuffix(name, ".json") {
-		hf, err := LoadHF(name)
+	info, err := os.Stat(name)
+	if err == nil && info.IsDir() {
+		for _, f := range []string{"tokenizer.json", "vocab.json", "encoder.json", "tokenizer.bin"} {
+			if _, err := os.Stat(filepath.Join(name, f)); err == nil {
+				return Load(filepath.Join(name, f))
+			}
+		}
+		return nil, fmt.Errorf("no tokenizer in directory %s: want tokenizer.json, vocab.json with merges.txt, or tokenizer.bin", name)
+	}
+	// A name that looks like a JSON or .bin file goes to its loader even when
+	// missing, because "file not found at P" is a more useful error than a
+	// list of choices when the user clearly meant a path.
+	if strings.HasSuffix(name, ".bin") || (!strings.HasSuffix(name, ".json") && isNonJSONFile(name)) {
+		l, err := LoadLlama2C(name, 0)
 		if err != nil {
 			return nil, err
 		}
-		return hf, nil
+		return l, nil
 	}
-	return nil, fmt.Errorf("unknown tokenizer %q: valid choices are \"byte\" or a path to a tokenizer.json file", name)
+	if err == nil || strings.HasSuffix(name, ".json") {
+		return loadFile(name)
+	}
+	return nil, fmt.Errorf("unknown tokenizer %q: valid choices are \"byte\", a path to a tokenizer.json file, a GPT-2 vocab.json, or a llama2.c tokenizer.bin", name)
+}
+
+// isNonJSONFile reports whether name is a readable file whose first
+// non-space byte is not '{' (a tokenizer.json always starts with one).
+func isNonJSONFile(name string) bool {
+	f, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, 512)
+	n, _ := f.Read(buf)
+	trimmed := bytes.TrimLeft(buf[:n], " \t\r\n")
+	return n > 0 && (len(trimmed) == 0 || trimmed[0] != '{')
+}
+
+// loadFile tells a tokenizer.json (an object with a "model") from a GPT-2
+// vocabulary (an object of token ids) by its top-level keys.
+func loadFile(path string) (Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading tokenizer at %s: %w", path, err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("loading tokenizer at %s: not a tokenizer.json or vocab.json: %w", path, err)
+	}
+	// A GPT-2 vocabulary may well have a token "model", but its value is
+	// a number, never an object.
+	if m := top["model"]; (len(m) > 0 && m[0] == '{') || !looksLikeVocab(top) {
+		h, err := ParseHF(data)
+		if err != nil {
+			return nil, fmt.Errorf("loading tokenizer.json at %s: %w", path, err)
+		}
+		return h, nil
+	}
+	merges, err := findMerges(path)
+	if err != nil {
+		return nil, err
+	}
+	return LoadGPT2(path, merges)
 }
 
 // EncodeWithMask splits text on MaskLiteral, encodes the pieces with t, and

@@ -142,9 +142,19 @@ func checkTask(dir, task string) (*trainInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ti.Task == "" {
+		// Before -task existed, cmd/train trained plain next-byte (decoder) or masked-byte
+		// (encoder) prediction on the Go-source corpus, which is what the lm and mlm tasks train.
+		switch ti.Kind {
+		case "decoder":
+			ti.Task = "lm"
+		case "encoder":
+			ti.Task = "mlm"
+		default:
+			return nil, fmt.Errorf("%s records no task (trained without cmd/train -task); retrain it with -task %s", dir, task)
+		}
+	}
 	switch {
-	case ti.Task == "":
-		return nil, fmt.Errorf("%s records no task (trained without cmd/train -task); retrain it with -task %s", dir, task)
 	case ti.Task != task:
 		return nil, fmt.Errorf("%s was trained for task %s, not %s; pick -task %s or a %s checkpoint", dir, ti.Task, task, ti.Task, task)
 	}

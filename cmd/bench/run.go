@@ -94,6 +94,7 @@ func run(o options) error {
 				return err
 			}
 			rows = []row{{Model: filepath.Base(o.model), Scheme: ti.Scheme, Seed: ti.Seed, TrainLen: ti.SeqLen, Dir: o.model}}
+			rows = append(rows, variantRows(task, rows[0])...)
 		} else if rows, err = findRows(o.weights, task, o.schemes); err != nil {
 			return err
 		}

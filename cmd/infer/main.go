@@ -1,9 +1,11 @@
 // Command infer runs a posformer checkpoint: a decoder continues the prompt, streaming tokens;
 // an encoder fills each <mask> in the prompt and prints the top candidates. Flags follow
 // llama.cpp's llama-cli. The last line on stderr reports prefill and decode tokens per second.
+// A llama2.c .bin checkpoint runs as llama2.c's run.c runs it (see llama2c.go).
 //
 //	go run ./cmd/infer -p "func main() {"
 //	go run ./cmd/infer -m weights/sinusoidal-encoder -p "for i := 0; i < n; i<mask><mask> {"
+//	go run ./cmd/infer -m stories15M.bin -z tokenizer.bin --temp 0 -p "Once upon a time"
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
@@ -32,19 +35,24 @@ type options struct {
 	repeatLastN                        int
 	seed                               int64
 	rope                               *ropeflags.Flags
+	// llama2.c models: its tokenizer.bin (-z, as run.c), or the prompt as token ids.
+	tokenizer, promptIDs string
+	// set records the flags given on the command line, so that llama2.c models can take
+	// run.c's defaults for the others.
+	set map[string]bool
 }
 
 func main() {
 	var o options
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
 	for _, name := range []string{"m", "model"} {
-		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory (config.json + model.safetensors)")
+		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory (config.json + model.safetensors), or a llama2.c .bin file")
 	}
 	for _, name := range []string{"p", "prompt"} {
 		fs.StringVar(&o.prompt, name, "func main() {", "prompt; for an encoder, mark tokens to fill with "+tokenizer.MaskLiteral)
 	}
 	for _, name := range []string{"n", "n-predict"} {
-		fs.IntVar(&o.n, name, 128, "tokens to generate (-1: until the context is full)")
+		fs.IntVar(&o.n, name, 128, "tokens to generate (-1: until the context is full); llama2.c models: run.c's steps, prompt included (256; 0: seq_len)")
 	}
 	for _, name := range []string{"c", "ctx-size"} {
 		fs.IntVar(&o.ctxSize, name, 0, "context size, the KV-cache capacity (0: the model's max_seq_len)")
@@ -57,9 +65,11 @@ func main() {
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z)")
+	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S]")
+		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S]")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
@@ -72,6 +82,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "infer: %v (run with -h for the flags)\n", err)
 		os.Exit(2)
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := run(o, fs.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "infer:", err)
 		os.Exit(1)
@@ -106,11 +118,18 @@ func run(o options, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if engine.IsLlama2C(o.model) {
+		return runLlama2C(o, os.Stdout)
+	}
+	if o.tokenizer != "" || o.promptIDs != "" {
+		return fmt.Errorf("-z and --prompt-ids are for llama2.c .bin models; %s is a checkpoint directory with its own tokenizer", o.model)
+	}
 	if _, err := os.Stat(filepath.Join(o.model, models.ConfigFile)); err != nil {
 		return fmt.Errorf("no model at %s (want a directory with %s and %s); pass -m DIR", o.model, models.ConfigFile, models.WeightsFile)
 	}
+	memlimit.ForLoading(engine.CheckpointBytes(o.model))
 	start := time.Now()
-	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.rope.Edit())
+	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.edits()...)
 	if err != nil {
 		return err
 	}
@@ -119,6 +138,7 @@ func run(o options, args []string) error {
 		return err
 	}
 	load := time.Since(start)
+	memlimit.Set(memlimit.Base(), e.KVBytes(1))
 	if !e.Model.Config.Causal() {
 		return fillMask(e, tok, o.prompt)
 	}
@@ -152,9 +172,17 @@ func run(o options, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "infer: load %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
-		load.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
+	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
+		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
 	return nil
+}
+
+// edits are the configuration changes the flags ask for (RoPE scaling).
+func (o options) edits() []models.Edit {
+	if o.rope == nil || !o.rope.Given() {
+		return nil
+	}
+	return []models.Edit{o.rope.Edit()}
 }
 
 func loadTokenizer(dir, name string) (tokenizer.Tokenizer, error) {

@@ -7,7 +7,8 @@
 // Reading is lazy: Open parses and validates only the header, and tensors are
 // read on demand in bounded chunks, so multi-gigabyte checkpoints never have
 // to fit in memory. Writing is atomic so a crash never leaves a half-written
-// checkpoint under the final name.
+// checkpoint under the final name; it stores F32, or F16/BF16 rounded to
+// nearest-even, as PyTorch's .half() and .bfloat16() do.
 package safetensors
 
 import (
@@ -69,8 +70,9 @@ type Info struct {
 // so a File may be shared by goroutines reading different tensors.
 type File struct {
 	path      string
-	f         *os.File
-	dataStart int64 // absolute file offset of the data section
+	r         io.ReaderAt
+	closer    io.Closer // nil for OpenReader
+	dataStart int64     // absolute file offset of the data section
 	infos     []Info
 	byName    map[string]int
 	metadata  map[string]string
@@ -89,20 +91,27 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	sf, err := readHeader(path, f)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	}
+	sf, err := OpenReader(path, f, st.Size())
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
+	sf.closer = f
 	return sf, nil
 }
 
-func readHeader(path string, f *os.File) (*File, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	size := st.Size()
+// OpenReader is Open on size bytes of r; name is used in messages. It lets
+// the header parser be fuzzed and used on data that is not a file.
+func OpenReader(name string, r io.ReaderAt, size int64) (*File, error) {
+	return readHeader(name, r, size)
+}
+
+func readHeader(path string, f io.ReaderAt, size int64) (*File, error) {
 	if size < 8 {
 		return nil, fmt.Errorf("safetensors: %s: file is %d bytes, shorter than the 8-byte header length", path, size)
 	}
@@ -129,7 +138,7 @@ func readHeader(path string, f *os.File) (*File, error) {
 
 	sf := &File{
 		path:      path,
-		f:         f,
+		r:         f,
 		dataStart: 8 + int64(n),
 		byName:    make(map[string]int, len(entries)),
 		metadata:  map[string]string{},
@@ -219,7 +228,10 @@ func parseEntry(name string, msg json.RawMessage) (Info, error) {
 
 // Close closes the underlying file.
 func (f *File) Close() error {
-	if err := f.f.Close(); err != nil {
+	if f.closer == nil {
+		return nil
+	}
+	if err := f.closer.Close(); err != nil {
 		return fmt.Errorf("safetensors: closing %s: %w", f.path, err)
 	}
 	return nil
@@ -262,16 +274,12 @@ func (f *File) Metadata() map[string]string {
 // (F16 and BF16 converted exactly, including subnormals, inf and nan). Other
 // dtypes are an error naming the tensor and dtype.
 func (f *File) ReadFloat32(name string) ([]float32, error) {
-	i, ok := f.byName[name]
-	if !ok {
-		return nil, fmt.Errorf("safetensors: %s: no tensor %q", f.path, name)
-	}
-	info := f.infos[i]
-	if !isFloat(info.DType) {
-		return nil, fmt.Errorf("safetensors: %s: tensor %q has dtype %s, cannot read as float32", f.path, name, info.DType)
+	info, err := f.floatInfo(name)
+	if err != nil {
+		return nil, err
 	}
 	dst := make([]float32, (info.End-info.Begin)/dtypeSizes[info.DType])
-	if err := f.ReadFloat32Into(name, dst); err != nil {
+	if err := f.readRange(info, 0, dst); err != nil {
 		return nil, err
 	}
 	return dst, nil
@@ -280,28 +288,56 @@ func (f *File) ReadFloat32(name string) ([]float32, error) {
 // ReadFloat32Into is ReadFloat32 into a caller-provided slice of exactly the
 // tensor's element count, so callers can stream into preallocated storage.
 func (f *File) ReadFloat32Into(name string, dst []float32) error {
+	info, err := f.floatInfo(name)
+	if err != nil {
+		return err
+	}
+	if count := (info.End - info.Begin) / dtypeSizes[info.DType]; int64(len(dst)) != count {
+		return fmt.Errorf("safetensors: %s: tensor %q has %d elements but the destination holds %d", f.path, name, count, len(dst))
+	}
+	return f.readRange(info, 0, dst)
+}
+
+// ReadFloat32Range reads len(dst) elements of a tensor, starting at element
+// offset of its row-major data, converting as ReadFloat32 does. It serves
+// loaders that take a slice of a fused tensor or transpose one row at a time.
+func (f *File) ReadFloat32Range(name string, offset int64, dst []float32) error {
+	info, err := f.floatInfo(name)
+	if err != nil {
+		return err
+	}
+	count := (info.End - info.Begin) / dtypeSizes[info.DType]
+	if offset < 0 || offset > count || int64(len(dst)) > count-offset {
+		return fmt.Errorf("safetensors: %s: elements [%d, %d) are outside tensor %q of %d elements", f.path, offset, offset+int64(len(dst)), name, count)
+	}
+	return f.readRange(info, offset, dst)
+}
+
+func (f *File) floatInfo(name string) (Info, error) {
 	i, ok := f.byName[name]
 	if !ok {
-		return fmt.Errorf("safetensors: %s: no tensor %q", f.path, name)
+		return Info{}, fmt.Errorf("safetensors: %s: no tensor %q", f.path, name)
 	}
 	info := f.infos[i]
 	if !isFloat(info.DType) {
-		return fmt.Errorf("safetensors: %s: tensor %q has dtype %s, cannot read as float32", f.path, name, info.DType)
+		return Info{}, fmt.Errorf("safetensors: %s: tensor %q has dtype %s, cannot read as float32", f.path, name, info.DType)
 	}
-	size := dtypeSizes[info.DType]
-	count := (info.End - info.Begin) / size
-	if int64(len(dst)) != count {
-		return fmt.Errorf("safetensors: %s: tensor %q has %d elements but the destination holds %d", f.path, name, count, len(dst))
-	}
+	return info, nil
+}
 
+// readRange converts elements [offset, offset+len(dst)) of a float tensor.
+func (f *File) readRange(info Info, offset int64, dst []float32) error {
+	size := dtypeSizes[info.DType]
+	count := int64(len(dst))
 	// Chunks are a whole number of elements so no element straddles two reads.
 	perChunk := max(chunkBytes/size, 1)
 	buf := make([]byte, min(perChunk, count)*size)
+	start := f.dataStart + info.Begin + offset*size
 	for done := int64(0); done < count; {
 		n := min(perChunk, count-done)
 		b := buf[:n*size]
-		if _, err := f.f.ReadAt(b, f.dataStart+info.Begin+done*size); err != nil {
-			return fmt.Errorf("safetensors: %s: reading tensor %q: %w", f.path, name, err)
+		if _, err := f.r.ReadAt(b, start+done*size); err != nil {
+			return fmt.Errorf("safetensors: %s: reading tensor %q: %w", f.path, info.Name, err)
 		}
 		decode(info.DType, b, dst[done:done+n])
 		done += n
@@ -365,11 +401,73 @@ func float16ToFloat32(h uint16) float32 {
 	}
 }
 
-// Tensor is a float32 tensor to be written; it is stored as F32.
+// float32ToBFloat16 keeps the top 16 bits of x, rounded to nearest-even; a
+// NaN stays a (quiet) NaN instead of rounding into infinity.
+func float32ToBFloat16(x float32) uint16 {
+	b := math.Float32bits(x)
+	if x != x {
+		return uint16(b>>16) | 0x40
+	}
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// float32ToFloat16 rounds x to the nearest IEEE 754 half (ties to even),
+// giving subnormals below 2^-14 and infinity above 65504.
+func float32ToFloat16(x float32) uint16 {
+	b := math.Float32bits(x)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	mant := b & 0x7fffff
+	switch {
+	case exp == 0xff && mant != 0: // NaN: keep the top payload bits, force quiet
+		return sign | 0x7e00 | uint16(mant>>13)
+	case exp == 0xff:
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15 // the half's biased exponent
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 {
+		// Subnormal half (or zero): value = m * 2^-24 with m = full mantissa
+		// shifted right by 14-e bits (the implicit 1 made explicit first).
+		if e < -10 {
+			return sign // below half the smallest subnormal: rounds to zero
+		}
+		m := mant | 0x800000
+		shift := uint32(14 - e)
+		h := m >> shift
+		rem := m & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && h&1 == 1) {
+			h++ // may carry into the smallest normal, which is the right answer
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(e)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+		h++ // a carry into the exponent (up to infinity) is the right answer
+	}
+	return sign | uint16(h)
+}
+
+// Tensor is a float32 tensor to be written.
 type Tensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
+	// DType is how the tensor is stored: "F32" (or empty), "F16" or "BF16".
+	// The narrow types round to nearest-even.
+	DType string
+}
+
+// storedDType is t's dtype on disk.
+func (t Tensor) storedDType() string {
+	if t.DType == "" {
+		return "F32"
+	}
+	return t.DType
 }
 
 // Write writes tensors (sorted by name, data section 8-byte aligned by
@@ -451,8 +549,14 @@ func buildHeader(tensors []Tensor, metadata map[string]string) ([]byte, []Tensor
 		if n != len(t.Data) {
 			return nil, nil, fmt.Errorf("tensor %q: shape %v has %d elements but data has %d", t.Name, t.Shape, n, len(t.Data))
 		}
-		end := offset + 4*int64(n)
-		entries[t.Name] = headerEntry{DType: "F32", Shape: shape, DataOffsets: []int64{offset, end}}
+		dtype := t.storedDType()
+		switch dtype {
+		case "F32", "F16", "BF16":
+		default:
+			return nil, nil, fmt.Errorf("tensor %q: cannot write dtype %q (valid: F32, F16, BF16)", t.Name, t.DType)
+		}
+		end := offset + dtypeSizes[dtype]*int64(n)
+		entries[t.Name] = headerEntry{DType: dtype, Shape: shape, DataOffsets: []int64{offset, end}}
 		offset = end
 	}
 	if len(metadata) > 0 {
@@ -483,9 +587,17 @@ func writeBody(w io.Writer, header []byte, tensors []Tensor) error {
 	}
 	buf := make([]byte, 0, chunkBytes)
 	for _, t := range tensors {
+		dtype := t.storedDType()
 		for _, v := range t.Data {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-			if len(buf) == cap(buf) {
+			switch dtype {
+			case "F16":
+				buf = binary.LittleEndian.AppendUint16(buf, float32ToFloat16(v))
+			case "BF16":
+				buf = binary.LittleEndian.AppendUint16(buf, float32ToBFloat16(v))
+			default:
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			}
+			if len(buf) >= cap(buf)-4 {
 				if _, err := w.Write(buf); err != nil {
 					return fmt.Errorf("tensor %q: %w", t.Name, err)
 				}

@@ -1,0 +1,45 @@
+// Package memlimit sets Go's soft memory limit for a process that holds a model: the heap in
+// use once the weights are loaded, plus the KV cache it will grow, plus some slack.
+//
+// Why: the weights are a large heap that lives as long as the process. With Go's default
+// pacing (GOGC=100) the garbage made while decoding may grow to the size of the live heap
+// before a collection, so the process would peak near twice the weights. A soft limit
+// (runtime/debug.SetMemoryLimit) makes the collector run as the total approaches it instead;
+// if a step needs more (a long prompt), the process collects more often, it does not fail.
+package memlimit
+
+import (
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+)
+
+// Slack is the memory allowed above weights and cache for a step's temporary buffers and
+// not-yet-collected garbage.
+const Slack = 8 << 20
+
+// Base reads the memory the Go runtime holds now (what the limit counts: every mapped span,
+// not only the heap in use, less what was returned to the system): call it right after
+// loading the model.
+func Base() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.Sys - ms.HeapReleased)
+}
+
+// Set limits the process to base + kvBytes + Slack, unless GOMEMLIMIT is set (the user's
+// choice wins) or base is 0.
+func Set(base, kvBytes int64) {
+	if os.Getenv("GOMEMLIMIT") != "" || base <= 0 {
+		return
+	}
+	debug.SetMemoryLimit(base + kvBytes + Slack)
+}
+
+// ForLoading limits the process while it reads a checkpoint of the given size (bytes on disk,
+// about the weights in memory), so that the reader's buffers are collected as it goes.
+func ForLoading(checkpointBytes int64) { Set(Base(), checkpointBytes) }
+
+// Off removes the limit.
+func Off() { debug.SetMemoryLimit(math.MaxInt64) }

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/posformer/posformer/models"
+)
+
+// windowConfig is a tiny decoder whose context spans several cache windows (steps of 64).
+func windowConfig(pe map[string]any) models.Config {
+	cfg := tinyConfig(models.Decoder, 2, pe)
+	cfg.MaxSeqLen = 200
+	return cfg
+}
+
+// The cache grows window by window; decoding across the window edges, in a batch of ragged
+// rows, gives the logits of recomputing each row from scratch, and AppendLast gives Append's
+// last row.
+func TestCachedEqualsFullAcrossWindows(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, pe := range []map[string]any{
+		{"name": "rope", "layout": "interleaved"}, {"name": "alibi"}, {"name": "shaw"}, {"name": "t5"},
+	} {
+		e := newTestEngine(t, windowConfig(pe))
+		if got := e.window(1); got != 64 {
+			t.Fatalf("first window is %d slots, want 64", got)
+		}
+		lens := []int{50, 7}
+		rows := [][]int{randomTokens(r, 150), randomTokens(r, 140)}
+		s := e.NewSession(2)
+		prompt := [][]int{rows[0][:lens[0]], rows[1][:lens[1]]}
+		last, err := s.AppendLast(prompt, [][]int{iota(0, lens[0]), iota(0, lens[1])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(row, n int, got []float32) {
+			t.Helper()
+			full, err := e.Forward([][]int{rows[row][:n]}, [][]int{iota(0, n)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxAbsDiff(got, full[0][n-1]); d > 1e-4 {
+				t.Errorf("%v row %d, %d tokens (window %d): cached vs full logits differ by %g", pe, row, n, s.window, d)
+			}
+		}
+		check(0, lens[0], last[0])
+		check(1, lens[1], last[1])
+		for lens[0] < len(rows[0]) {
+			next, pos := make([][]int, 2), make([][]int, 2)
+			for i := range 2 {
+				if lens[i] < len(rows[i]) {
+					next[i], pos[i] = []int{rows[i][lens[i]]}, []int{lens[i]}
+				}
+			}
+			out, err := s.Append(next, pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				if len(next[i]) == 0 {
+					continue
+				}
+				lens[i]++
+				switch lens[i] {
+				case 64, 65, 100, 128, 129, 140, 150:
+					check(i, lens[i], out[i][0])
+				}
+			}
+		}
+		if s.window != 192 {
+			t.Errorf("%v: after 150 tokens the window is %d slots, want 192", pe, s.window)
+		}
+	}
+}
+
+// After Warmup, generation compiles nothing, whatever the prompt length (prompts in several
+// chunk buckets and window sizes) and however far it decodes.
+func TestNoCompilationAfterWarmup(t *testing.T) {
+	e := newTestEngine(t, windowConfig(map[string]any{"name": "rope"}))
+	if err := e.Warmup(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	warm := e.Compilations()
+	sm, err := NewSampler(Sampling{Temp: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1, 3, 17, 40, 64, 70, 130, 199} {
+		st, err := e.Generate(randomTokens(r, n), 60, sm, nil, func(int) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(60, e.Capacity-n+1); st.Generated != want {
+			t.Errorf("prompt of %d: generated %d tokens, want %d", n, st.Generated, want)
+		}
+	}
+	if got := e.Compilations(); got != warm {
+		t.Errorf("generation compiled %d graphs after warm-up", got-warm)
+	}
+}
+
+// An engine made from a context in the checkpoint layout (as a trainer leaves it) copies it
+// into the inference layout, leaves it untouched, and computes what the loaded checkpoint does.
+func TestNewFromTrainedContext(t *testing.T) {
+	cfg := windowConfig(map[string]any{"name": "rope"})
+	saved := newTestEngine(t, cfg)
+	toks := randomTokens(rand.New(rand.NewPCG(1, 1)), 20)
+	want, err := saved.Forward([][]int{toks}, [][]int{iota(0, 20)}) // creates the variables
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := models.Save(dir, cfg, saved.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	backend, err := NewBackend("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ctx, err := models.Load(dir, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := m.Params(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(backend, m, ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range params {
+		scope, name := models.VariablePath(p.Name)
+		if v := ctx.InAbsPath(scope).GetVariable(name); v == nil || !slices.Equal(v.Shape().Dimensions, p.Shape) {
+			t.Errorf("the trainer's variable %s changed", p.Name)
+		}
+	}
+	got, err := e.Forward([][]int{toks}, [][]int{iota(0, 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(got[0][19], want[0][19]); d != 0 {
+		t.Errorf("logits differ by %g", d)
+	}
+}

@@ -1,0 +1,129 @@
+package llama2c
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/models"
+)
+
+// NormEps is the epsilon run.c adds inside every RMSNorm; the format has no field for it.
+const NormEps = 1e-5
+
+// RoPEBase is the base run.c's rotary frequencies use; the format has no field for it either.
+const RoPEBase = 10000
+
+// TokenizerName is what Config records as the tokenizer: llama2.c keeps it in a separate
+// tokenizer.bin, given to cmd/infer with -z as run.c takes it.
+const TokenizerName = "tokenizer.bin"
+
+// Config is the model a header describes, in our terms.
+func (h Header) Config() models.Config {
+	cfg := models.Config{
+		Kind: models.Decoder, VocabSize: h.VocabSize, Dim: h.Dim, NumLayers: h.NumLayers,
+		NumHeads: h.NumHeads, NumKVHeads: h.NumKVHeads, HiddenDim: h.HiddenDim,
+		FFN: "swiglu", Norm: "rmsnorm", NormEps: NormEps, Bias: false,
+		TieEmbeddings: h.SharedClassifier, MaxSeqLen: h.SeqLen, TrainSeqLen: h.SeqLen,
+		Tokenizer:  TokenizerName,
+		Positional: map[string]any{"name": "rope", "layout": "interleaved", "base": float64(RoPEBase)},
+	}
+	cfg.Defaults()
+	return cfg
+}
+
+// Load reads the llama2.c checkpoint at path into a model and a context holding its variables
+// under the same names as our own checkpoints. Tensors are streamed one by one into their
+// variables, so peak memory is the weights plus one small read buffer. Edits change the
+// configuration first, for settings that leave the weights alone (RoPE scaling, say).
+func Load(path string, backend backends.Backend, edits ...models.Edit) (*models.Model, *context.Context, error) {
+	ctx := context.New()
+	m, err := LoadInto(path, backend, ctx, edits...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, ctx, nil
+}
+
+// LoadInto is Load into the given context: an inference context (layers.SetPacked) receives
+// its matrices packed, read straight into place (models.StoredShape).
+func LoadInto(path string, backend backends.Backend, ctx *context.Context, edits ...models.Edit) (*models.Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("loading %s: is a directory, not a llama2.c .bin file", path)
+	}
+	rd, err := NewReader(bufio.NewReaderSize(f, chunkBytes), info.Size())
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	m, err := load(rd, backend, ctx, edits)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func load(rd *Reader, backend backends.Backend, ctx *context.Context, edits []models.Edit) (*models.Model, error) {
+	cfg := rd.Header().Config()
+	for _, edit := range edits {
+		if err := edit(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	m, err := models.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The model's own list of variables must be exactly the file's, name by name and shape by
+	// shape; this catches a drift between this layout and the layers' scopes at load time.
+	params, err := m.Params(backend)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string][]int{}
+	for _, p := range params {
+		want[p.Name] = p.Shape
+	}
+	for _, e := range rd.Header().Layout() {
+		if e.Skip {
+			continue
+		}
+		shape, ok := want[e.Name]
+		if !ok || !slices.Equal(shape, e.Shape) {
+			return nil, fmt.Errorf("internal: llama2.c tensor %s %v has no matching model variable (model wants %v)", e.Name, e.Shape, shape)
+		}
+		delete(want, e.Name)
+	}
+	for name, shape := range want {
+		return nil, fmt.Errorf("internal: model variable %s %v has no llama2.c tensor", name, shape)
+	}
+
+	for {
+		e, err := rd.Next()
+		if err == io.EOF {
+			return m, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Straight into the backend's buffer (models.NewTensor), so a forward pass does not
+		// copy the weights a second time.
+		t, err := models.NewTensor(backend, models.StoredShape(ctx, e.Name, e.Shape), rd.Read)
+		if err != nil {
+			return nil, err
+		}
+		models.SetParam(ctx, e.Name, t)
+	}
+}
