@@ -132,7 +132,11 @@ func runLlama2C(o options, out io.Writer) error {
 		emit(t)
 	}
 	// run.c runs steps positions; the last sampled token is printed but never fed back.
-	st, err := e.Generate(prompt, steps-len(prompt)+1, sm, []int{runcBOS}, emit)
+	stop := []int{runcBOS}
+	if o.ignoreEOS {
+		stop = nil
+	}
+	st, err := e.Generate(prompt, steps-len(prompt)+1, sm, stop, emit)
 	fmt.Fprintln(out)
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ type options struct {
 	n, topK, ctxSize                   int
 	temp, topP, repeatPenalty          float64
 	repeatLastN                        int
+	ignoreEOS                          bool
 	seed                               int64
 	rope                               *ropeflags.Flags
 	// llama2.c models: its tokenizer.bin (-z, as run.c), or the prompt as token ids.
@@ -62,6 +63,7 @@ func main() {
 	fs.Float64Var(&o.topP, "top-p", 0.95, "top-p sampling (1: off)")
 	fs.Float64Var(&o.repeatPenalty, "repeat-penalty", 1.1, "penalize tokens repeated within the last --repeat-last-n (1: off)")
 	fs.IntVar(&o.repeatLastN, "repeat-last-n", 64, "tokens considered by --repeat-penalty")
+	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at the end-of-text token (BOS for llama2.c models): generate -n tokens, for benchmarks")
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
@@ -155,7 +157,7 @@ func run(o options, args []string) error {
 		return err
 	}
 	var stop []int
-	if eos := tok.Special().EOS; eos >= 0 {
+	if eos := tok.Special().EOS; eos >= 0 && !o.ignoreEOS {
 		stop = append(stop, eos)
 	}
 	fmt.Print(o.prompt)
