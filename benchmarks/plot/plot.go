@@ -216,42 +216,91 @@ func (r raster) DataRange() (xmin, xmax, ymin, ymax float64) {
 type Series struct {
 	Label string
 	X, Y  []float64
+	// Style picks the colour and dash pattern: 1 + an index shared across panels, so a curve
+	// keeps its look from panel to panel; 0 means the series' position in its panel.
+	Style int
 }
 
 // Lines draws one or more series against a shared x axis, with a legend when they are named.
+// Series are told apart by colour, then (past the 7 colours) by dash pattern.
 type Lines struct {
 	Title, XLabel, YLabel string
 	Series                []Series
+	// LogX draws x on a log-2 scale (lengths 64, 128, ... evenly spaced); x must be positive.
+	LogX bool
+	// Marks are x values drawn as dashed vertical lines, e.g. the training length.
+	Marks []float64
+	// YMin, YMax fix the y range when YMax > YMin (lines leaving it are clipped); else automatic.
+	YMin, YMax float64
+	// MaxLegend is the most legend entries drawn (0 means 8); with more series the legend is
+	// left out, since it would cover the lines.
+	MaxLegend int
 }
-
-// maxLegend is the most legend entries drawn; more would cover the lines.
-const maxLegend = 8
 
 func (l Lines) draw(c draw.Canvas) error {
 	p := gp.New()
 	p.Title.Text = l.Title
 	p.X.Label.Text, p.Y.Label.Text = l.XLabel, l.YLabel
 	p.Add(plotter.NewGrid())
+	if l.LogX {
+		p.X.Scale = gp.LogScale{}
+		p.X.Tick.Marker = log2Ticks{}
+	}
 	for i, s := range l.Series {
 		if len(s.X) != len(s.Y) {
 			return fmt.Errorf("plot: series %q has %d x and %d y values", s.Label, len(s.X), len(s.Y))
 		}
 		xys := make(plotter.XYs, len(s.X))
 		for k := range s.X {
+			if l.LogX && s.X[k] <= 0 {
+				return fmt.Errorf("plot: series %q has x = %v on a log scale; x must be positive", s.Label, s.X[k])
+			}
 			xys[k].X, xys[k].Y = s.X[k], s.Y[k]
 		}
 		line, err := plotter.NewLine(xys)
 		if err != nil {
 			return fmt.Errorf("plot: series %q: %w", s.Label, err)
 		}
-		line.Color = plotutil.Color(i)
+		style := i
+		if s.Style > 0 {
+			style = s.Style - 1
+		}
+		line.Color = plotutil.Color(style)
+		line.Dashes = plotutil.Dashes(style / len(plotutil.DefaultColors))
 		line.Width = vg.Points(1.2)
 		p.Add(line)
-		if s.Label != "" && len(l.Series) <= maxLegend {
+		if s.Label != "" && len(l.Series) <= orDefault(l.MaxLegend, 8) {
 			p.Legend.Add(s.Label, line)
 		}
+	}
+	if l.YMax > l.YMin {
+		p.Y.Min, p.Y.Max = l.YMin, l.YMax
+	}
+	for _, x := range l.Marks {
+		// Spans the y range computed so far; drawn last so it is not hidden.
+		lo, hi := p.Y.Min, p.Y.Max
+		mark, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: hi}})
+		if err != nil {
+			return fmt.Errorf("plot: mark at x=%v: %w", x, err)
+		}
+		mark.Color = color.Gray{Y: 0x60}
+		mark.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(mark)
 	}
 	p.Legend.Top = true
 	p.Draw(c)
 	return nil
+}
+
+// log2Ticks labels a log-scale axis at the powers of two inside its range.
+type log2Ticks struct{}
+
+func (log2Ticks) Ticks(min, max float64) []gp.Tick {
+	var ticks []gp.Tick
+	for e := math.Floor(math.Log2(min)); e <= math.Ceil(math.Log2(max)); e++ {
+		if v := math.Exp2(e); v >= min*(1-1e-9) && v <= max*(1+1e-9) {
+			ticks = append(ticks, gp.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+		}
+	}
+	return ticks
 }

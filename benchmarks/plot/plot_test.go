@@ -89,3 +89,28 @@ func TestHeatmapEdgeCases(t *testing.T) {
 		t.Error("an empty figure gave no error")
 	}
 }
+
+// Log-2 ticks fall on the powers of two inside the range, and a log axis refuses x <= 0.
+func TestLogXTicksAndErrors(t *testing.T) {
+	var got []float64
+	for _, tk := range (log2Ticks{}).Ticks(48, 1024) {
+		got = append(got, tk.Value)
+	}
+	want := []float64{64, 128, 256, 512, 1024}
+	if len(got) != len(want) {
+		t.Fatalf("ticks %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ticks %v, want %v", got, want)
+		}
+	}
+	ok := Lines{LogX: true, Marks: []float64{64}, YMin: 0, YMax: 1, Series: []Series{{Label: "a", X: []float64{64, 256}, Y: []float64{0.2, 2}, Style: 9}}}
+	if _, err := (Figure{Rows: [][]Panel{{ok}}}).PNG(); err != nil {
+		t.Errorf("log x, mark, clipped y, style 9: %v", err)
+	}
+	bad := Lines{LogX: true, Series: []Series{{Label: "a", X: []float64{0, 1}, Y: []float64{1, 1}}}}
+	if _, err := (Figure{Rows: [][]Panel{{bad}}}).PNG(); err == nil || !strings.Contains(err.Error(), "positive") {
+		t.Errorf("x = 0 on a log axis: %v", err)
+	}
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/corpus"
+	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/progress"
 	"github.com/posformer/posformer/engine"
@@ -33,6 +34,7 @@ import (
 
 type options struct {
 	kind, scheme, out, backend string
+	task                       string
 	pe                         peflag.Options
 	dim, layers, heads, kv     int
 	hidden, ctxLen             int
@@ -50,6 +52,7 @@ type options struct {
 func main() {
 	o := options{pe: peflag.Options{}}
 	flag.StringVar(&o.kind, "kind", "decoder", "decoder (causal LM) or encoder (masked LM)")
+	flag.StringVar(&o.task, "task", "", "benchmark task (sets -kind, recorded in train.json): "+strings.Join(tasks.Names(), ", ")+"; empty: plain LM/MLM by -kind")
 	flag.StringVar(&o.scheme, "scheme", "rope", "positional scheme: "+strings.Join(positional.Names(), ", "))
 	flag.Var(o.pe, "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
 	flag.StringVar(&o.out, "o", "", "checkpoint directory to write (required)")
@@ -105,6 +108,15 @@ func run(o options) error {
 	case o.randomPositions != 0 && o.randomPositions < o.seq:
 		return fmt.Errorf("-random-positions %d must be 0 (off) or >= -seq %d: it is the range the %d positions are drawn from", o.randomPositions, o.seq, o.seq)
 	}
+	if o.task != "" {
+		if err := tasks.Check(o.task); err != nil {
+			return fmt.Errorf("-task: %w", err)
+		}
+		if kindSet() && o.kind != tasks.Kind(o.task) {
+			return fmt.Errorf("-task %s trains a%s %s, not -kind %s; drop -kind", o.task, map[bool]string{true: "n"}[tasks.Kind(o.task) == models.Encoder], tasks.Kind(o.task), o.kind)
+		}
+		o.kind = tasks.Kind(o.task)
+	}
 	nope, err := parseLayers(o.nopeLayers)
 	if err != nil {
 		return err
@@ -144,7 +156,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	data, err := corpus.Load(root, o.maxBytes)
+	maxBytes := o.maxBytes
+	if o.task == tasks.Copy || o.task == tasks.Passkey {
+		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
+	}
+	data, err := corpus.Load(root, maxBytes)
 	if err != nil {
 		return err
 	}
@@ -157,6 +173,16 @@ func run(o options) error {
 	posRNG := rand.New(rand.NewPCG(uint64(o.seed)+7, uint64(tr.GlobalStep())))
 	evalIn, evalTgt := corpus.Windows(data.Eval, cfg.TrainSeqLen, o.evalWindows)
 	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.maskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
+	// Synthetic tasks draw their batches from a seeded generator instead of the corpus.
+	var gen *tasks.Generator
+	if o.task == tasks.Copy || o.task == tasks.Passkey {
+		if gen, err = tasks.NewGenerator(o.task, cfg.TrainSeqLen, o.seed, tr.GlobalStep()); err != nil {
+			return err
+		}
+		if evalBatch, err = tasks.EvalBatch(o.task, cfg.TrainSeqLen, o.evalWindows); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(os.Stderr, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes\n",
 		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.steps, o.batch, cfg.TrainSeqLen)
 
@@ -165,8 +191,13 @@ func run(o options) error {
 	bar := progress.New(os.Stderr, "train "+cfg.SchemeName()+" "+cfg.Kind, o.steps-first)
 	var loss, evalLoss float64 = math.NaN(), math.NaN()
 	for step := first; step < o.steps; step++ {
-		in, tgt := sampler.Batch(o.batch, cfg.TrainSeqLen)
-		b := makeBatch(cfg.Kind, in, tgt, o.maskRate, maskRNG, tok.Special().MASK)
+		var b engine.Batch
+		if gen != nil {
+			b = gen.Batch(o.batch)
+		} else {
+			in, tgt := sampler.Batch(o.batch, cfg.TrainSeqLen)
+			b = makeBatch(cfg.Kind, in, tgt, o.maskRate, maskRNG, tok.Special().MASK)
+		}
 		if o.randomPositions > 0 {
 			randomizePositions(b.Positions, o.randomPositions, posRNG)
 		}
@@ -191,6 +222,7 @@ func run(o options) error {
 	wall := time.Since(start)
 	summary := map[string]any{
 		"command":            "go run ./cmd/train " + strings.Join(os.Args[1:], " "),
+		"task":               o.task,
 		"scheme":             cfg.SchemeName(),
 		"kind":               cfg.Kind,
 		"steps":              o.steps,
@@ -201,7 +233,10 @@ func run(o options) error {
 		"final_loss":         loss,
 		"final_eval_loss":    evalLoss,
 		"eval_bits_per_byte": evalLoss / math.Ln2,
-		"unigram_eval_loss":  unigramLoss(data.Train, evalTgt),
+		"unigram_eval_loss":  unigramLoss(data.Train, evalTgt), // of the corpus, whatever the task
+		"positional":         cfg.Positional,
+		"dim":                cfg.Dim,
+		"layers":             cfg.NumLayers,
 		"random_positions":   o.randomPositions,
 		"nope_layers":        cfg.NoPELayers,
 	}
@@ -212,6 +247,13 @@ func run(o options) error {
 	fmt.Fprintf(os.Stderr, "train: done in %s: loss %.4f, eval loss %.4f nats (%.3f bits/byte); checkpoint in %s\n",
 		wall.Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.out)
 	return nil
+}
+
+// kindSet reports whether -kind was given on the command line.
+func kindSet() bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "kind" })
+	return set
 }
 
 // schedule is linear warm-up then cosine decay to 10% of the peak.

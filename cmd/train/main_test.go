@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/posformer/posformer/models"
@@ -53,5 +57,31 @@ func TestMakeBatch(t *testing.T) {
 	}
 	if frac := float64(masked) / float64(chosen); frac < 0.72 || frac > 0.88 {
 		t.Errorf("%.3f of chosen bytes became <mask>, want about 0.8", frac)
+	}
+}
+
+// A few steps of a tiny copy model: the checkpoint records its task, and -task sets the kind.
+func TestTaskIsRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model for 2 steps")
+	}
+	dir := t.TempDir()
+	o := options{task: "copy", kind: "decoder", scheme: "rope", out: dir, pe: map[string]any{}, dim: 16, layers: 1, heads: 2, kv: 1,
+		hidden: 16, ctxLen: 64, steps: 2, batch: 2, seq: 16, lr: 1e-3, warmup: 1, seed: 1, evalEvery: 1, saveEvery: 2,
+		evalWindows: 2, maxBytes: 4096, maskRate: 0.15}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "train.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ Task, Kind string }
+	if err := json.Unmarshal(data, &info); err != nil || info.Task != "copy" || info.Kind != "decoder" {
+		t.Errorf("train.json task %q kind %q (err %v), want copy decoder", info.Task, info.Kind, err)
+	}
+	o.task, o.out = "lmx", t.TempDir()
+	if err := run(o); err == nil || !strings.Contains(err.Error(), "valid: lm, copy, passkey, mlm") {
+		t.Errorf("unknown task: %v", err)
 	}
 }

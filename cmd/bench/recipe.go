@@ -1,0 +1,221 @@
+// The training recipe: one model per (task, scheme, seed), identical except for the scheme, each
+// trained by cmd/train (built once, then run as a subprocess so its progress bar, checkpoints
+// and -resume are the ones users already know). A model records its task in train.json; the
+// manifest (weights/bench/MANIFEST.md) is rebuilt from those files after every run.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/positional"
+)
+
+// trainLens is L per task, in tokens the model reads: copy trains on strings of up to 16
+// letters (inputs of up to 32 tokens), the others on 64 tokens.
+var trainLens = map[string]int{tasks.LM: 64, tasks.Copy: 32, tasks.Passkey: 64, tasks.MLM: 64}
+
+// common are the cmd/train flags every model shares: a 2-layer, 64-wide decoder or encoder
+// (~0.1 M parameters) that trains in 2-4 minutes on 2 cores with the cheaper schemes.
+var common = []string{
+	"-dim", "64", "-layers", "2", "-heads", "4", "-kv-heads", "2", "-hidden", "128", "-ctx", "1024",
+	"-batch", "16", "-lr", "3e-3", "-warmup", "50",
+	"-eval-every", "100", "-save-every", "100", "-eval-windows", "64",
+}
+
+// taskSteps are the optimizer steps per task; seedsPerTask how many seeds --full trains.
+var (
+	taskSteps    = map[string]int{tasks.LM: 500, tasks.Copy: 1500, tasks.Passkey: 500, tasks.MLM: 800}
+	seedsPerTask = map[string]int{tasks.Copy: 3}
+)
+
+// trainArgs is the cmd/train command line for one model.
+func trainArgs(task, scheme string, seed int, dir string) []string {
+	args := []string{"-task", task, "-scheme", scheme}
+	if scheme == "learned" {
+		// The table must cover the longest evaluated length; rows past L stay at their
+		// initialization, which is exactly what the benchmark shows.
+		args = append(args, "-pe", "max_positions=1024")
+	}
+	args = append(args, common...)
+	return append(args, "-seq", strconv.Itoa(trainLens[task]), "-steps", strconv.Itoa(taskSteps[task]), "-seed", strconv.Itoa(seed), "-o", dir)
+}
+
+// applies reports whether a scheme can be trained for a task (xPos is decoder-only).
+func applies(task, scheme string) bool {
+	return !(scheme == "xpos" && tasks.Kind(task) == models.Encoder)
+}
+
+func taskNames() []string { return tasks.Names() }
+
+func pickTasks(list string) ([]string, error) {
+	if list == "" {
+		return tasks.Names(), nil
+	}
+	var out []string
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimSpace(t)
+		if err := tasks.Check(t); err != nil {
+			return nil, fmt.Errorf("-task: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func pickSchemes(list string) ([]string, error) {
+	if list == "" {
+		return positional.Names(), nil
+	}
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(positional.Names(), s) {
+			return nil, fmt.Errorf("-scheme: unknown scheme %q (valid: %s)", s, strings.Join(positional.Names(), ", "))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// modelDir is where a model lives: <weights>/<task>/<scheme>, or <scheme>-seedN past seed 1.
+func modelDir(weights, task, scheme string, seed int) string {
+	name := scheme
+	if seed != 1 {
+		name += "-seed" + strconv.Itoa(seed)
+	}
+	return filepath.Join(weights, task, name)
+}
+
+// trainJob is one model to train.
+type trainJob struct {
+	task, scheme string
+	seed         int
+	dir          string
+}
+
+// trainInfo is what cmd/train writes to train.json that the benchmark reads.
+type trainInfo struct {
+	Task          string         `json:"task"`
+	Scheme        string         `json:"scheme"`
+	Kind          string         `json:"kind"`
+	Steps         int            `json:"steps"`
+	Batch         int            `json:"batch"`
+	SeqLen        int            `json:"seq_len"`
+	Seed          int            `json:"seed"`
+	WallSeconds   float64        `json:"wall_seconds"`
+	FinalLoss     float64        `json:"final_loss"`
+	FinalEvalLoss float64        `json:"final_eval_loss"`
+	Command       string         `json:"command"`
+	Positional    map[string]any `json:"positional"`
+}
+
+// readTrainInfo reads dir/train.json; a checkpoint without one was not trained to the end.
+func readTrainInfo(dir string) (*trainInfo, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "train.json"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s has no train.json: not a finished cmd/train checkpoint (train it with go run ./cmd/bench --full)", dir)
+		}
+		return nil, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	var ti trainInfo
+	if err := json.Unmarshal(data, &ti); err != nil {
+		return nil, fmt.Errorf("reading %s/train.json: %w", dir, err)
+	}
+	return &ti, nil
+}
+
+// checkTask is the one-line refusal to score a checkpoint on a task it was not trained for.
+func checkTask(dir, task string) (*trainInfo, error) {
+	ti, err := readTrainInfo(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ti.Task == "" {
+		// Before -task existed, cmd/train trained plain next-byte (decoder) or masked-byte
+		// (encoder) prediction on the Go-source corpus, which is what the lm and mlm tasks train.
+		switch ti.Kind {
+		case "decoder":
+			ti.Task = "lm"
+		case "encoder":
+			ti.Task = "mlm"
+		default:
+			return nil, fmt.Errorf("%s records no task (trained without cmd/train -task); retrain it with -task %s", dir, task)
+		}
+	}
+	switch {
+	case ti.Task != task:
+		return nil, fmt.Errorf("%s was trained for task %s, not %s; pick -task %s or a %s checkpoint", dir, ti.Task, task, ti.Task, task)
+	}
+	return ti, nil
+}
+
+// train runs the jobs one after another (two would only share the same two cores), showing an
+// ETA up front from the wall times of earlier runs where the manifest has them.
+func train(o options, jobs []trainJob) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	prev := previousWallTimes(o.weights)
+	total := 0.0
+	for _, j := range jobs {
+		total += estimateWall(prev, j)
+	}
+	fmt.Fprintf(os.Stderr, "bench: training %d models one after another, ETA %s (from the manifest's wall times, or 3 min per model without one)\n",
+		len(jobs), (time.Duration(total) * time.Second).Round(time.Minute))
+	bin := filepath.Join(os.TempDir(), fmt.Sprintf("posformer-bench-train-%d", os.Getpid()))
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/train").CombinedOutput(); err != nil {
+		return fmt.Errorf("building cmd/train (run bench from the repository root): %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	defer os.Remove(bin)
+	start := time.Now()
+	for i, j := range jobs {
+		args := trainArgs(j.task, j.scheme, j.seed, j.dir)
+		if _, err := os.Stat(filepath.Join(j.dir, "train_state.safetensors")); err == nil && o.resume {
+			args = append(args, "-resume")
+		} else if err := os.RemoveAll(j.dir); err != nil {
+			return fmt.Errorf("clearing %s: %w", j.dir, err)
+		}
+		left := 0.0
+		for _, k := range jobs[i:] {
+			left += estimateWall(prev, k)
+		}
+		fmt.Fprintf(os.Stderr, "bench: [%d/%d] %s %s seed %d (elapsed %s, about %s left)\n", i+1, len(jobs), j.task, j.scheme, j.seed,
+			time.Since(start).Round(time.Second), (time.Duration(left) * time.Second).Round(time.Second))
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("training %s %s seed %d: %w (rerun with --full -resume to continue)", j.task, j.scheme, j.seed, err)
+		}
+		// The optimizer state doubles the checkpoint and is only needed to resume.
+		os.Remove(filepath.Join(j.dir, "train_state.safetensors"))
+	}
+	return nil
+}
+
+// previousWallTimes maps "task/scheme" to the wall seconds recorded in the manifest.
+func previousWallTimes(weights string) map[string]float64 {
+	out := map[string]float64{}
+	for _, e := range readManifest(weights) {
+		out[e.Task+"/"+e.Scheme] = e.WallSeconds
+	}
+	return out
+}
+
+func estimateWall(prev map[string]float64, j trainJob) float64 {
+	if w, ok := prev[j.task+"/"+j.scheme]; ok && w > 0 {
+		return w
+	}
+	return 180
+}
