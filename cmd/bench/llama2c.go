@@ -10,8 +10,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
@@ -39,14 +37,8 @@ func runMakeLlama2c(args []string) error {
 	fs.Float64Var(&std, "std", 0.02, "standard deviation of the weights")
 	fs.BoolVar(&unshared, "unshared", false, "a separate output head instead of the tied embedding")
 	fs.StringVar(&out, "o", "", "file to write (required)")
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fs.SetOutput(os.Stderr)
-			fs.PrintDefaults()
-			return nil
-		}
-		return fmt.Errorf("-make-llama2c: %w (run with -make-llama2c -h for the flags)", err)
+	if help, err := parseMode(fs, "make-llama2c", args); help || err != nil {
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

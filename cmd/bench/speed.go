@@ -92,14 +92,8 @@ func shapeNames() []string {
 func runSpeed(args []string) error {
 	var o speedOptions
 	fs := speedFlags(&o)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fs.SetOutput(os.Stderr)
-			fs.PrintDefaults()
-			return nil
-		}
-		return fmt.Errorf("-speed: %w (run with -speed -h for the flags)", err)
+	if help, err := parseMode(fs, "speed", args); help || err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("-speed: unexpected argument %q", fs.Arg(0))

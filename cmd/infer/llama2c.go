@@ -110,11 +110,7 @@ func runLlama2C(o options, out io.Writer) error {
 		return fmt.Errorf("the prompt is %d tokens with BOS but -n allows %d steps; raise -n or shorten the prompt", len(prompt), steps)
 	}
 
-	seed := uint64(o.seed)
-	if o.seed < 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	sm, err := engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN})
+	sm, err := o.sampler()
 	if err != nil {
 		return err
 	}

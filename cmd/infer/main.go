@@ -148,11 +148,7 @@ func run(o options, args []string) error {
 	if err != nil {
 		return err
 	}
-	seed := uint64(o.seed)
-	if o.seed < 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	sm, err := engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN})
+	sm, err := o.sampler()
 	if err != nil {
 		return err
 	}
@@ -221,4 +217,13 @@ func fillMask(e *engine.Engine, tok tokenizer.Tokenizer, prompt string) error {
 	fmt.Fprintf(os.Stderr, "infer: prefill %.1f tok/s (%d tokens) · decode 0.0 tok/s (0 tokens, encoder) · %d graphs compiled\n",
 		float64(len(ids))/elapsed.Seconds(), len(ids), e.Compilations())
 	return nil
+}
+
+// sampler builds the sampler the flags describe (seed -1: from the clock).
+func (o options) sampler() (*engine.Sampler, error) {
+	seed := uint64(o.seed)
+	if o.seed < 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	return engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN})
 }
