@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,7 @@ type options struct {
 	weights, out        string
 	model               string
 	backend             string
-	seeds               int
+	seeds, jobs         int
 }
 
 func main() {
@@ -86,6 +87,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.backend, "backend", "", "go (default), xla:cpu or xla:cuda")
 	userRope = ropeflags.Register(fs)
 	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per model (0: the recipe's, 3 for copy and 1 otherwise)")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "with --full: models trained at once, each on NumCPU/jobs cores (tiny models train faster one per core)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stderr)
@@ -122,6 +124,9 @@ func parseFlags(args []string) (options, error) {
 		if err := userRope.Apply(map[string]any{"name": "rope"}); err != nil {
 			return o, err
 		}
+	}
+	if o.jobs < 1 {
+		return o, fmt.Errorf("-jobs %d: want at least 1", o.jobs)
 	}
 	if o.seeds < 0 {
 		return o, fmt.Errorf("-seeds %d: want 0 (the recipe's) or more", o.seeds)

@@ -23,6 +23,7 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		{[]string{"-lengths", "64,x"}, "comma-separated"},
 		{[]string{"--quick", "--full"}, "exclude"},
 		{[]string{"-resume"}, "--full"},
+		{[]string{"--full", "-jobs", "0"}, "at least 1"},
 		{[]string{"-m", "somewhere"}, "-task"},
 		{[]string{"-bogus"}, "-bogus"},
 		{[]string{"extra"}, "unexpected argument"},
