@@ -116,6 +116,7 @@ type trainInfo struct {
 	SeqLen        int            `json:"seq_len"`
 	Seed          int            `json:"seed"`
 	WallSeconds   float64        `json:"wall_seconds"`
+	GOMAXPROCS    int            `json:"gomaxprocs"`
 	FinalLoss     float64        `json:"final_loss"`
 	FinalEvalLoss float64        `json:"final_eval_loss"`
 	Command       string         `json:"command"`

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,6 +170,7 @@ type manifestEntry struct {
 	Steps         int     `json:"steps"`
 	Seed          int     `json:"seed"`
 	WallSeconds   float64 `json:"wall_seconds"`
+	Cores         int     `json:"cores,omitempty"`
 	FinalLoss     float64 `json:"final_loss"`
 	FinalEvalLoss float64 `json:"final_eval_loss"`
 	Bytes         int64   `json:"bytes"`
@@ -202,7 +204,7 @@ func writeManifest(weights string) error {
 				}
 			}
 			es = append(es, manifestEntry{Task: ti.Task, Scheme: ti.Scheme, Dir: filepath.ToSlash(filepath.Join(task, e.Name())), Steps: ti.Steps, Seed: ti.Seed,
-				WallSeconds: ti.WallSeconds, FinalLoss: ti.FinalLoss, FinalEvalLoss: ti.FinalEvalLoss, Bytes: size, Command: ti.Command})
+				WallSeconds: ti.WallSeconds, Cores: ti.GOMAXPROCS, FinalLoss: ti.FinalLoss, FinalEvalLoss: ti.FinalEvalLoss, Bytes: size, Command: ti.Command})
 		}
 	}
 	if len(es) == 0 {
@@ -226,11 +228,16 @@ func writeManifest(weights string) error {
 	var totalWall float64
 	b.WriteString("# Benchmark checkpoints\n\nWritten by `go run ./cmd/bench` from each checkpoint's `train.json` (also as MANIFEST.json).\n" +
 		"Every model of a task was trained by the same `cmd/train` command except for `-scheme` and `-seed`\n" +
-		"(see `cmd/bench/recipe.go`); wall times are on a shared 2-core machine, pure-Go backend, and vary with the load.\n" +
+		"(see `cmd/bench/recipe.go`). Wall times are on a 2-core machine, pure-Go backend, on `cores` cores (GOMAXPROCS;\n" +
+		"`-`: not recorded, both cores shared with other runs), and vary with the load.\n" +
 		"Losses are nats per scored token (copy and passkey: the scored answer tokens only).\n\n")
-	b.WriteString("| task | checkpoint | scheme | steps | seed | wall s | final loss | final eval loss | size KB |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| task | checkpoint | scheme | steps | seed | wall s | cores | final loss | final eval loss | size KB |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, e := range es {
-		fmt.Fprintf(&b, "| %s | `%s` | `%s` | %d | %d | %.0f | %.3f | %.3f | %d |\n", e.Task, e.Dir, e.Scheme, e.Steps, e.Seed, e.WallSeconds, e.FinalLoss, e.FinalEvalLoss, e.Bytes/1024)
+		cores := "-"
+		if e.Cores > 0 {
+			cores = strconv.Itoa(e.Cores)
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | `%s` | %d | %d | %.0f | %s | %.3f | %.3f | %d |\n", e.Task, e.Dir, e.Scheme, e.Steps, e.Seed, e.WallSeconds, cores, e.FinalLoss, e.FinalEvalLoss, e.Bytes/1024)
 		totalBytes += e.Bytes
 		totalWall += e.WallSeconds
 	}

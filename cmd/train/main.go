@@ -15,6 +15,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -230,6 +231,7 @@ func run(o options) error {
 		"seq_len":            cfg.TrainSeqLen,
 		"seed":               o.seed,
 		"wall_seconds":       math.Round(wall.Seconds()),
+		"gomaxprocs":         runtime.GOMAXPROCS(0), // wall_seconds is on this many cores
 		"final_loss":         loss,
 		"final_eval_loss":    evalLoss,
 		"eval_bits_per_byte": evalLoss / math.Ln2,
