@@ -278,11 +278,15 @@ func trainOne(o options, bin, logs string, procs int, j trainJob) error {
 	return nil
 }
 
-// previousWallTimes maps "task/scheme" to the wall seconds recorded in the manifest.
+// previousWallTimes maps "task/scheme" to the shortest wall seconds the manifest records for
+// it over seeds: the longer ones were usually measured with other runs on the same cores.
 func previousWallTimes(weights string) map[string]float64 {
 	out := map[string]float64{}
 	for _, e := range readManifest(weights) {
-		out[e.Task+"/"+e.Scheme] = e.WallSeconds
+		k := e.Task + "/" + e.Scheme
+		if w, ok := out[k]; e.WallSeconds > 0 && (!ok || e.WallSeconds < w) {
+			out[k] = e.WallSeconds
+		}
 	}
 	return out
 }
