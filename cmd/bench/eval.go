@@ -158,17 +158,14 @@ func findRows(weights, task string, schemes []string) ([]row, error) {
 var ropeScalingTypes = []string{"linear", "ntk", "dynamic", "yarn"}
 
 // variantRows are the rows a checkpoint adds with its positional config edited: the
-// RoPE-scaling rows for the rope checkpoint of the LM task (on copy and passkey they would
-// quintuple the cost of a rope row; the --rope-* flags add a row on any decoder task).
+// RoPE-scaling rows for a rope checkpoint of any decoder task (they cost four more rope rows,
+// about 7 minutes on passkey), and the row the --rope-* flags ask for.
 func variantRows(task string, base row) []row {
 	if base.Scheme != "rope" || tasks.Kind(task) != models.Decoder {
 		return nil
 	}
 	var out []row
 	for _, t := range ropeScalingTypes {
-		if task != tasks.LM {
-			break
-		}
 		v := base
 		v.Variant = t + " s=n/L"
 		v.Override = func(length int, pe map[string]any) error {
