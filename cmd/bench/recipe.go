@@ -168,7 +168,7 @@ func checkTask(dir, task string) (*trainInfo, error) {
 // one step over several cores well (a copy step: 115 ms on 1 core, 90 ms on 2), so by default
 // each core trains its own model with GOMAXPROCS=1: 1.6x the throughput of one model on both.
 // With one lane the trainer's own progress bar is shown; with more, each model's output goes to
-// a log file and a line per start and finish carries the ETA, estimated up front from the wall
+// a log file and a line per finished model carries the ETA, estimated up front from the wall
 // times of earlier runs where the manifest has them.
 func train(o options, jobs []trainJob) error {
 	if len(jobs) == 0 {
@@ -257,6 +257,7 @@ func trainOne(o options, bin, logs string, procs int, j trainJob) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	hint := ""
 	if logs != "" {
 		name := filepath.Join(logs, fmt.Sprintf("%s-%s-seed%d.log", j.task, j.scheme, j.seed))
 		f, err := os.Create(name)
@@ -265,12 +266,9 @@ func trainOne(o options, bin, logs string, procs int, j trainJob) error {
 		}
 		defer f.Close()
 		cmd.Stdout, cmd.Stderr = f, f
+		hint = ", log in " + name
 	}
 	if err := cmd.Run(); err != nil {
-		hint := ""
-		if logs != "" {
-			hint = ", log in " + filepath.Join(logs, fmt.Sprintf("%s-%s-seed%d.log", j.task, j.scheme, j.seed))
-		}
 		return fmt.Errorf("training %s %s seed %d: %w%s (rerun with --full -resume to continue)", j.task, j.scheme, j.seed, err, hint)
 	}
 	// The optimizer state doubles the checkpoint and is only needed to resume.
