@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -140,7 +141,7 @@ func findRows(weights, task string, schemes []string) ([]row, error) {
 		if err != nil {
 			continue // unfinished: --full -resume completes it
 		}
-		if !contains(schemes, ti.Scheme) {
+		if !slices.Contains(schemes, ti.Scheme) {
 			continue
 		}
 		if _, err := checkTask(dir, task); err != nil {
@@ -190,15 +191,6 @@ var userRope *ropeflags.Flags
 // ropeScaling is the Hugging Face style block for a type stretching L to length.
 func ropeScaling(t string, length, trainLen int) map[string]any {
 	return map[string]any{"rope_type": t, "factor": math.Max(1, float64(length)/float64(trainLen)), "original_max_position_embeddings": float64(trainLen)}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // schemeOrder groups the table: no positions, absolute, rotary, biases, relative.
