@@ -130,6 +130,11 @@ func aggregate(rs []result, metric string) ([]series, []int) {
 	}
 	bySeries := map[string]*series{}
 	seedsOf := map[string]map[int]bool{}
+	type cell struct {
+		label  string
+		length int
+	}
+	seedsAt := map[cell]int{} // seeds averaged into each mean
 	for k, s := range sum {
 		v := s / float64(cnt[k])
 		sr := bySeries[k.label]
@@ -143,19 +148,14 @@ func aggregate(rs []result, metric string) ([]series, []int) {
 			sr.lo[k.length], sr.hi[k.length] = v, v
 		}
 		sr.mean[k.length] += v
+		seedsAt[cell{k.label, k.length}]++
 		sr.lo[k.length], sr.hi[k.length] = math.Min(sr.lo[k.length], v), math.Max(sr.hi[k.length], v)
 	}
 	var out []series
 	for lab, sr := range bySeries {
 		sr.seeds = len(seedsOf[lab])
 		for l := range sr.mean {
-			n := 0
-			for k := range sum {
-				if k.label == lab && k.length == l {
-					n++
-				}
-			}
-			sr.mean[l] /= float64(n)
+			sr.mean[l] /= float64(seedsAt[cell{lab, l}])
 		}
 		base, variant, _ := strings.Cut(lab, " + ")
 		sr.order = schemeOrder(base) * 100
