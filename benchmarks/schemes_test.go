@@ -23,7 +23,7 @@ func schemeDecoder(b *testing.B, name string) *engine.Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	backend, err := engine.NewBackend("go")
+	backend, err := engine.NewBackend("")
 	if err != nil {
 		b.Fatal(err)
 	}

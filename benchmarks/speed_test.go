@@ -26,7 +26,7 @@ func loadShipped(b *testing.B) *engine.Engine {
 	if _, err := os.Stat(shippedDecoder); err != nil {
 		b.Skip("no shipped decoder at " + shippedDecoder)
 	}
-	e, err := engine.Load(shippedDecoder, "go", 512)
+	e, err := engine.Load(shippedDecoder, "", 512)
 	if err != nil {
 		b.Fatal(err)
 	}

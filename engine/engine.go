@@ -27,7 +27,7 @@ import (
 type Engine struct {
 	Backend  backends.Backend
 	Model    *models.Model
-	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked when Parallel)
+	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked when PacksWeights)
 	Capacity int              // KV-cache slots per sequence (the context size)
 
 	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
@@ -46,7 +46,7 @@ type Engine struct {
 //   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
 //
 // The weights are read straight into the inference layout (packed when the backend is
-// Parallel, see layers.SetPacked).
+// PacksWeights, see layers.SetPacked).
 func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	backend, err := newBackendFor(backendName, CheckpointBytes(path))
 	if err != nil {
@@ -60,7 +60,7 @@ func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine
 		load = hf.LoadInto
 	}
 	ctx := context.New()
-	if Parallel(backend) {
+	if PacksWeights(backend) {
 		layers.SetPacked(ctx)
 	}
 	m, err := load(path, backend, ctx, edits...)
@@ -124,7 +124,7 @@ func IsLlama2C(path string) bool {
 }
 
 // New wraps a model whose variables are in ctx. On a backend that parallelizes its products
-// (Parallel) the engine reads its matrices packed (layers.SetPacked): a context that holds no model variables yet is marked so and used
+// (PacksWeights) the engine reads its matrices packed (layers.SetPacked): a context that holds no model variables yet is marked so and used
 // as is (its variables are then created packed, with random values); one that holds
 // variables in the checkpoint layout, as a trainer leaves them, is copied, and ctx is left
 // unchanged for its owner.
@@ -165,7 +165,7 @@ func New(backend backends.Backend, m *models.Model, ctx *context.Context, capaci
 // inferenceContext returns a context holding m's variables with packed matrices: ctx itself
 // when it is packed already or holds no model variable, else a packed copy.
 func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Context) (*context.Context, error) {
-	if layers.Packed(ctx) || !Parallel(backend) {
+	if layers.Packed(ctx) || !PacksWeights(backend) {
 		// Packing only serves a backend that runs products in parallel.
 		return ctx, nil
 	}

@@ -74,7 +74,7 @@ func testSchemes(t *testing.T, kind string) []models.Config {
 
 func newTestEngine(t testing.TB, cfg models.Config) *Engine {
 	t.Helper()
-	backend, err := NewBackend("go")
+	backend, err := NewBackend("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestSaveLoadEveryScheme(t *testing.T) {
 			if err := models.Save(dir, e.Model.Config, e.Ctx); err != nil {
 				t.Fatalf("%s %v: save: %v", kind, cfg.Positional, err)
 			}
-			loaded, err := Load(dir, "go", 0)
+			loaded, err := Load(dir, "", 0)
 			if err != nil {
 				t.Fatalf("%s %v: load: %v", kind, cfg.Positional, err)
 			}

@@ -125,7 +125,7 @@ func TestBadInput(t *testing.T) {
 // layer listed is exactly NoPE (same weights), with one layer listed it is neither, and the
 // cache stays exact.
 func TestNoPELayers(t *testing.T) {
-	backend, err := NewBackend("go")
+	backend, err := NewBackend("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestNewFromTrainedContext(t *testing.T) {
 	if err := models.Save(dir, cfg, saved.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	backend, err := NewBackend("go")
+	backend, err := NewBackend("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // The replacement gradient must equal GoMLX's stock one on layouts that attention uses:
 // batch axes, several free axes, contracting axes out of order.
 func TestDotGeneralVJP(t *testing.T) {
-	backend, err := NewBackend("go")
+	backend, err := NewBackend("")
 	if err != nil {
 		t.Fatal(err)
 	}

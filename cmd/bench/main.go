@@ -84,7 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.weights, "weights", "weights/bench", "checkpoint root: <weights>/<task>/<scheme>[-seedN]/")
 	fs.StringVar(&o.out, "o", "benchmarks", "output root: <o>/RESULTS.md and <o>/results/")
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
-	fs.StringVar(&o.backend, "backend", "", "go (default), xla:cpu or xla:cuda")
+	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	userRope = ropeflags.Register(fs)
 	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per model (0: the recipe's, 3 for copy and 1 otherwise)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "with --full: models trained at once, each on NumCPU/jobs cores (tiny models train faster one per core)")

@@ -72,7 +72,7 @@ func speedFlags(o *speedOptions) *flag.FlagSet {
 	fs.StringVar(&o.batches, "batches", "1,2,4,8", "batch sizes for batched decode")
 	fs.IntVar(&o.ctxSize, "c", 0, "context size, the KV-cache capacity (0: the model's max_seq_len)")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each prefill measurement (the fastest is kept)")
-	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
+	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	fs.StringVar(&o.out, "o", "", "directory for speed.csv, speed-positions.csv and speed.png (default: none written)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to FILE (with several models: FILE.<model>)")
 	fs.StringVar(&o.child, "speed-child", "", "internal: measure this one model and print the result as JSON")

@@ -137,8 +137,8 @@ func runLlama2C(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
-		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
+	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled · %s\n",
+		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations(), engine.BackendSummary(e.Backend))
 	return nil
 }
 

@@ -65,7 +65,7 @@ func main() {
 	fs.IntVar(&o.repeatLastN, "repeat-last-n", 64, "tokens considered by --repeat-penalty")
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at the end-of-text token (BOS for llama2.c models): generate -n tokens, for benchmarks")
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
-	fs.StringVar(&o.backend, "backend", "", "go (default, or $GOMLX_BACKEND), xla:cpu, xla:cuda")
+	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z)")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
@@ -170,8 +170,8 @@ func run(o options, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled\n",
-		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations())
+	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled · %s\n",
+		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations(), engine.BackendSummary(e.Backend))
 	return nil
 }
 
@@ -214,8 +214,8 @@ func fillMask(e *engine.Engine, tok tokenizer.Tokenizer, prompt string) error {
 		best[at] = fills[i][0].Token
 	}
 	fmt.Printf("best: %s\n", tok.Decode(best))
-	fmt.Fprintf(os.Stderr, "infer: prefill %.1f tok/s (%d tokens) · decode 0.0 tok/s (0 tokens, encoder) · %d graphs compiled\n",
-		float64(len(ids))/elapsed.Seconds(), len(ids), e.Compilations())
+	fmt.Fprintf(os.Stderr, "infer: prefill %.1f tok/s (%d tokens) · decode 0.0 tok/s (0 tokens, encoder) · %d graphs compiled · %s\n",
+		float64(len(ids))/elapsed.Seconds(), len(ids), e.Compilations(), engine.BackendSummary(e.Backend))
 	return nil
 }
 

@@ -59,7 +59,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the random initialization of learned variables")
 	fs.StringVar(&o.format, "format", "json", "json, csv or png")
 	fs.StringVar(&o.out, "o", "", "output file (json, csv: default stdout; png: default pe-<scheme>.png)")
-	fs.StringVar(&o.backend, "backend", "", "go (default), xla:cpu or xla:cuda")
+	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	o.rope = ropeflags.Register(fs)
 	return fs
 }

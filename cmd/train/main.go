@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&o.scheme, "scheme", "rope", "positional scheme: "+strings.Join(positional.Names(), ", "))
 	flag.Var(o.pe, "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
 	flag.StringVar(&o.out, "o", "", "checkpoint directory to write (required)")
-	flag.StringVar(&o.backend, "backend", "", "go (default), xla:cpu or xla:cuda")
+	flag.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	flag.IntVar(&o.dim, "dim", 128, "model width")
 	flag.IntVar(&o.layers, "layers", 4, "transformer blocks")
 	flag.IntVar(&o.heads, "heads", 4, "attention heads")

@@ -104,7 +104,7 @@ func readHF(t *testing.T, dir string) weights {
 }
 
 func TestExportRoundTrip(t *testing.T) {
-	backend, err := engine.NewBackend("go")
+	backend, err := engine.NewBackend("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestExportRoundTrip(t *testing.T) {
 					t.Errorf("%s: no index: %v", what, err)
 				}
 			}
-			loaded, err := engine.Load(dir, "go", 0)
+			loaded, err := engine.Load(dir, "", 0)
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
@@ -170,7 +170,7 @@ func TestExportRoundTrip(t *testing.T) {
 }
 
 func TestExportRefuses(t *testing.T) {
-	backend, _ := engine.NewBackend("go")
+	backend, _ := engine.NewBackend("")
 	for _, c := range []struct {
 		cfg  models.Config
 		want string

@@ -318,7 +318,7 @@ func TestFamiliesMatchReference(t *testing.T) {
 			what := fmt.Sprintf("%s %s %d shard(s)", fx.name, l.dtype, l.shards)
 			dir := filepath.Join(t.TempDir(), "model")
 			writeHF(t, dir, fx.config, fx.specs, w, l.dtype, l.shards)
-			e, err := engine.Load(dir, "go", 0)
+			e, err := engine.Load(dir, "", 0)
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
@@ -341,7 +341,7 @@ func TestCachedDecodingMatchesReference(t *testing.T) {
 		want := fx.ref(w, tokens, positions)
 		dir := filepath.Join(t.TempDir(), "model")
 		writeHF(t, dir, fx.config, fx.specs, w, "BF16", 1)
-		e, err := engine.Load(dir, "go", 16)
+		e, err := engine.Load(dir, "", 16)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -444,7 +444,7 @@ func TestRopeScalingPassedThrough(t *testing.T) {
 	tokens, positions := tokensAndPositions(r, fx.cfg.Vocab, 200, 9)
 	dir = filepath.Join(t.TempDir(), "m")
 	writeHF(t, dir, fx.config, fx.specs, w, "F32", 1)
-	e, err := engine.Load(dir, "go", 0)
+	e, err := engine.Load(dir, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestLoadErrors(t *testing.T) {
 		}
 		specs, ww := c.edit(dir, config, base.specs, w)
 		writeHF(t, dir, config, specs, ww, "F32", 1)
-		_, err := engine.Load(dir, "go", 0)
+		_, err := engine.Load(dir, "", 0)
 		checkErr(t, c.name, err, c.wants...)
 	}
 
@@ -523,7 +523,7 @@ func TestLoadErrors(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m")
 	writeHF(t, dir, base.config, base.specs, w, "F32", 1)
 	os.Remove(filepath.Join(dir, "model.safetensors"))
-	_, err := engine.Load(dir, "go", 0)
+	_, err := engine.Load(dir, "", 0)
 	checkErr(t, "no weights", err, "no model.safetensors or model.safetensors.index.json")
 
 	dir = filepath.Join(t.TempDir(), "m")
@@ -531,7 +531,7 @@ func TestLoadErrors(t *testing.T) {
 	path := filepath.Join(dir, "model.safetensors")
 	data, _ := os.ReadFile(path)
 	os.WriteFile(path, data[:len(data)-100], 0o644)
-	_, err = engine.Load(dir, "go", 0)
+	_, err = engine.Load(dir, "", 0)
 	checkErr(t, "truncated", err, "truncated")
 
 	dir = filepath.Join(t.TempDir(), "m")
@@ -543,13 +543,13 @@ func TestLoadErrors(t *testing.T) {
 	idx["weight_map"]["model.layers.9.mlp.up_proj.weight"] = "model-00001-of-00002.safetensors"
 	data, _ = json.Marshal(idx)
 	os.WriteFile(index, data, 0o644)
-	_, err = engine.Load(dir, "go", 0)
+	_, err = engine.Load(dir, "", 0)
 	checkErr(t, "index", err, "model.layers.9.mlp.up_proj.weight", "model-00001-of-00002.safetensors")
 
 	idx["weight_map"]["model.layers.9.mlp.up_proj.weight"] = "../elsewhere.safetensors"
 	data, _ = json.Marshal(idx)
 	os.WriteFile(index, data, 0o644)
-	_, err = engine.Load(dir, "go", 0)
+	_, err = engine.Load(dir, "", 0)
 	checkErr(t, "index escaping the directory", err, "../elsewhere.safetensors", "file name in the model directory")
 }
 

@@ -107,7 +107,7 @@ func TestLlama2cAndHFAgree(t *testing.T) {
 		tokens, positions := tokensAndPositions(r, cfg.VocabSize, 5, 12)
 		var logits [2][][]float32
 		for i, path := range []string{bin, hfDir} {
-			e, err := engine.Load(path, "go", 0)
+			e, err := engine.Load(path, "", 0)
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
@@ -146,7 +146,7 @@ func TestLlama2cAndHFAgree(t *testing.T) {
 			}
 		}
 		writeHF(t, wrong, config, specs, theirs, "F32", 1)
-		e, err := engine.Load(wrong, "go", 0)
+		e, err := engine.Load(wrong, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -73,7 +73,7 @@ func TestPeakRSSChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("child process of BenchmarkLoadPeakRSS")
 	}
-	backend, err := engine.NewBackend("go")
+	backend, err := engine.NewBackend("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPeakRSSChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	case "load+forward":
-		e, err := engine.Load(dir, "go", 64)
+		e, err := engine.Load(dir, "", 64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,9 +42,16 @@ var runCGreedy = []int{
 	458, 461, 327, 277, 277, 277, 277, 277, 435, 299, 407, 462, 292, 266, 435, 367, 367, 299,
 }
 
+// It runs on both backends: posformer's own (cpu) and GoMLX's pure-Go reference (go).
 func TestStories260KGreedyMatchesRunC(t *testing.T) {
 	path := stories260K(t)
-	e, err := engine.Load(path, "go", 0)
+	for _, backend := range []string{"cpu", "go"} {
+		t.Run(backend, func(t *testing.T) { greedyMatchesRunC(t, path, backend) })
+	}
+}
+
+func greedyMatchesRunC(t *testing.T, path, backend string) {
+	e, err := engine.Load(path, backend, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -272,7 +272,7 @@ func stories260K(t *testing.T) string {
 func TestStories260K(t *testing.T) {
 	path := stories260K(t)
 	start := time.Now()
-	e, err := engine.Load(path, "go", 0)
+	e, err := engine.Load(path, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestRandomModelAllVersions(t *testing.T) {
 	dir := t.TempDir()
 	logits := func(path string) [][]float32 {
 		t.Helper()
-		e, err := engine.Load(path, "go", 0)
+		e, err := engine.Load(path, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +348,7 @@ func TestRandomModelAllVersions(t *testing.T) {
 		return path
 	}
 	v0 := write("v0.bin", w, 0)
-	e, err := engine.Load(v0, "go", 0)
+	e, err := engine.Load(v0, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestRandomModelAllVersions(t *testing.T) {
 //
 //	go test ./models/llama2c -run '^$' -bench Load -benchtime 5x
 func BenchmarkLoad(b *testing.B) {
-	backend, err := engine.NewBackend("go")
+	backend, err := engine.NewBackend("")
 	if err != nil {
 		b.Fatal(err)
 	}

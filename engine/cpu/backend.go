@@ -1,0 +1,109 @@
+// Package cpu is posformer's own GoMLX backend: a compiler and executor for GoMLX graphs on the
+// CPU, with SIMD kernels (package kernels) for the products and a persistent worker pool.
+//
+// Builder records the graph; Compile plans it once (dead nodes dropped, every intermediate value
+// given a slot in one arena reused across calls, reshapes made free, donated inputs such as the
+// KV cache updated in place) into a list of steps; Execute runs the steps. Ops it lacks fail when
+// the graph is built, with "backend cpu: op X not implemented".
+//
+// Select it with backends.NewWithConfig("cpu") or GOMLX_BACKEND=cpu; "cpu:threads=N" sets the
+// number of threads (default GOMAXPROCS).
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/posformer/posformer/engine/cpu/kernels"
+)
+
+// BackendName is the name the backend registers under.
+const BackendName = "cpu"
+
+func init() {
+	backends.Register(BackendName, func(config string) (backends.Backend, error) { return New(config) })
+}
+
+// Backend implements backends.Backend.
+type Backend struct {
+	threads   int
+	fuse      bool // fuse elementwise chains (see fuse.go); "fuse=false" turns it off
+	pool      *pool
+	bufs      bufferPool
+	finalized bool
+}
+
+var _ backends.Backend = (*Backend)(nil)
+
+// New returns a backend; config is a comma-separated list of options: "threads=N" (default
+// GOMAXPROCS) and "fuse=false" (run elementwise chains op by op, to measure what fusion gives).
+func New(config string) (*Backend, error) {
+	threads := runtime.GOMAXPROCS(0)
+	fuse := true
+	for _, opt := range strings.Split(config, ",") {
+		opt = strings.TrimSpace(opt)
+		if opt == "" {
+			continue
+		}
+		key, val, _ := strings.Cut(opt, "=")
+		switch key {
+		case "threads":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("backend %s: threads=%q: want a positive integer", BackendName, val)
+			}
+			threads = n
+		case "fuse":
+			v, err := strconv.ParseBool(val)
+			if err != nil {
+				return nil, fmt.Errorf("backend %s: fuse=%q: want true or false", BackendName, val)
+			}
+			fuse = v
+		default:
+			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, fuse=true|false)", BackendName, opt)
+		}
+	}
+	return &Backend{threads: threads, fuse: fuse, pool: newPool(threads)}, nil
+}
+
+// Name implements backends.Backend.
+func (b *Backend) Name() string { return BackendName }
+
+// String implements backends.Backend.
+func (b *Backend) String() string { return BackendName }
+
+// Description implements backends.Backend: the name, the kernel set and the threads.
+func (b *Backend) Description() string {
+	return "posformer " + b.Summary()
+}
+
+// Summary is "cpu (avx512 kernels, 2 threads)": which kernel set runs and on how many threads.
+func (b *Backend) Summary() string {
+	return fmt.Sprintf("%s (%s kernels, %d threads)", BackendName, kernels.Path(), b.threads)
+}
+
+// NumDevices implements backends.Backend.
+func (b *Backend) NumDevices() int { return 1 }
+
+// DeviceDescription implements backends.Backend.
+func (b *Backend) DeviceDescription(backends.DeviceNum) string { return b.Description() }
+
+// Capabilities implements backends.Backend.
+func (b *Backend) Capabilities() backends.Capabilities { return capabilities.Clone() }
+
+// Builder implements backends.Backend.
+func (b *Backend) Builder(name string) backends.Builder { return newBuilder(b, name) }
+
+// Finalize implements backends.Backend.
+func (b *Backend) Finalize() {
+	if !b.finalized {
+		b.finalized = true
+		b.pool.close()
+	}
+}
+
+// IsFinalized implements backends.Backend.
+func (b *Backend) IsFinalized() bool { return b.finalized }

@@ -1,0 +1,348 @@
+package cpu
+
+// Compile turns the recorded nodes into a plan: the steps to run in order, and where each value
+// lives. A value lives in an input buffer (parameters), in the executable (constants), in a fresh
+// buffer handed to the caller (outputs), or at a fixed offset of an arena that is allocated once
+// per executable and reused by every call: two values share arena bytes when their lifetimes do
+// not overlap. A reshape (and Identity, and a same-size Bitcast) is the bytes of its input under
+// another shape, so it costs nothing. An op that updates its operand (scatter, dynamic update
+// slice) writes into a donated input buffer instead of copying it: that is how the KV cache is
+// updated in place.
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+type slotKind int
+
+const (
+	slotArena slotKind = iota
+	slotParam
+	slotConst
+	slotOutput
+)
+
+// slot is a run of bytes one or more nodes (a value and its views) live in.
+type slot struct {
+	kind  slotKind
+	size  int
+	param int    // slotParam: the parameter's index
+	data  []byte // slotConst
+	off   int    // slotArena: offset in the arena
+	def   int    // the step that writes it (-1 for params and constants)
+	last  int    // the last step that reads it
+	out   int    // slotOutput: the output's index
+}
+
+// frame is the memory of one call: each slot's bytes.
+type frame struct {
+	slots [][]byte
+	arena []byte
+}
+
+type stepFn func(f *frame)
+
+// inPlace is an op that may update a donated parameter's buffer instead of a copy of it.
+type inPlace struct {
+	param   int // the parameter
+	slot    int // the op's slot, which then is the parameter's buffer
+	output  int // the output index of that slot, or -1
+	opSlot  int // the parameter's slot
+	opShape shapes.Shape
+}
+
+// Executable implements backends.Executable.
+type Executable struct {
+	backend     *Backend
+	name        string
+	paramNames  []string
+	paramShapes []shapes.Shape
+	outShapes   []shapes.Shape
+	slots       []slot
+	steps       []stepFn
+	stepOps     []backends.OpType
+	outSlot     []int  // the slot holding each output
+	outCopy     []bool // the output must be copied out of its slot (a parameter, a constant, or an output twice)
+	inPlace     []inPlace
+	arenaSize   int
+	frames      sync.Pool
+}
+
+var _ backends.Executable = (*Executable)(nil)
+
+// Compile implements backends.Builder.
+func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (backends.Executable, error) {
+	outs, err := b.nodesOf(outputs...)
+	if err != nil {
+		return nil, err
+	}
+	b.compiled = true
+	e := &Executable{backend: b.backend, name: b.name}
+	for _, p := range b.params {
+		e.paramNames = append(e.paramNames, p.attr.(*paramAttr).name)
+		e.paramShapes = append(e.paramShapes, p.shape)
+	}
+	for _, o := range outs {
+		e.outShapes = append(e.outShapes, o.shape)
+	}
+
+	// Live nodes, in creation order (a topological order: inputs are created first).
+	live := make([]bool, len(b.nodes))
+	var mark func(n *node)
+	mark = func(n *node) {
+		if live[n.id] {
+			return
+		}
+		live[n.id] = true
+		for _, in := range n.inputs {
+			mark(in)
+		}
+		if n.owner != nil {
+			mark(n.owner)
+		}
+	}
+	for _, o := range outs {
+		mark(o)
+	}
+
+	// Elementwise trees to fuse (see fuse.go); their inner nodes get neither a slot nor a step.
+	uses := make([]int, len(b.nodes))
+	isOutput := make([]bool, len(b.nodes))
+	for _, n := range b.nodes {
+		if live[n.id] {
+			for _, in := range n.inputs {
+				uses[in.id]++
+			}
+		}
+	}
+	for _, o := range outs {
+		isOutput[o.id] = true
+	}
+	fusions, fused := map[int]*fusion{}, make([]bool, len(b.nodes))
+	if b.backend.fuse {
+		fusions, fused = findFusions(b.nodes, live, uses, isOutput)
+	}
+
+	// Slots: one per value; a view shares its input's.
+	slotOf := make([]int, len(b.nodes))
+	for i := range slotOf {
+		slotOf[i] = -1
+	}
+	newSlot := func(s slot) int {
+		e.slots = append(e.slots, s)
+		return len(e.slots) - 1
+	}
+	for _, n := range b.nodes {
+		if !live[n.id] || fused[n.id] {
+			continue
+		}
+		switch {
+		case n.op == backends.OpTypeParameter:
+			slotOf[n.id] = newSlot(slot{kind: slotParam, param: n.attr.(*paramAttr).index, size: byteSize(n.shape), def: -1})
+		case n.op == backends.OpTypeConstant:
+			slotOf[n.id] = newSlot(slot{kind: slotConst, data: n.attr.([]byte), size: byteSize(n.shape), def: -1})
+		case isView(n):
+			slotOf[n.id] = slotOf[n.inputs[0].id]
+		default:
+			slotOf[n.id] = newSlot(slot{kind: slotArena, size: byteSize(n.shape)})
+		}
+	}
+
+	// Outputs take their slot over unless it is a parameter, a constant, or already an output.
+	for i, o := range outs {
+		s := slotOf[o.id]
+		e.outSlot = append(e.outSlot, s)
+		if k := e.slots[s].kind; k != slotArena {
+			e.outCopy = append(e.outCopy, true)
+			continue
+		}
+		e.slots[s].kind = slotOutput
+		e.slots[s].out = i
+		e.outCopy = append(e.outCopy, false)
+	}
+
+	// Steps, with the liveness of every slot.
+	for i := range e.slots {
+		e.slots[i].last = -1
+	}
+	for _, n := range b.nodes {
+		if !live[n.id] || fused[n.id] || isView(n) || n.owner != nil || n.op == backends.OpTypeParameter || n.op == backends.OpTypeConstant {
+			continue
+		}
+		t := len(e.steps)
+		lw := &lowering{e: e, n: n, step: t, out: slotOf[n.id]}
+		f := fusions[n.id]
+		inputs := n.inputs
+		if f != nil {
+			inputs = f.leaves
+		}
+		for _, in := range inputs {
+			lw.in = append(lw.in, slotOf[in.id])
+		}
+		for _, x := range n.extra {
+			if live[x.id] {
+				lw.extra = append(lw.extra, slotOf[x.id])
+			} else {
+				// Computed anyway: give it bytes for the duration of the step.
+				lw.extra = append(lw.extra, newSlot(slot{kind: slotArena, size: byteSize(x.shape)}))
+			}
+		}
+		var fn stepFn
+		var err error
+		if f != nil {
+			fn = lowerFusion(lw, f)
+		} else {
+			fn, err = lower(lw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: compiling %q: %w", BackendName, b.name, err)
+		}
+		e.steps = append(e.steps, fn)
+		e.stepOps = append(e.stepOps, n.op)
+		for _, s := range append([]int{lw.out}, lw.extra...) {
+			e.slots[s].def = t
+			e.slots[s].last = max(e.slots[s].last, t)
+		}
+		for _, s := range lw.in {
+			e.slots[s].last = max(e.slots[s].last, t)
+		}
+		if lw.inPlaceOperand {
+			e.planInPlace(n, slotOf)
+		}
+	}
+	e.dropUnsafeInPlace(outs, slotOf)
+	e.planArena()
+	return e, nil
+}
+
+// isView reports whether n is its input's bytes under another shape.
+func isView(n *node) bool { return n.op == backends.OpTypeReshape }
+
+// planInPlace records that n (which copies its operand, input 0, and then updates the copy) may
+// use the operand's buffer directly when it is a donated parameter.
+func (e *Executable) planInPlace(n *node, slotOf []int) {
+	ps := slotOf[n.inputs[0].id]
+	if e.slots[ps].kind != slotParam || byteSize(n.shape) != e.slots[ps].size {
+		return
+	}
+	s := slotOf[n.id]
+	out := -1
+	if e.slots[s].kind == slotOutput {
+		out = e.slots[s].out
+	}
+	e.inPlace = append(e.inPlace, inPlace{param: e.slots[ps].param, slot: s, output: out, opSlot: ps, opShape: n.shape})
+}
+
+// dropUnsafeInPlace keeps an in-place update only where the parameter is read by nothing after
+// the op, and by nothing else at the op's step, and is not itself an output.
+func (e *Executable) dropUnsafeInPlace(outs []*node, slotOf []int) {
+	e.inPlace = slices.DeleteFunc(e.inPlace, func(ip inPlace) bool {
+		ps := e.slots[ip.opSlot]
+		if ps.last != e.slots[ip.slot].def {
+			return true
+		}
+		if slices.Contains(e.outSlot, ip.opSlot) {
+			return true
+		}
+		// Another parameter-updating op on the same parameter: keep only the first.
+		for _, other := range e.inPlace {
+			if other.param == ip.param && other.slot != ip.slot {
+				return true
+			}
+		}
+		return false
+	})
+	_ = outs
+	_ = slotOf
+}
+
+// planArena gives every arena slot an offset: slots whose lifetimes overlap get disjoint bytes.
+func (e *Executable) planArena() {
+	type block struct{ off, size int }
+	var free []block // sorted by offset, coalesced
+	end := 0
+	allocate := func(size int) int {
+		size = (size + 63) &^ 63 // keep every slot 64-byte aligned
+		best := -1
+		for i, f := range free {
+			if f.size >= size && (best < 0 || f.size < free[best].size) {
+				best = i
+			}
+		}
+		if best < 0 {
+			// Grow the arena, absorbing a free block at its end.
+			if n := len(free); n > 0 && free[n-1].off+free[n-1].size == end {
+				off := free[n-1].off
+				free = free[:n-1]
+				end = off + size
+				return off
+			}
+			off := end
+			end += size
+			return off
+		}
+		off := free[best].off
+		if free[best].size == size {
+			free = slices.Delete(free, best, best+1)
+		} else {
+			free[best].off += size
+			free[best].size -= size
+		}
+		return off
+	}
+	release := func(off, size int) {
+		size = (size + 63) &^ 63
+		i := sort.Search(len(free), func(i int) bool { return free[i].off > off })
+		free = slices.Insert(free, i, block{off, size})
+		if i+1 < len(free) && free[i].off+free[i].size == free[i+1].off {
+			free[i].size += free[i+1].size
+			free = slices.Delete(free, i+1, i+2)
+		}
+		if i > 0 && free[i-1].off+free[i-1].size == free[i].off {
+			free[i-1].size += free[i].size
+			free = slices.Delete(free, i, i+1)
+		}
+	}
+	byDef := make([][]int, len(e.steps))
+	byLast := make([][]int, len(e.steps))
+	for i, s := range e.slots {
+		if s.kind != slotArena || s.def < 0 {
+			continue
+		}
+		byDef[s.def] = append(byDef[s.def], i)
+		byLast[max(s.last, s.def)] = append(byLast[max(s.last, s.def)], i)
+	}
+	for t := range e.steps {
+		for _, i := range byDef[t] {
+			e.slots[i].off = allocate(e.slots[i].size)
+		}
+		for _, i := range byLast[t] {
+			release(e.slots[i].off, e.slots[i].size)
+		}
+	}
+	e.arenaSize = end
+}
+
+// lowering is what an op's lowering function gets: its node and the slots of its inputs and
+// outputs. It may ask for scratch bytes that live for its step only.
+type lowering struct {
+	e              *Executable
+	n              *node
+	step           int
+	in             []int
+	out            int
+	extra          []int
+	inPlaceOperand bool // the op copies input 0 into its output and updates it (see planInPlace)
+}
+
+// scratch returns a slot of size bytes the step may use freely.
+func (lw *lowering) scratch(size int) int {
+	lw.e.slots = append(lw.e.slots, slot{kind: slotArena, size: size, def: lw.step, last: lw.step})
+	return len(lw.e.slots) - 1
+}

@@ -1,0 +1,161 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+func mustBackend(t *testing.T, config string) *Backend {
+	t.Helper()
+	b, err := New(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Finalize)
+	return b
+}
+
+func must[T any](t *testing.T) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func randomBuffer(t *testing.T, b *Backend, r *rand.Rand, dims ...int) *Buffer {
+	s := shapes.Make(dtypes.Float32, dims...)
+	flat := make([]float32, s.Size())
+	for i := range flat {
+		flat[i] = r.Float32()*4 - 2
+	}
+	buf, err := b.BufferFromFlatData(0, flat, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.(*Buffer)
+}
+
+// silu(a)·b + 0.5 is one fused step, and gives what the unfused ops give, bit for bit.
+func TestFusedChainEqualsOpByOp(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var results [2][]float32
+	for i, config := range []string{"", "fuse=false"} {
+		be := mustBackend(t, config)
+		op := must[backends.Op](t)
+		bld := be.Builder("silu")
+		s := shapes.Make(dtypes.Float32, 3, 1000)
+		a := op(bld.Parameter("a", s, nil))
+		b := op(bld.Parameter("b", s, nil))
+		half := op(bld.Constant([]float32{0.5}))
+		y := op(bld.Mul(a, op(bld.Logistic(a))))
+		y = op(bld.Add(op(bld.Mul(y, b)), half))
+		exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
+		if want := map[string]int{"": 1, "fuse=false": 4}[config]; len(exe.steps) != want {
+			t.Errorf("%q: %d steps, want %d", config, len(exe.steps), want)
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{randomBuffer(t, be, r, 3, 1000), randomBuffer(t, be, r, 3, 1000)}, nil, 0))
+		results[i] = append([]float32(nil), typed[float32](outs[0].(*Buffer).data)...)
+	}
+	_ = r
+	for i := range results[0] {
+		if results[0][i] != results[1][i] {
+			t.Fatalf("element %d: fused %g, op by op %g", i, results[0][i], results[1][i])
+		}
+	}
+}
+
+// Values whose lifetimes do not overlap share arena bytes: a chain of 8 transposes of a 4 KiB
+// matrix needs 2 buffers, not 8.
+func TestArenaReuse(t *testing.T) {
+	be := mustBackend(t, "")
+	op := must[backends.Op](t)
+	bld := be.Builder("chain")
+	x := op(bld.Parameter("x", shapes.Make(dtypes.Float32, 32, 32), nil))
+	y := x
+	for range 8 {
+		y = op(bld.Transpose(y, 1, 0))
+	}
+	y = op(bld.Neg(y))
+	exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
+	if exe.arenaSize > 2*32*32*4 {
+		t.Errorf("arena of %d bytes for a chain of 4 KiB values; want at most 2 of them", exe.arenaSize)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	in := randomBuffer(t, be, r, 32, 32)
+	want := append([]float32(nil), typed[float32](in.data)...)
+	outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{in}, nil, 0))
+	got := typed[float32](outs[0].(*Buffer).data)
+	for i := range want {
+		if got[i] != -want[i] {
+			t.Fatalf("element %d: %g, want %g", i, got[i], -want[i])
+		}
+	}
+}
+
+// A scatter into a donated parameter (the KV cache) updates that buffer in place; without
+// donation the parameter is left untouched.
+func TestScatterUpdatesDonatedBufferInPlace(t *testing.T) {
+	be := mustBackend(t, "")
+	op := must[backends.Op](t)
+	bld := be.Builder("cache")
+	cache := op(bld.Parameter("cache", shapes.Make(dtypes.Float32, 8, 4), nil))
+	idx := op(bld.Parameter("idx", shapes.Make(dtypes.Int32, 1, 1), nil))
+	row := op(bld.Parameter("row", shapes.Make(dtypes.Float32, 1, 4), nil))
+	y := op(bld.ScatterSum(cache, idx, row, 1, []int{1}, []int{0}, []int{0}, true, true))
+	exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
+	run := func(donate bool) (in, out *Buffer) {
+		in = must[backends.Buffer](t)(be.BufferFromFlatData(0, make([]float32, 32), shapes.Make(dtypes.Float32, 8, 4))).(*Buffer)
+		i := must[backends.Buffer](t)(be.BufferFromFlatData(0, []int32{5}, shapes.Make(dtypes.Int32, 1, 1)))
+		r := must[backends.Buffer](t)(be.BufferFromFlatData(0, []float32{1, 2, 3, 4}, shapes.Make(dtypes.Float32, 1, 4)))
+		inData := unsafe.SliceData(in.data)
+		outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{in, i, r}, []bool{donate, false, false}, 0))
+		out = outs[0].(*Buffer)
+		if same := unsafe.SliceData(out.data) == inData; same != donate {
+			t.Errorf("donate=%v: output in the input's bytes: %v", donate, same)
+		}
+		return in, out
+	}
+	in, out := run(false)
+	if got := typed[float32](out.data)[20:24]; got[0] != 1 || got[3] != 4 {
+		t.Errorf("row 5 after the scatter: %v", got)
+	}
+	for _, v := range typed[float32](in.data) {
+		if v != 0 {
+			t.Fatalf("the parameter changed although it was not donated")
+		}
+	}
+	_, out = run(true)
+	if got := typed[float32](out.data)[20:24]; got[0] != 1 || got[3] != 4 {
+		t.Errorf("row 5 after the in-place scatter: %v", got)
+	}
+}
+
+// An op the backend lacks fails when the graph is built, naming the backend and the op.
+func TestNotImplementedNamesTheOp(t *testing.T) {
+	be := mustBackend(t, "")
+	bld := be.Builder("fft")
+	x := must[backends.Op](t)(bld.Parameter("x", shapes.Make(dtypes.Float32, 8), nil))
+	_, err := bld.FFT(x, backends.FFTForward, []int{8})
+	if err == nil || !strings.Contains(err.Error(), "backend cpu: op FFT not implemented") {
+		t.Errorf("FFT: error %v", err)
+	}
+}
+
+// A bad option is a one-line error that lists the valid ones.
+func TestBadConfig(t *testing.T) {
+	for _, c := range []string{"threads=0", "threads=x", "speed=11", "fuse=maybe"} {
+		if _, err := New(c); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("config %q: error %v", c, err)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package cpu
+
+// DotGeneral. Each operand is seen as a batch of matrices, [B, M, K] or [B, K, M] for the left
+// and [B, N, K] or [B, K, N] for the right, without moving data when its axes already come in
+// that order (x·Wᵀ with W stored [out, in] is [M, K]·[N, K]: no copy); otherwise it is transposed
+// into scratch first. The product then runs as matrix-vector rows (one or a few rows of x, the
+// decoding case: every weight is read once, rows of W split over the threads) or as blocked
+// GEMM tiles spread over the threads.
+
+import (
+	"slices"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/engine/cpu/kernels"
+)
+
+// minParallelMACs is the least work (multiply-adds) worth splitting over threads.
+const minParallelMACs = 64 << 10
+
+type matOperand struct {
+	perm  []int // non-nil: transpose into scratch with it first
+	trans bool  // stored [B, K, X] rather than [B, X, K]
+}
+
+// planOperand finds how an operand with the given batch, free and contracting axes is read.
+func planOperand(rank int, batch, free, contract []int) matOperand {
+	ident := func(seq []int) bool {
+		for i, a := range seq {
+			if a != i {
+				return false
+			}
+		}
+		return true
+	}
+	cat := func(parts ...[]int) []int { return slices.Concat(parts...) }
+	switch {
+	case ident(cat(batch, free, contract)):
+		return matOperand{}
+	case ident(cat(batch, contract, free)):
+		return matOperand{trans: true}
+	}
+	return matOperand{perm: cat(batch, free, contract)}
+}
+
+func freeAxes(rank int, lists ...[]int) []int {
+	var free []int
+	for a := range rank {
+		used := false
+		for _, l := range lists {
+			used = used || slices.Contains(l, a)
+		}
+		if !used {
+			free = append(free, a)
+		}
+	}
+	return free
+}
+
+func lowerDot(lw *lowering) (stepFn, error) {
+	n := lw.n
+	attr := n.attr.(*dotAttr)
+	ls, rs := n.inputs[0].shape, n.inputs[1].shape
+	lf := freeAxes(ls.Rank(), attr.lhsBatch, attr.lhsContract)
+	rf := freeAxes(rs.Rank(), attr.rhsBatch, attr.rhsContract)
+	prod := func(s []int, dims []int) int {
+		p := 1
+		for _, a := range s {
+			p *= dims[a]
+		}
+		return p
+	}
+	B := prod(attr.lhsBatch, ls.Dimensions)
+	M := prod(lf, ls.Dimensions)
+	K := prod(attr.lhsContract, ls.Dimensions)
+	N := prod(rf, rs.Dimensions)
+	lp := planOperand(ls.Rank(), attr.lhsBatch, lf, attr.lhsContract)
+	rp := planOperand(rs.Rank(), attr.rhsBatch, rf, attr.rhsContract)
+	// The right operand's natural layout is [B, N, K] (x·Wᵀ): trans means [B, K, N].
+	transB := !rp.trans
+	ia, ib, io := lw.in[0], lw.in[1], lw.out
+	size := ls.DType.Size()
+	sa, sb := -1, -1
+	if lp.perm != nil {
+		sa = lw.scratch(byteSize(ls))
+	}
+	if rp.perm != nil {
+		sb = lw.scratch(byteSize(rs))
+	}
+	load := func(f *frame, in, scratch int, dims []int, perm []int) []byte {
+		if perm == nil {
+			return f.slots[in]
+		}
+		transposeBytes(size, f.slots[in], dims, perm, f.slots[scratch])
+		return f.slots[scratch]
+	}
+	if ls.DType != dtypes.Float32 {
+		return dispatchNumber(ls.DType, naiveDot{lw, B, M, N, K, lp.trans, transB, func(f *frame) ([]byte, []byte) {
+			return load(f, ia, sa, ls.Dimensions, lp.perm), load(f, ib, sb, rs.Dimensions, rp.perm)
+		}})
+	}
+	pool := lw.e.backend.pool
+	mm := newMatmul(pool, B, M, N, K, lp.trans, transB)
+	return func(f *frame) {
+		a := typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
+		b := typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
+		mm.run(a, b, typed[float32](f.slots[io]))
+	}, nil
+}
+
+// matmul is C[b] = op(A[b])·op(B[b]) for a batch of float32 matrices, planned once.
+type matmul struct {
+	pool           *pool
+	B, M, N, K     int
+	transA, transB bool
+	// tiles: the work is cut into mt × nt tiles per batch item.
+	mt, nt, mSize, nSize int
+}
+
+func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
+	mm := &matmul{pool: p, B: B, M: M, N: N, K: K, transA: transA, transB: transB, mt: 1, nt: 1, mSize: M, nSize: N}
+	work := B * M * N * K
+	if work < minParallelMACs || p.threads() == 1 {
+		return mm
+	}
+	// Aim at about 4 tasks per thread; split N first (weights rows) and M only when it is large.
+	want := 4 * p.threads()
+	perBatch := (want + B - 1) / B
+	if perBatch <= 1 {
+		return mm
+	}
+	if M >= 64 {
+		mm.mt = min(perBatch/2+1, (M+31)/32)
+	}
+	mm.nt = min((perBatch+mm.mt-1)/mm.mt, max(1, N/16))
+	mm.mSize = (M + mm.mt - 1) / mm.mt
+	mm.nSize = (N + mm.nt - 1) / mm.nt
+	if mm.nt > 1 {
+		mm.nSize = (mm.nSize + 15) &^ 15 // whole vectors per tile
+		mm.nt = (N + mm.nSize - 1) / mm.nSize
+	}
+	mm.mt = (M + mm.mSize - 1) / mm.mSize
+	return mm
+}
+
+func (mm *matmul) run(a, b, c []float32) {
+	tiles := mm.mt * mm.nt
+	run := mm.pool.run
+	if mm.B*mm.M*mm.N*mm.K < minParallelMACs {
+		run = inline
+	}
+	run(mm.B*tiles, func(task int) {
+		bi, t := task/tiles, task%tiles
+		m0 := (t / mm.nt) * mm.mSize
+		n0 := (t % mm.nt) * mm.nSize
+		mm.tile(a[bi*mm.M*mm.K:(bi+1)*mm.M*mm.K], b[bi*mm.N*mm.K:(bi+1)*mm.N*mm.K], c[bi*mm.M*mm.N:(bi+1)*mm.M*mm.N],
+			m0, min(m0+mm.mSize, mm.M), n0, min(n0+mm.nSize, mm.N))
+	})
+}
+
+// tile computes C[m0:m1, n0:n1] of one batch item.
+func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
+	M, N, K := mm.M, mm.N, mm.K
+	m, n := m1-m0, n1-n0
+	if m <= 0 || n <= 0 {
+		return
+	}
+	if K == 0 {
+		for i := m0; i < m1; i++ {
+			clear(c[i*N+n0 : i*N+n1])
+		}
+		return
+	}
+	if mm.transB && !mm.transA && m <= 4 {
+		// Rows of x against rows of W: each weight row read once.
+		if m == 1 {
+			kernels.DotRows(b[n0*K:], K, a[m0*K:(m0+1)*K], c[m0*N+n0:m0*N+n1])
+			return
+		}
+		kernels.MatMulNT(m, n, K, a[m0*K:], K, b[n0*K:], K, c[m0*N+n0:], N)
+		return
+	}
+	var aa, bb []float32
+	var lda, ldb int
+	if mm.transA {
+		aa, lda = a[m0:], M
+	} else {
+		aa, lda = a[m0*K:], K
+	}
+	if mm.transB {
+		bb, ldb = b[n0*K:], K
+	} else {
+		bb, ldb = b[n0:], N
+	}
+	kernels.Sgemm(mm.transA, mm.transB, m, n, K, 1, aa, lda, bb, ldb, 0, c[m0*N+n0:], N)
+}
+
+// naiveDot is DotGeneral for the dtypes other than float32 (rarely used; plain loops).
+type naiveDot struct {
+	lw             *lowering
+	B, M, N, K     int
+	transA, transB bool
+	operands       func(f *frame) ([]byte, []byte)
+}
+
+func naiveDotT[T number](d naiveDot) (stepFn, error) {
+	io := d.lw.out
+	return func(f *frame) {
+		ab, bb := d.operands(f)
+		a, b, c := typed[T](ab), typed[T](bb), typed[T](f.slots[io])
+		M, N, K := d.M, d.N, d.K
+		for bi := range d.B {
+			ao, bo, co := bi*M*K, bi*N*K, bi*M*N
+			for i := range M {
+				for j := range N {
+					var acc T
+					for p := range K {
+						var x, y T
+						if d.transA {
+							x = a[ao+p*M+i]
+						} else {
+							x = a[ao+i*K+p]
+						}
+						if d.transB {
+							y = b[bo+j*K+p]
+						} else {
+							y = b[bo+p*N+j]
+						}
+						acc += x * y
+					}
+					c[co+i*N+j] = acc
+				}
+			}
+		}
+	}, nil
+}
+
+func (d naiveDot) f32() (stepFn, error) { return naiveDotT[float32](d) }
+func (d naiveDot) f64() (stepFn, error) { return naiveDotT[float64](d) }
+func (d naiveDot) i8() (stepFn, error)  { return naiveDotT[int8](d) }
+func (d naiveDot) i16() (stepFn, error) { return naiveDotT[int16](d) }
+func (d naiveDot) i32() (stepFn, error) { return naiveDotT[int32](d) }
+func (d naiveDot) i64() (stepFn, error) { return naiveDotT[int64](d) }
+func (d naiveDot) u8() (stepFn, error)  { return naiveDotT[uint8](d) }
+func (d naiveDot) u16() (stepFn, error) { return naiveDotT[uint16](d) }
+func (d naiveDot) u32() (stepFn, error) { return naiveDotT[uint32](d) }
+func (d naiveDot) u64() (stepFn, error) { return naiveDotT[uint64](d) }

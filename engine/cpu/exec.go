@@ -1,0 +1,113 @@
+package cpu
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// Finalize implements backends.Executable.
+func (e *Executable) Finalize() {}
+
+// Inputs implements backends.Executable.
+func (e *Executable) Inputs() ([]string, []shapes.Shape) { return e.paramNames, e.paramShapes }
+
+// Outputs implements backends.Executable.
+func (e *Executable) Outputs() []shapes.Shape { return e.outShapes }
+
+func (e *Executable) newFrame() *frame {
+	f := &frame{slots: make([][]byte, len(e.slots)), arena: alloc(e.arenaSize)}
+	for i, s := range e.slots {
+		switch s.kind {
+		case slotArena:
+			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]
+		case slotConst:
+			f.slots[i] = s.data
+		}
+	}
+	return f
+}
+
+// Execute implements backends.Executable. Donated inputs belong to the executable from here on:
+// they become outputs (updated in place) or are recycled.
+func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends.DeviceNum) (outs []backends.Buffer, err error) {
+	if len(inputs) != len(e.paramShapes) {
+		return nil, fmt.Errorf("backend %s: %q takes %d inputs, got %d", BackendName, e.name, len(e.paramShapes), len(inputs))
+	}
+	bufs := make([]*Buffer, len(inputs))
+	for i, in := range inputs {
+		bb, err := e.backend.buffer(in)
+		if err != nil {
+			return nil, fmt.Errorf("input %d (%s): %w", i, e.paramNames[i], err)
+		}
+		if !bb.shape.Equal(e.paramShapes[i]) {
+			return nil, fmt.Errorf("backend %s: %q input %d (%s) is %s, compiled for %s", BackendName, e.name, i, e.paramNames[i], bb.shape, e.paramShapes[i])
+		}
+		bufs[i] = bb
+	}
+	donated := func(i int) bool { return i < len(donate) && donate[i] }
+
+	f, _ := e.frames.Get().(*frame)
+	if f == nil {
+		f = e.newFrame()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("backend %s: executing %q: %v", BackendName, e.name, r)
+			outs = nil
+		}
+	}()
+	for i, s := range e.slots {
+		if s.kind == slotParam {
+			f.slots[i] = bufs[s.param].data
+		}
+	}
+	result := make([]*Buffer, len(e.outShapes))
+	reused := make([]bool, len(inputs))
+	for _, ip := range e.inPlace {
+		if !donated(ip.param) || reused[ip.param] {
+			continue
+		}
+		reused[ip.param] = true
+		f.slots[ip.slot] = bufs[ip.param].data
+		if ip.output >= 0 {
+			buf := bufs[ip.param]
+			buf.shape = e.outShapes[ip.output]
+			result[ip.output] = buf
+		}
+	}
+	for i, s := range e.slots {
+		if s.kind == slotOutput && result[s.out] == nil {
+			buf := e.backend.newBuffer(e.outShapes[s.out])
+			result[s.out] = buf
+			f.slots[i] = buf.data
+		}
+	}
+	for _, step := range e.steps {
+		step(f)
+	}
+	outs = make([]backends.Buffer, len(result))
+	for i, buf := range result {
+		if e.outCopy[i] {
+			buf = e.backend.newBuffer(e.outShapes[i])
+			copy(buf.data, f.slots[e.outSlot[i]])
+		}
+		outs[i] = buf
+	}
+	for i, bb := range bufs {
+		if donated(i) && !reused[i] && !slices.Contains(bufs[:i], bb) {
+			_ = e.backend.BufferFinalize(bb)
+		}
+	}
+	for i, s := range e.slots {
+		if s.kind != slotArena && s.kind != slotConst {
+			f.slots[i] = nil
+		} else if s.kind == slotArena {
+			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]
+		}
+	}
+	e.frames.Put(f)
+	return outs, nil
+}

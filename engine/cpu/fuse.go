@@ -1,0 +1,253 @@
+package cpu
+
+// Fusion of elementwise chains. A float32 expression such as silu(a)·b or Adam's
+// m/(sqrt(v)+ε) is a tree of elementwise ops whose intermediate values are read once; run op by
+// op, each intermediate goes to memory and back. Fused, the tree runs block by block (a few
+// hundred elements that stay in L1) in one step: inputs are read once, the result written once.
+// A node joins its consumer's tree when it is float32 elementwise, has the consumer's shape, is
+// read by nothing else, and is not an output; leaves are full arrays of that shape or scalars.
+
+import (
+	"math"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/engine/cpu/kernels"
+)
+
+// fuseBlock is how many elements a fused tree evaluates at a time.
+const fuseBlock = 512
+
+// fusable ops: the float32 elementwise ops the block evaluator implements.
+var fusableOps = map[backends.OpType]bool{
+	backends.OpTypeAdd: true, backends.OpTypeSub: true, backends.OpTypeMul: true, backends.OpTypeDiv: true,
+	backends.OpTypeMax: true, backends.OpTypeMin: true, backends.OpTypeNeg: true, backends.OpTypeAbs: true,
+	backends.OpTypeExp: true, backends.OpTypeLog: true, backends.OpTypeSqrt: true, backends.OpTypeRsqrt: true,
+	backends.OpTypeTanh: true, backends.OpTypeLogistic: true,
+}
+
+// fusable reports whether n may be part of a fused tree: a float32 elementwise op whose operands
+// are of its shape or scalars.
+func fusable(n *node) bool {
+	if !fusableOps[n.op] || n.shape.DType != dtypes.Float32 || n.shape.Size() < 2 {
+		return false
+	}
+	for _, in := range n.inputs {
+		if in.shape.Size() != 1 && !in.shape.Equal(n.shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// fusion is a fused tree: its root, its members in evaluation order, and its leaves.
+type fusion struct {
+	root    *node
+	members []*node // topological order, root last
+	leaves  []*node
+}
+
+// findFusions groups the live nodes into trees; a node in a tree but not its root gets no step.
+func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[int]*fusion, []bool) {
+	member := make([]bool, len(nodes))
+	roots := map[int]*fusion{}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		if !live[i] || member[i] || !fusable(n) {
+			continue
+		}
+		f := &fusion{root: n}
+		in := map[int]bool{n.id: true}
+		var grow func(m *node)
+		grow = func(m *node) {
+			for _, x := range m.inputs {
+				if in[x.id] {
+					continue
+				}
+				if fusable(x) && x.shape.Equal(n.shape) && uses[x.id] == 1 && !isOutput[x.id] && !member[x.id] {
+					in[x.id] = true
+					grow(x)
+				}
+			}
+		}
+		grow(n)
+		if len(in) < 2 {
+			continue
+		}
+		leafSeen := map[int]bool{}
+		for _, m := range nodes[:n.id+1] {
+			if !in[m.id] {
+				continue
+			}
+			f.members = append(f.members, m)
+			if m != n {
+				member[m.id] = true
+			}
+			for _, x := range m.inputs {
+				if !in[x.id] && !leafSeen[x.id] {
+					leafSeen[x.id] = true
+					f.leaves = append(f.leaves, x)
+				}
+			}
+		}
+		roots[n.id] = f
+	}
+	return roots, member
+}
+
+// fusedInstr is one op of a fused tree: operands are registers (>= 0: a member's block) or
+// leaves (-1-k: leaf k).
+type fusedInstr struct {
+	op   backends.OpType
+	a, b int
+}
+
+func lowerFusion(lw *lowering, f *fusion) stepFn {
+	leafIdx := map[int]int{}
+	scalar := make([]bool, len(f.leaves))
+	for k, l := range f.leaves {
+		leafIdx[l.id] = k
+		scalar[k] = l.shape.Size() == 1
+	}
+	reg := map[int]int{}
+	prog := make([]fusedInstr, len(f.members))
+	for i, m := range f.members {
+		reg[m.id] = i
+		operand := func(x *node) int {
+			if r, ok := reg[x.id]; ok {
+				return r
+			}
+			return -1 - leafIdx[x.id]
+		}
+		in := fusedInstr{op: m.op, a: operand(m.inputs[0]), b: 0}
+		if len(m.inputs) > 1 {
+			in.b = operand(m.inputs[1])
+		}
+		prog[i] = in
+	}
+	slots := lw.in
+	out := lw.out
+	size := f.root.shape.Size()
+	p := lw.e.backend.pool
+	nRegs := len(prog)
+	return func(fr *frame) {
+		leaves := make([][]float32, len(slots))
+		for k, s := range slots {
+			leaves[k] = typed[float32](fr.slots[s])
+		}
+		dst := typed[float32](fr.slots[out])
+		blocks := (size + fuseBlock - 1) / fuseBlock
+		p.parallelFor(blocks, max(1, elementwiseGrain/fuseBlock), func(lo, hi int) {
+			regs := make([]float32, nRegs*fuseBlock)
+			for blk := lo; blk < hi; blk++ {
+				start := blk * fuseBlock
+				n := min(fuseBlock, size-start)
+				evalFused(prog, regs, leaves, scalar, start, n, dst[start:start+n])
+			}
+		})
+	}
+}
+
+// evalFused runs the program on elements [start, start+n); the last instruction writes dst.
+func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, scalar []bool, start, n int, dst []float32) {
+	// vec returns an operand's block, or (nil, value) for a scalar leaf.
+	vec := func(o int) ([]float32, float32) {
+		if o >= 0 {
+			return regs[o*fuseBlock : o*fuseBlock+n], 0
+		}
+		k := -1 - o
+		if scalar[k] {
+			return nil, leaves[k][0]
+		}
+		return leaves[k][start : start+n], 0
+	}
+	for i, in := range prog {
+		out := regs[i*fuseBlock : i*fuseBlock+n]
+		if i == len(prog)-1 {
+			out = dst
+		}
+		a, sa := vec(in.a)
+		if a == nil {
+			// A scalar first operand: broadcast it into the output block first.
+			for j := range out {
+				out[j] = sa
+			}
+			a = out
+		}
+		switch in.op {
+		case backends.OpTypeAdd, backends.OpTypeSub, backends.OpTypeMul, backends.OpTypeDiv, backends.OpTypeMax, backends.OpTypeMin:
+			b, sb := vec(in.b)
+			fusedBinary(in.op, a, b, sb, out)
+		case backends.OpTypeNeg:
+			kernels.MulScalar(a, -1, out)
+		case backends.OpTypeExp:
+			kernels.Exp(a, out)
+		default:
+			f := fusedUnary[in.op]
+			for j, x := range a {
+				out[j] = f(x)
+			}
+		}
+	}
+}
+
+func fusedBinary(op backends.OpType, a, b []float32, sb float32, out []float32) {
+	if b == nil {
+		switch op {
+		case backends.OpTypeAdd:
+			kernels.AddScalar(a, sb, out)
+		case backends.OpTypeSub:
+			kernels.AddScalar(a, -sb, out)
+		case backends.OpTypeMul:
+			kernels.MulScalar(a, sb, out)
+		case backends.OpTypeDiv:
+			for j, x := range a {
+				out[j] = x / sb
+			}
+		case backends.OpTypeMax:
+			for j, x := range a {
+				out[j] = max(x, sb)
+			}
+		case backends.OpTypeMin:
+			for j, x := range a {
+				out[j] = min(x, sb)
+			}
+		}
+		return
+	}
+	switch op {
+	case backends.OpTypeAdd:
+		kernels.Add(a, b, out)
+	case backends.OpTypeSub:
+		kernels.Sub(a, b, out)
+	case backends.OpTypeMul:
+		kernels.Mul(a, b, out)
+	case backends.OpTypeDiv:
+		kernels.Div(a, b, out)
+	case backends.OpTypeMax:
+		for j, x := range a {
+			out[j] = max(x, b[j])
+		}
+	case backends.OpTypeMin:
+		for j, x := range a {
+			out[j] = min(x, b[j])
+		}
+	}
+}
+
+var fusedUnary = map[backends.OpType]func(float32) float32{
+	backends.OpTypeAbs:  func(x float32) float32 { return float32(math.Abs(float64(x))) },
+	backends.OpTypeLog:  func(x float32) float32 { return float32(math.Log(float64(x))) },
+	backends.OpTypeSqrt: func(x float32) float32 { return float32(math.Sqrt(float64(x))) },
+	backends.OpTypeRsqrt: func(x float32) float32 {
+		return float32(1 / math.Sqrt(float64(x)))
+	},
+	backends.OpTypeTanh: func(x float32) float32 { return float32(math.Tanh(float64(x))) },
+	backends.OpTypeLogistic: func(x float32) float32 {
+		if x >= 0 {
+			return float32(1 / (1 + math.Exp(-float64(x))))
+		}
+		e := math.Exp(float64(x))
+		return float32(e / (1 + e))
+	},
+}

@@ -1,0 +1,209 @@
+// Package kernels holds the float32 compute kernels of posformer's CPU backend: dot products,
+// matrix-vector rows, a blocked GEMM and a few vector helpers. Each has a portable Go version
+// and, on amd64, assembly versions for AVX-512 and for AVX2+FMA; the best set the CPU supports
+// is chosen at start-up (golang.org/x/sys/cpu), $POSFORMER_KERNELS or SetPath can force a
+// lower one (the tests run every set the machine has against the portable one).
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+)
+
+// Kernel sets, best first.
+const (
+	AVX512  = "avx512"
+	AVX2    = "avx2"
+	Generic = "generic"
+)
+
+var path = Generic
+
+func init() {
+	path = best()
+	if want := os.Getenv("POSFORMER_KERNELS"); want != "" {
+		if err := SetPath(want); err != nil {
+			fmt.Fprintf(os.Stderr, "posformer: $POSFORMER_KERNELS: %v; using %s\n", err, path)
+		}
+	}
+}
+
+// Path is the kernel set in use: "avx512", "avx2" or "generic".
+func Path() string { return path }
+
+// Paths lists the kernel sets this CPU can run, best first.
+func Paths() []string {
+	var out []string
+	for _, p := range []string{AVX512, AVX2, Generic} {
+		if supported(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SetPath forces a kernel set; an error if the name is unknown or the CPU lacks it.
+func SetPath(name string) error {
+	if !slices.Contains([]string{AVX512, AVX2, Generic}, name) {
+		return fmt.Errorf("unknown kernel set %q (valid: avx512, avx2, generic)", name)
+	}
+	if !supported(name) {
+		return fmt.Errorf("this CPU cannot run the %s kernels (it can: %v)", name, Paths())
+	}
+	path = name
+	return nil
+}
+
+func need(ok bool, what string) {
+	if !ok {
+		panic("kernels: " + what)
+	}
+}
+
+// Dot returns Σ a[i]·b[i].
+func Dot(a, b []float32) float32 {
+	need(len(a) == len(b), "Dot of slices of different lengths")
+	if len(a) == 0 {
+		return 0
+	}
+	return dot(a, b)
+}
+
+func dotGo(a, b []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// Axpy does y[i] += alpha·x[i].
+func Axpy(alpha float32, x, y []float32) {
+	need(len(x) == len(y), "Axpy of slices of different lengths")
+	for i, v := range x {
+		y[i] += alpha * v
+	}
+}
+
+// DotRows is a matrix-vector product with the matrix stored [rows, k] (PyTorch's [out, in]):
+// y[r] = Σ_j w[r·ldw+j]·x[j] for r < len(y), j < len(x).
+func DotRows(w []float32, ldw int, x []float32, y []float32) {
+	if len(y) == 0 {
+		return
+	}
+	need(ldw >= len(x) && len(w) >= (len(y)-1)*ldw+len(x), "DotRows: matrix too short")
+	if len(x) == 0 {
+		clear(y)
+		return
+	}
+	dotRows(w, ldw, x, y)
+}
+
+func dotRowsGo(w []float32, ldw int, x []float32, y []float32) {
+	k := len(x)
+	for r := range y {
+		y[r] = dotGo(w[r*ldw:r*ldw+k], x)
+	}
+}
+
+// MatMulNT is y[i·ldy+j] = Σ_p x[i·ldx+p]·w[j·ldw+p] for i < m, j < n, p < k: a few rows of x
+// against a matrix stored [n, k].
+func MatMulNT(m, n, k int, x []float32, ldx int, w []float32, ldw int, y []float32, ldy int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	need(ldx >= k && ldw >= k && ldy >= n, "MatMulNT: leading dimension too small")
+	need(len(x) >= (m-1)*ldx+k && len(w) >= (n-1)*ldw+k && len(y) >= (m-1)*ldy+n, "MatMulNT: slice too short")
+	for i := range m {
+		DotRows(w, ldw, x[i*ldx:i*ldx+k], y[i*ldy:i*ldy+n])
+	}
+}
+
+// Add, Sub, Mul, Div: out[i] = a[i] op b[i] (out may alias a or b).
+func Add(a, b, out []float32) {
+	need(len(a) >= len(out) && len(b) >= len(out), "Add: operand too short")
+	for i := range out {
+		out[i] = a[i] + b[i]
+	}
+}
+
+func Sub(a, b, out []float32) {
+	need(len(a) >= len(out) && len(b) >= len(out), "Sub: operand too short")
+	for i := range out {
+		out[i] = a[i] - b[i]
+	}
+}
+
+func Mul(a, b, out []float32) {
+	need(len(a) >= len(out) && len(b) >= len(out), "Mul: operand too short")
+	for i := range out {
+		out[i] = a[i] * b[i]
+	}
+}
+
+func Div(a, b, out []float32) {
+	need(len(a) >= len(out) && len(b) >= len(out), "Div: operand too short")
+	for i := range out {
+		out[i] = a[i] / b[i]
+	}
+}
+
+// AddScalar and MulScalar: out[i] = a[i] op s.
+func AddScalar(a []float32, s float32, out []float32) {
+	need(len(a) >= len(out), "AddScalar: operand too short")
+	for i := range out {
+		out[i] = a[i] + s
+	}
+}
+
+func MulScalar(a []float32, s float32, out []float32) {
+	need(len(a) >= len(out), "MulScalar: operand too short")
+	for i := range out {
+		out[i] = a[i] * s
+	}
+}
+
+// Exp: out[i] = e^a[i].
+func Exp(a, out []float32) {
+	need(len(a) >= len(out), "Exp: operand too short")
+	for i := range out {
+		out[i] = float32(math.Exp(float64(a[i])))
+	}
+}
+
+// Sum returns Σ a[i].
+func Sum(a []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i]
+		s1 += a[i+1]
+		s2 += a[i+2]
+		s3 += a[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// Max returns the largest a[i]; NaN if any is NaN; -Inf for an empty slice.
+func Max(a []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range a {
+		if v != v {
+			return v
+		}
+		m = max(m, v)
+	}
+	return m
+}

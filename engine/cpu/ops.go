@@ -1,0 +1,319 @@
+package cpu
+
+// lower maps each node to the step that computes it, and lists what the backend implements.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/shapeinference"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+)
+
+// supportedDTypes are computed with; convertibleDTypes only converted from and to (and moved).
+var (
+	supportedDTypes = map[dtypes.DType]bool{
+		dtypes.Float32: true, dtypes.Float64: true, dtypes.Bool: true,
+		dtypes.Int8: true, dtypes.Int16: true, dtypes.Int32: true, dtypes.Int64: true,
+		dtypes.Uint8: true, dtypes.Uint16: true, dtypes.Uint32: true, dtypes.Uint64: true,
+	}
+	convertibleDTypes = map[dtypes.DType]bool{dtypes.Float16: true, dtypes.BFloat16: true}
+	movableDTypes     = map[dtypes.DType]bool{
+		dtypes.Float32: true, dtypes.Float64: true, dtypes.Bool: true,
+		dtypes.Int8: true, dtypes.Int16: true, dtypes.Int32: true, dtypes.Int64: true,
+		dtypes.Uint8: true, dtypes.Uint16: true, dtypes.Uint32: true, dtypes.Uint64: true,
+		dtypes.Float16: true, dtypes.BFloat16: true,
+	}
+)
+
+var capabilities = func() backends.Capabilities {
+	c := backends.Capabilities{Operations: map[backends.OpType]bool{}, DTypes: map[dtypes.DType]bool{}}
+	for _, op := range []backends.OpType{
+		backends.OpTypeParameter, backends.OpTypeConstant, backends.OpTypeIdentity,
+		backends.OpTypeAbs, backends.OpTypeNeg, backends.OpTypeSign, backends.OpTypeExp, backends.OpTypeExpm1,
+		backends.OpTypeLog, backends.OpTypeLog1p, backends.OpTypeSqrt, backends.OpTypeRsqrt, backends.OpTypeTanh,
+		backends.OpTypeLogistic, backends.OpTypeSin, backends.OpTypeCos, backends.OpTypeErf, backends.OpTypeFloor,
+		backends.OpTypeCeil, backends.OpTypeRound, backends.OpTypeIsFinite, backends.OpTypeIsNaN,
+		backends.OpTypeLogicalNot, backends.OpTypeBitwiseNot,
+		backends.OpTypeAdd, backends.OpTypeSub, backends.OpTypeMul, backends.OpTypeDiv, backends.OpTypeMax,
+		backends.OpTypeMin, backends.OpTypePow, backends.OpTypeRem, backends.OpTypeLogicalAnd, backends.OpTypeLogicalOr,
+		backends.OpTypeLogicalXor, backends.OpTypeBitwiseAnd, backends.OpTypeBitwiseOr, backends.OpTypeBitwiseXor,
+		backends.OpTypeShiftLeft, backends.OpTypeShiftRightLogical, backends.OpTypeShiftRightArithmetic,
+		backends.OpTypeEqual, backends.OpTypeNotEqual, backends.OpTypeLessThan, backends.OpTypeLessOrEqual,
+		backends.OpTypeGreaterThan, backends.OpTypeGreaterOrEqual,
+		backends.OpTypeWhere, backends.OpTypeClamp, backends.OpTypeConvertDType, backends.OpTypeBitcast,
+		backends.OpTypeReshape, backends.OpTypeTranspose, backends.OpTypeBroadcastInDim,
+		backends.OpTypeReduceSum, backends.OpTypeReduceMax, backends.OpTypeReduceMin, backends.OpTypeReduceProduct,
+		backends.OpTypeReduceLogicalAnd, backends.OpTypeReduceLogicalOr, backends.OpTypeArgMinMax, backends.OpTypeIota,
+		backends.OpTypeDot, backends.OpTypeDotGeneral, backends.OpTypeSlice, backends.OpTypeConcatenate,
+		backends.OpTypeGather, backends.OpTypeScatterSum, backends.OpTypeScatterMax, backends.OpTypeScatterMin,
+		backends.OpTypePad, backends.OpTypeReverse, backends.OpTypeDynamicSlice, backends.OpTypeDynamicUpdateSlice,
+		backends.OpTypeRNGBitGenerator,
+	} {
+		c.Operations[op] = true
+	}
+	for dt := range movableDTypes {
+		c.DTypes[dt] = true
+	}
+	return c
+}()
+
+func lower(lw *lowering) (stepFn, error) {
+	op := lw.n.op
+	switch {
+	case shapeinference.StandardUnaryOperations.Has(op):
+		return lowerUnary(lw)
+	case shapeinference.StandardBinaryOperations.Has(op), shapeinference.ComparisonOperations.Has(op):
+		return lowerBinary(lw)
+	}
+	switch op {
+	case backends.OpTypeWhere:
+		return lowerWhere(lw)
+	case backends.OpTypeClamp:
+		return dispatchNumber(lw.n.shape.DType, clampStep{lw})
+	case backends.OpTypeConvertDType:
+		return lowerConvert(lw)
+	case backends.OpTypeIota:
+		return lowerIota(lw)
+	case backends.OpTypeReduceSum, backends.OpTypeReduceMax, backends.OpTypeReduceMin, backends.OpTypeReduceProduct,
+		backends.OpTypeReduceLogicalAnd, backends.OpTypeReduceLogicalOr:
+		return lowerReduceOp(lw)
+	case backends.OpTypeArgMinMax:
+		return dispatchNumber(lw.n.inputs[0].shape.DType, argStep{lw})
+	case backends.OpTypeDotGeneral:
+		return lowerDot(lw)
+	case backends.OpTypeTranspose:
+		return lowerTranspose(lw)
+	case backends.OpTypeBroadcastInDim:
+		return lowerBroadcast(lw)
+	case backends.OpTypeSlice:
+		return lowerSlice(lw)
+	case backends.OpTypeConcatenate:
+		return lowerConcatenate(lw)
+	case backends.OpTypePad:
+		return lowerPad(lw)
+	case backends.OpTypeReverse:
+		return lowerReverse(lw)
+	case backends.OpTypeGather:
+		return lowerGather(lw)
+	case backends.OpTypeScatterSum, backends.OpTypeScatterMax, backends.OpTypeScatterMin:
+		return lowerScatter(lw)
+	case backends.OpTypeDynamicSlice:
+		return lowerDynamicSlice(lw)
+	case backends.OpTypeDynamicUpdateSlice:
+		return lowerDynamicUpdateSlice(lw)
+	case backends.OpTypeRNGBitGenerator:
+		return lowerRNG(lw)
+	}
+	return nil, fmt.Errorf("op %s not implemented", op)
+}
+
+func elemSize(n *node) int { return n.shape.DType.Size() }
+
+func lowerTranspose(lw *lowering) (stepFn, error) {
+	in := lw.n.inputs[0]
+	perm := lw.n.attr.([]int)
+	size, dims, ia, io := elemSize(in), in.shape.Dimensions, lw.in[0], lw.out
+	return func(f *frame) { transposeBytes(size, f.slots[ia], dims, perm, f.slots[io]) }, nil
+}
+
+func lowerBroadcast(lw *lowering) (stepFn, error) {
+	in := lw.n.inputs[0]
+	axes := lw.n.attr.([]int)
+	size, inDims, outDims, ia, io := elemSize(in), in.shape.Dimensions, lw.n.shape.Dimensions, lw.in[0], lw.out
+	return func(f *frame) { broadcastInDimBytes(size, f.slots[ia], inDims, outDims, axes, f.slots[io]) }, nil
+}
+
+func lowerSlice(lw *lowering) (stepFn, error) {
+	in := lw.n.inputs[0]
+	a := lw.n.attr.(*sliceAttr)
+	size, dims, ia, io := elemSize(in), in.shape.Dimensions, lw.in[0], lw.out
+	return func(f *frame) { sliceBytes(size, f.slots[ia], dims, a.starts, a.limits, a.strides, f.slots[io]) }, nil
+}
+
+func lowerConcatenate(lw *lowering) (stepFn, error) {
+	axis := lw.n.attr.(int)
+	dims := make([][]int, len(lw.n.inputs))
+	for i, in := range lw.n.inputs {
+		dims[i] = in.shape.Dimensions
+	}
+	size, ins, io := elemSize(lw.n), lw.in, lw.out
+	return func(f *frame) {
+		parts := make([][]byte, len(ins))
+		for i, s := range ins {
+			parts[i] = f.slots[s]
+		}
+		concatenateBytes(size, parts, dims, axis, f.slots[io])
+	}, nil
+}
+
+func lowerPad(lw *lowering) (stepFn, error) {
+	in := lw.n.inputs[0]
+	axes := lw.n.attr.([]backends.PadAxis)
+	size, inDims, outDims, ia, iv, io := elemSize(in), in.shape.Dimensions, lw.n.shape.Dimensions, lw.in[0], lw.in[1], lw.out
+	return func(f *frame) { padBytes(size, f.slots[ia], inDims, f.slots[iv], axes, f.slots[io], outDims) }, nil
+}
+
+func lowerReverse(lw *lowering) (stepFn, error) {
+	in := lw.n.inputs[0]
+	axes := lw.n.attr.([]int)
+	size, dims, ia, io := elemSize(in), in.shape.Dimensions, lw.in[0], lw.out
+	return func(f *frame) { reverseBytes(size, f.slots[ia], dims, axes, f.slots[io]) }, nil
+}
+
+// indexReader reads integer indices of any integer dtype as ints.
+func indexReader(dt dtypes.DType) (func(b []byte, dst []int), error) {
+	load, err := intLoader(dt)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: indices of dtype %s not implemented", BackendName, dt)
+	}
+	return func(b []byte, dst []int) {
+		for i := range dst {
+			dst[i] = int(load(b, i))
+		}
+	}, nil
+}
+
+func lowerGather(lw *lowering) (stepFn, error) {
+	operand, indices := lw.n.inputs[0], lw.n.inputs[1]
+	a := lw.n.attr.(*gatherAttr)
+	read, err := indexReader(indices.shape.DType)
+	if err != nil {
+		return nil, err
+	}
+	size, opDims, idxDims, outDims := elemSize(operand), operand.shape.Dimensions, indices.shape.Dimensions, lw.n.shape.Dimensions
+	ia, ii, io := lw.in[0], lw.in[1], lw.out
+	nIdx := indices.shape.Size()
+	return func(f *frame) {
+		idx := make([]int, nIdx)
+		read(f.slots[ii], idx)
+		gatherBytes(size, f.slots[ia], opDims, idx, idxDims, a.indexVectorAxis, a.offsetOutputAxes, a.collapsedSliceAxes,
+			a.startIndexMap, a.sizes, f.slots[io], outDims)
+	}, nil
+}
+
+// copyOperand copies input 0 into the output unless they are the same bytes (the op was given a
+// donated buffer to update in place).
+func copyOperand(f *frame, in, out int) {
+	src, dst := f.slots[in], f.slots[out]
+	if len(src) > 0 && &src[0] == &dst[0] {
+		return
+	}
+	copy(dst, src)
+}
+
+type scatterStep struct{ lw *lowering }
+
+func scatterStepT[T number](lw *lowering) (stepFn, error) {
+	operand, indices, updates := lw.n.inputs[0], lw.n.inputs[1], lw.n.inputs[2]
+	a := lw.n.attr.(*scatterAttr)
+	read, err := indexReader(indices.shape.DType)
+	if err != nil {
+		return nil, err
+	}
+	kind := map[backends.OpType]scatterKind{
+		backends.OpTypeScatterSum: scatterSum, backends.OpTypeScatterMax: scatterMax, backends.OpTypeScatterMin: scatterMin,
+	}[lw.n.op]
+	opDims, idxDims, upDims := operand.shape.Dimensions, indices.shape.Dimensions, updates.shape.Dimensions
+	ia, ii, iu, io := lw.in[0], lw.in[1], lw.in[2], lw.out
+	nIdx := indices.shape.Size()
+	lw.inPlaceOperand = true
+	return func(f *frame) {
+		copyOperand(f, ia, io)
+		idx := make([]int, nIdx)
+		read(f.slots[ii], idx)
+		scatterInto(kind, typed[T](f.slots[io]), opDims, idx, idxDims, typed[T](f.slots[iu]), upDims,
+			a.indexVectorAxis, a.updateWindowAxes, a.insertedWindowAxes, a.scatterAxesToOperandAxes)
+	}, nil
+}
+
+func (s scatterStep) f32() (stepFn, error) { return scatterStepT[float32](s.lw) }
+func (s scatterStep) f64() (stepFn, error) { return scatterStepT[float64](s.lw) }
+func (s scatterStep) i8() (stepFn, error)  { return scatterStepT[int8](s.lw) }
+func (s scatterStep) i16() (stepFn, error) { return scatterStepT[int16](s.lw) }
+func (s scatterStep) i32() (stepFn, error) { return scatterStepT[int32](s.lw) }
+func (s scatterStep) i64() (stepFn, error) { return scatterStepT[int64](s.lw) }
+func (s scatterStep) u8() (stepFn, error)  { return scatterStepT[uint8](s.lw) }
+func (s scatterStep) u16() (stepFn, error) { return scatterStepT[uint16](s.lw) }
+func (s scatterStep) u32() (stepFn, error) { return scatterStepT[uint32](s.lw) }
+func (s scatterStep) u64() (stepFn, error) { return scatterStepT[uint64](s.lw) }
+
+func lowerScatter(lw *lowering) (stepFn, error) {
+	return dispatchNumber(lw.n.shape.DType, scatterStep{lw})
+}
+
+// startIndices reads the scalar start indices of a dynamic slice or update.
+func startIndices(lw *lowering, first int) (func(f *frame, dst []int), error) {
+	var reads []func(b []byte) int
+	var slots []int
+	for i, in := range lw.n.inputs[first:] {
+		load, err := intLoader(in.shape.DType)
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: start index of dtype %s not implemented", BackendName, in.shape.DType)
+		}
+		reads = append(reads, func(b []byte) int { return int(load(b, 0)) })
+		slots = append(slots, lw.in[first+i])
+	}
+	return func(f *frame, dst []int) {
+		for i, r := range reads {
+			dst[i] = r(f.slots[slots[i]])
+		}
+	}, nil
+}
+
+func lowerDynamicSlice(lw *lowering) (stepFn, error) {
+	in := lw.n.inputs[0]
+	read, err := startIndices(lw, 1)
+	if err != nil {
+		return nil, err
+	}
+	size, dims, sizes, ia, io := elemSize(in), in.shape.Dimensions, lw.n.shape.Dimensions, lw.in[0], lw.out
+	return func(f *frame) {
+		starts := make([]int, len(dims))
+		read(f, starts)
+		dynamicSliceBytes(size, f.slots[ia], dims, starts, sizes, f.slots[io])
+	}, nil
+}
+
+func lowerDynamicUpdateSlice(lw *lowering) (stepFn, error) {
+	in, up := lw.n.inputs[0], lw.n.inputs[1]
+	read, err := startIndices(lw, 2)
+	if err != nil {
+		return nil, err
+	}
+	size, dims, upDims, ia, iu, io := elemSize(in), in.shape.Dimensions, up.shape.Dimensions, lw.in[0], lw.in[1], lw.out
+	lw.inPlaceOperand = true
+	return func(f *frame) {
+		copyOperand(f, ia, io)
+		starts := make([]int, len(dims))
+		read(f, starts)
+		dynamicUpdateSliceBytes(size, f.slots[io], dims, f.slots[iu], upDims, starts)
+	}, nil
+}
+
+// lowerRNG: Go's PCG seeded with the state's first two words; the new state is the generator's
+// state after drawing the bits (the third word is kept).
+func lowerRNG(lw *lowering) (stepFn, error) {
+	is, io, iv := lw.in[0], lw.out, lw.extra[0]
+	return func(f *frame) {
+		state := typed[uint64](f.slots[is])
+		rng := rand.NewPCG(state[0], state[1])
+		out := f.slots[iv]
+		var w [8]byte
+		for i := 0; i < len(out); i += 8 {
+			binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+			copy(out[i:], w[:])
+		}
+		third := state[2]
+		st, err := rng.MarshalBinary()
+		if err != nil || len(st) != 20 {
+			panic(fmt.Sprintf("PCG state has an unexpected encoding (%d bytes, %v)", len(st), err))
+		}
+		next := typed[uint64](f.slots[io])
+		next[0] = binary.LittleEndian.Uint64(st[4:12])
+		next[1] = binary.LittleEndian.Uint64(st[12:20])
+		next[2] = third
+	}, nil
+}

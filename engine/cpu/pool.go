@@ -1,0 +1,169 @@
+package cpu
+
+// The worker pool: goroutines started once per backend, never per op. An op that is worth
+// splitting cuts its work into many small tasks and every participant (the caller included)
+// pulls the next task from one atomic counter, so a core that is busy elsewhere or descheduled
+// takes fewer tasks instead of stalling the step (a fixed half-and-half split does stall).
+// Idle workers spin briefly, because ops come microseconds apart while decoding, then park.
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// spinFor is how long an idle worker polls for the next job before parking: longer than the gap
+// between two parallel ops of a decoding step, short enough not to burn a core between steps.
+const spinFor = 200 * time.Microsecond
+
+type job struct {
+	fn   func(task int)
+	n    int64
+	next atomic.Int64
+	done atomic.Int64
+}
+
+type pool struct {
+	busy    sync.Mutex // one job at a time; a second caller runs its tasks inline
+	gen     atomic.Uint64
+	current atomic.Pointer[job]
+	workers []*worker
+	quit    atomic.Bool
+}
+
+type worker struct {
+	parked atomic.Bool
+	wake   chan struct{}
+}
+
+// newPool starts threads-1 workers (the caller is the last thread).
+func newPool(threads int) *pool {
+	p := &pool{}
+	for range max(threads-1, 0) {
+		w := &worker{wake: make(chan struct{}, 1)}
+		p.workers = append(p.workers, w)
+		go p.loop(w)
+	}
+	return p
+}
+
+// threads is the number of goroutines that share a job.
+func (p *pool) threads() int { return len(p.workers) + 1 }
+
+// run calls fn(i) for every i in [0, n) across the pool and returns when all are done.
+func (p *pool) run(n int, fn func(task int)) {
+	if n <= 0 {
+		return
+	}
+	if n == 1 || len(p.workers) == 0 || !p.busy.TryLock() {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	defer p.busy.Unlock()
+	j := &job{fn: fn, n: int64(n)}
+	p.current.Store(j)
+	p.gen.Add(1)
+	for _, w := range p.workers {
+		if w.parked.Load() && w.parked.CompareAndSwap(true, false) {
+			w.wake <- struct{}{}
+		}
+	}
+	j.work()
+	for spins := 0; j.done.Load() < j.n; spins++ {
+		if spins > 64 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// work pulls tasks until none is left.
+func (j *job) work() {
+	for {
+		i := j.next.Add(1) - 1
+		if i >= j.n {
+			return
+		}
+		j.fn(int(i))
+		j.done.Add(1)
+	}
+}
+
+func (p *pool) loop(w *worker) {
+	seen := p.gen.Load()
+	for !p.quit.Load() {
+		if g := p.gen.Load(); g != seen {
+			seen = g
+			if j := p.current.Load(); j != nil {
+				j.work()
+			}
+			continue
+		}
+		if !p.spin(seen) {
+			// Park; re-check after announcing it so a job published meanwhile is not missed.
+			w.parked.Store(true)
+			if p.gen.Load() != seen || p.quit.Load() {
+				if !w.parked.CompareAndSwap(true, false) {
+					<-w.wake // the publisher already claimed us: take its token
+				}
+				continue
+			}
+			<-w.wake
+		}
+	}
+}
+
+// spin polls for a new generation for up to spinFor and reports whether one came. It does not
+// yield to the scheduler: that costs more than the poll, and the goroutine is preemptible anyway.
+func (p *pool) spin(seen uint64) bool {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if p.gen.Load() != seen || p.quit.Load() {
+			return true
+		}
+		if i%256 == 255 && time.Since(start) > spinFor {
+			return false
+		}
+	}
+}
+
+// inline runs the tasks on the calling goroutine (a drop-in for pool.run).
+func inline(n int, fn func(task int)) {
+	for i := range n {
+		fn(i)
+	}
+}
+
+// close stops the workers.
+func (p *pool) close() {
+	p.quit.Store(true)
+	p.gen.Add(1)
+	for _, w := range p.workers {
+		if w.parked.CompareAndSwap(true, false) {
+			w.wake <- struct{}{}
+		}
+	}
+}
+
+// parallelFor splits [0, n) into chunks of at least grain and runs fn(lo, hi) on each across the
+// pool (about 4 chunks per thread, so a slow thread takes fewer). Work below 2 grains runs inline.
+func (p *pool) parallelFor(n, grain int, fn func(lo, hi int)) {
+	if grain < 1 {
+		grain = 1
+	}
+	chunks := min(n/grain, 4*p.threads())
+	if chunks <= 1 {
+		if n > 0 {
+			fn(0, n)
+		}
+		return
+	}
+	size := (n + chunks - 1) / chunks
+	chunks = (n + size - 1) / size
+	p.run(chunks, func(c int) {
+		lo := c * size
+		fn(lo, min(lo+size, n))
+	})
+}
