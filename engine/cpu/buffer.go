@@ -37,20 +37,32 @@ func alloc(n int) []byte {
 }
 
 // bufferPool recycles the bytes of finalized buffers, keyed by their exact size: a decoding loop
-// asks for the same few sizes at every step.
+// asks for the same few sizes at every step. Unlike a sync.Pool it survives garbage
+// collections: under a tight memory limit (cmd/infer sets one) the collector runs often, and a
+// pool emptied at every cycle would turn each step's buffers into fresh garbage.
 type bufferPool struct {
-	pools sync.Map // int -> *sync.Pool of *[]byte
+	mu    sync.Mutex
+	free  map[int][][]byte
+	bytes int // held in free
 }
+
+// maxPooledBytes bounds what the pool keeps: enough for every per-step buffer of a decoding
+// loop, not for a training run's worth of gradients.
+const maxPooledBytes = 64 << 20
 
 func (p *bufferPool) get(n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}
-	if v, ok := p.pools.Load(n); ok {
-		if b, _ := v.(*sync.Pool).Get().(*[]byte); b != nil {
-			return *b
-		}
+	p.mu.Lock()
+	if l := p.free[n]; len(l) > 0 {
+		b := l[len(l)-1]
+		p.free[n] = l[:len(l)-1]
+		p.bytes -= n
+		p.mu.Unlock()
+		return b
 	}
+	p.mu.Unlock()
 	return alloc(n)
 }
 
@@ -59,11 +71,16 @@ func (p *bufferPool) put(b []byte) {
 	if n == 0 {
 		return
 	}
-	v, ok := p.pools.Load(n)
-	if !ok {
-		v, _ = p.pools.LoadOrStore(n, &sync.Pool{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bytes+n > maxPooledBytes {
+		return
 	}
-	v.(*sync.Pool).Put(&b)
+	if p.free == nil {
+		p.free = map[int][][]byte{}
+	}
+	p.free[n] = append(p.free[n], b)
+	p.bytes += n
 }
 
 // view returns data as a Go slice of the dtype's Go type ([]float32 for Float32, ...).

@@ -42,8 +42,10 @@ type slot struct {
 
 // frame is the memory of one call: each slot's bytes.
 type frame struct {
-	slots [][]byte
-	arena []byte
+	slots  [][]byte
+	arena  []byte
+	regs   []float32   // fused trees' registers (fuse.go)
+	leaves [][]float32 // fused trees' leaves
 }
 
 type stepFn func(f *frame)
@@ -71,7 +73,8 @@ type Executable struct {
 	outCopy     []bool // the output must be copied out of its slot (a parameter, a constant, or an output twice)
 	inPlace     []inPlace
 	arenaSize   int
-	frames      sync.Pool
+	framesMu    sync.Mutex
+	frames      []*frame // idle frames, kept across garbage collections (see bufferPool)
 }
 
 var _ backends.Executable = (*Executable)(nil)

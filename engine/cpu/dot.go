@@ -144,17 +144,23 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 
 func (mm *matmul) run(a, b, c []float32) {
 	tiles := mm.mt * mm.nt
-	run := mm.pool.run
 	if mm.B*mm.M*mm.N*mm.K < minParallelMACs {
-		run = inline
+		for task := range mm.B * tiles {
+			mm.task(task, a, b, c)
+		}
+		return
 	}
-	run(mm.B*tiles, func(task int) {
-		bi, t := task/tiles, task%tiles
-		m0 := (t / mm.nt) * mm.mSize
-		n0 := (t % mm.nt) * mm.nSize
-		mm.tile(a[bi*mm.M*mm.K:(bi+1)*mm.M*mm.K], b[bi*mm.N*mm.K:(bi+1)*mm.N*mm.K], c[bi*mm.M*mm.N:(bi+1)*mm.M*mm.N],
-			m0, min(m0+mm.mSize, mm.M), n0, min(n0+mm.nSize, mm.N))
-	})
+	mm.pool.run(mm.B*tiles, func(task int) { mm.task(task, a, b, c) })
+}
+
+// task computes tile task%tiles of batch item task/tiles.
+func (mm *matmul) task(task int, a, b, c []float32) {
+	tiles := mm.mt * mm.nt
+	bi, t := task/tiles, task%tiles
+	m0 := (t / mm.nt) * mm.mSize
+	n0 := (t % mm.nt) * mm.nSize
+	mm.tile(a[bi*mm.M*mm.K:(bi+1)*mm.M*mm.K], b[bi*mm.N*mm.K:(bi+1)*mm.N*mm.K], c[bi*mm.M*mm.N:(bi+1)*mm.M*mm.N],
+		m0, min(m0+mm.mSize, mm.M), n0, min(n0+mm.nSize, mm.N))
 }
 
 // tile computes C[m0:m1, n0:n1] of one batch item.

@@ -76,14 +76,19 @@ func newBcast(out, a, b []int) *bcast {
 	return bc
 }
 
-// runs calls fn for each contiguous run of the output in [lo, hi) runs: offsets into the output,
-// a and b, the run's length and the operands' strides within it (0 or 1).
-func (bc *bcast) forRuns(lo, hi int, fn func(o, a, b, n, sa, sb int)) {
+// applyRuns computes runs [lo, hi) of a binary op: out[run] = fn(a, b) over each contiguous run
+// of the output (operand strides within a run are 0 or 1).
+func applyRuns[T, O any](bc *bcast, lo, hi int, a, b []T, out []O, fn func(a, b []T, out []O, sa, sb int)) {
 	r := len(bc.dims) - 1
 	inner := bc.dims[r]
 	sa, sb := bc.sa[r], bc.sb[r]
-	idx := make([]int, r)
-	// Position the odometer at run lo.
+	var buf [8]int
+	idx := buf[:0]
+	if r > len(buf) {
+		idx = make([]int, r)
+	} else {
+		idx = buf[:r]
+	}
 	rem := lo
 	for k := r - 1; k >= 0; k-- {
 		idx[k] = rem % bc.dims[k]
@@ -95,7 +100,7 @@ func (bc *bcast) forRuns(lo, hi int, fn func(o, a, b, n, sa, sb int)) {
 			ao += idx[k] * bc.sa[k]
 			bo += idx[k] * bc.sb[k]
 		}
-		fn(run*inner, ao, bo, inner, sa, sb)
+		fn(a[ao:], b[bo:], out[run*inner:(run+1)*inner], sa, sb)
 		for k := r - 1; k >= 0; k-- {
 			idx[k]++
 			if idx[k] < bc.dims[k] {
@@ -106,20 +111,24 @@ func (bc *bcast) forRuns(lo, hi int, fn func(o, a, b, n, sa, sb int)) {
 	}
 }
 
-// each runs fn over the whole output, in parallel when it is large.
-func (bc *bcast) each(p *pool, fn func(o, a, b, n, sa, sb int)) {
+// applyBinary runs a binary op over the whole output, in parallel when it is large.
+func applyBinary[T, O any](bc *bcast, p *pool, a, b []T, out []O, fn func(a, b []T, out []O, sa, sb int)) {
 	r := len(bc.dims) - 1
 	inner := bc.dims[r]
-	runs := bc.size / max(inner, 1)
 	if bc.size == 0 {
+		return
+	}
+	runs := bc.size / max(inner, 1)
+	if bc.size < 2*elementwiseGrain {
+		applyRuns(bc, 0, runs, a, b, out, fn)
 		return
 	}
 	if runs == 1 {
 		sa, sb := bc.sa[r], bc.sb[r]
-		p.parallelFor(inner, elementwiseGrain, func(lo, hi int) { fn(lo, lo*sa, lo*sb, hi-lo, sa, sb) })
+		p.parallelFor(inner, elementwiseGrain, func(lo, hi int) { fn(a[lo*sa:], b[lo*sb:], out[lo:hi], sa, sb) })
 		return
 	}
-	p.parallelFor(runs, max(1, elementwiseGrain/max(inner, 1)), func(lo, hi int) { bc.forRuns(lo, hi, fn) })
+	p.parallelFor(runs, max(1, elementwiseGrain/max(inner, 1)), func(lo, hi int) { applyRuns(bc, lo, hi, a, b, out, fn) })
 }
 
 // binaryOf returns fn(a, b, out, sa, sb) computing out[i] = a[i*sa] op b[i*sb] for T.
@@ -361,10 +370,7 @@ func lowerBinaryT[T, O any](lw *lowering, fn func(a, b []T, out []O, sa, sb int)
 	ia, ib, io := lw.in[0], lw.in[1], lw.out
 	p := lw.e.backend.pool
 	return func(f *frame) {
-		a, b, out := typed[T](f.slots[ia]), typed[T](f.slots[ib]), typed[O](f.slots[io])
-		bc.each(p, func(o, ao, bo, cnt, sa, sb int) {
-			fn(a[ao:], b[bo:], out[o:o+cnt], sa, sb)
-		})
+		applyBinary(bc, p, typed[T](f.slots[ia]), typed[T](f.slots[ib]), typed[O](f.slots[io]), fn)
 	}
 }
 
@@ -602,11 +608,17 @@ func lowerMap[T, O any](lw *lowering, fn func(x T) O) stepFn {
 	p := lw.e.backend.pool
 	return func(f *frame) {
 		a, out := typed[T](f.slots[ia]), typed[O](f.slots[io])
-		p.parallelFor(len(out), elementwiseGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				out[i] = fn(a[i])
-			}
-		})
+		if len(out) < 2*elementwiseGrain {
+			mapRange(a, out, fn)
+			return
+		}
+		p.parallelFor(len(out), elementwiseGrain, func(lo, hi int) { mapRange(a[lo:hi], out[lo:hi], fn) })
+	}
+}
+
+func mapRange[T, O any](a []T, out []O, fn func(x T) O) {
+	for i := range out {
+		out[i] = fn(a[i])
 	}
 }
 
@@ -624,6 +636,10 @@ func floatUnaryStep[T ~float32 | ~float64](lw *lowering) (stepFn, error) {
 		p := lw.e.backend.pool
 		return func(f *frame) {
 			a, out := typed[float32](f.slots[ia]), typed[float32](f.slots[io])
+			if len(out) < 2*elementwiseGrain {
+				kernels.Exp(a, out)
+				return
+			}
 			p.parallelFor(len(out), elementwiseGrain, func(lo, hi int) { kernels.Exp(a[lo:hi], out[lo:hi]) })
 		}, nil
 	}

@@ -49,10 +49,7 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 	}
 	donated := func(i int) bool { return i < len(donate) && donate[i] }
 
-	f, _ := e.frames.Get().(*frame)
-	if f == nil {
-		f = e.newFrame()
-	}
+	f := e.getFrame()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("backend %s: executing %q: %v", BackendName, e.name, r)
@@ -108,6 +105,20 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]
 		}
 	}
-	e.frames.Put(f)
+	e.framesMu.Lock()
+	e.frames = append(e.frames, f)
+	e.framesMu.Unlock()
 	return outs, nil
+}
+
+// getFrame returns an idle frame, or a new one when every frame is in use by another call.
+func (e *Executable) getFrame() *frame {
+	e.framesMu.Lock()
+	defer e.framesMu.Unlock()
+	if n := len(e.frames); n > 0 {
+		f := e.frames[n-1]
+		e.frames = e.frames[:n-1]
+		return f
+	}
+	return e.newFrame()
 }

@@ -131,21 +131,37 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 	p := lw.e.backend.pool
 	nRegs := len(prog)
 	return func(fr *frame) {
-		leaves := make([][]float32, len(slots))
+		leaves := fr.leafViews(len(slots))
 		for k, s := range slots {
 			leaves[k] = typed[float32](fr.slots[s])
 		}
 		dst := typed[float32](fr.slots[out])
 		blocks := (size + fuseBlock - 1) / fuseBlock
+		if size < 2*elementwiseGrain {
+			regs := fr.fuseRegs(nRegs * fuseBlock)
+			evalBlocks(prog, regs, leaves, scalar, size, 0, blocks, dst)
+			return
+		}
 		p.parallelFor(blocks, max(1, elementwiseGrain/fuseBlock), func(lo, hi int) {
-			regs := make([]float32, nRegs*fuseBlock)
-			for blk := lo; blk < hi; blk++ {
-				start := blk * fuseBlock
-				n := min(fuseBlock, size-start)
-				evalFused(prog, regs, leaves, scalar, start, n, dst[start:start+n])
-			}
+			evalBlocks(prog, make([]float32, nRegs*fuseBlock), leaves, scalar, size, lo, hi, dst)
 		})
 	}
+}
+
+func evalBlocks(prog []fusedInstr, regs []float32, leaves [][]float32, scalar []bool, size, lo, hi int, dst []float32) {
+	for blk := lo; blk < hi; blk++ {
+		start := blk * fuseBlock
+		n := min(fuseBlock, size-start)
+		evalFused(prog, regs, leaves, scalar, start, n, dst[start:start+n])
+	}
+}
+
+// fuseRegs returns the frame's scratch for a fused tree run on the calling goroutine.
+func (f *frame) fuseRegs(n int) []float32 {
+	if len(f.regs) < n {
+		f.regs = make([]float32, n)
+	}
+	return f.regs[:n]
 }
 
 // evalFused runs the program on elements [start, start+n); the last instruction writes dst.
@@ -250,4 +266,12 @@ var fusedUnary = map[backends.OpType]func(float32) float32{
 		e := math.Exp(float64(x))
 		return float32(e / (1 + e))
 	},
+}
+
+// leafViews returns the frame's scratch list of leaf slices.
+func (f *frame) leafViews(n int) [][]float32 {
+	if cap(f.leaves) < n {
+		f.leaves = make([][]float32, n)
+	}
+	return f.leaves[:n]
 }

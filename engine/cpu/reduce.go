@@ -130,27 +130,42 @@ func lowerReduce[T any](lw *lowering, p reducePlan, init T, row func([]T) T, row
 			src = f.slots[scratch]
 		}
 		x, out := typed[T](src), typed[T](f.slots[io])
+		small := p.outer*p.r*p.inner < 2*elementwiseGrain
 		if p.inner == 1 {
-			pool.parallelFor(p.outer, max(1, elementwiseGrain/max(p.r, 1)), func(lo, hi int) {
-				for o := lo; o < hi; o++ {
-					out[o] = row(x[o*p.r : (o+1)*p.r])
-				}
-			})
+			if small {
+				reduceRows(x, out, p.r, 0, p.outer, row)
+				return
+			}
+			pool.parallelFor(p.outer, max(1, elementwiseGrain/max(p.r, 1)), func(lo, hi int) { reduceRows(x, out, p.r, lo, hi, row) })
 			return
 		}
 		// Columns of inner, split over threads; each folds its columns over R for every outer.
+		if small {
+			reduceColumns(x, out, p, 0, p.inner, init, rows)
+			return
+		}
 		pool.parallelFor(p.inner, max(16, (elementwiseGrain+p.r*p.outer-1)/max(p.r*p.outer, 1)), func(lo, hi int) {
-			for o := range p.outer {
-				acc := out[o*p.inner+lo : o*p.inner+hi]
-				for i := range acc {
-					acc[i] = init
-				}
-				base := o * p.r * p.inner
-				for r := range p.r {
-					rows(acc, x[base+r*p.inner+lo:base+r*p.inner+hi])
-				}
-			}
+			reduceColumns(x, out, p, lo, hi, init, rows)
 		})
+	}
+}
+
+func reduceRows[T any](x, out []T, r, lo, hi int, row func([]T) T) {
+	for o := lo; o < hi; o++ {
+		out[o] = row(x[o*r : (o+1)*r])
+	}
+}
+
+func reduceColumns[T any](x, out []T, p reducePlan, lo, hi int, init T, rows func(acc, x []T)) {
+	for o := range p.outer {
+		acc := out[o*p.inner+lo : o*p.inner+hi]
+		for i := range acc {
+			acc[i] = init
+		}
+		base := o * p.r * p.inner
+		for r := range p.r {
+			rows(acc, x[base+r*p.inner+lo:base+r*p.inner+hi])
+		}
 	}
 }
 

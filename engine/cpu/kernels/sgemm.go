@@ -16,10 +16,29 @@ const (
 // microKernel computes C[mr][nr] += Apacked·Bpacked over k (k >= 1); ldc is in elements.
 type microKernel func(k int, a, b, c []float32, ldc int)
 
-var scratch = sync.Pool{New: func() any {
-	s := make([]float32, blockM*blockK+blockK*blockN)
-	return &s
-}}
+// scratch holds packing buffers for reuse. Not a sync.Pool: that is emptied at every garbage
+// collection, and under a tight memory limit each call would then allocate 600 KB afresh.
+var scratch struct {
+	sync.Mutex
+	free [][]float32
+}
+
+func getScratch() []float32 {
+	scratch.Lock()
+	defer scratch.Unlock()
+	if n := len(scratch.free); n > 0 {
+		s := scratch.free[n-1]
+		scratch.free = scratch.free[:n-1]
+		return s
+	}
+	return make([]float32, blockM*blockK+blockK*blockN)
+}
+
+func putScratch(s []float32) {
+	scratch.Lock()
+	scratch.free = append(scratch.free, s)
+	scratch.Unlock()
+}
 
 // Sgemm is BLAS sgemm in row-major form: C = alpha·op(A)·op(B) + beta·C with op(A) [m,k] and
 // op(B) [k,n]. transA: A is stored [k,m] (a[p·lda+i]), else [m,k] (a[i·lda+p]); transB: B is
@@ -58,9 +77,9 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		return
 	}
 	mr, nr, kern := micro()
-	sp := scratch.Get().(*[]float32)
-	defer scratch.Put(sp)
-	ap, bp := (*sp)[:blockM*blockK], (*sp)[blockM*blockK:]
+	sp := getScratch()
+	defer putScratch(sp)
+	ap, bp := sp[:blockM*blockK], sp[blockM*blockK:]
 	var edge [8 * 32]float32
 	for pc := 0; pc < k; pc += blockK {
 		kc := min(blockK, k-pc)
