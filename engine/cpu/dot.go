@@ -14,6 +14,10 @@ import (
 	"github.com/posformer/posformer/engine/cpu/kernels"
 )
 
+// smallGemmMACs is the most work a product is done in dot products rather than by the
+// blocked GEMM, whose packing costs more than it saves on products this small.
+const smallGemmMACs = 16 << 10
+
 // minParallelMACs is the least work (multiply-adds) worth splitting over threads.
 const minParallelMACs = 64 << 10
 
@@ -176,8 +180,8 @@ func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
 		}
 		return
 	}
-	if mm.transB && !mm.transA && m <= 4 {
-		// Rows of x against rows of W: each weight row read once.
+	if mm.transB && !mm.transA && (m <= 4 || m*n*K <= smallGemmMACs) {
+		// Rows of x against rows of W: each weight row read once per row of x, no packing.
 		if m == 1 {
 			kernels.DotRows(b[n0*K:], K, a[m0*K:(m0+1)*K], c[m0*N+n0:m0*N+n1])
 			return

@@ -50,6 +50,9 @@ func dotAVX2(a, b *float32, n int) float32
 func dot4AVX2(w *float32, ldw int, x *float32, n int, out *float32)
 
 //go:noescape
+func expAVX512(a, out *float32, n int)
+
+//go:noescape
 func sgemm8x32AVX512(k int, a, b, c *float32, ldc int)
 
 //go:noescape
@@ -135,4 +138,16 @@ func micro() (int, int, microKernel) {
 		}
 	}
 	return 4, 4, kernel4x4Go
+}
+
+// exp uses the AVX-512 kernel for whole blocks of 16; the rest (and other sets) go through Go.
+func exp(a, out []float32) {
+	full := 0
+	if path == AVX512 {
+		full = len(out) &^ 15
+		if full > 0 {
+			expAVX512(unsafe.SliceData(a), unsafe.SliceData(out), full)
+		}
+	}
+	expGo(a[full:len(out)], out[full:])
 }

@@ -365,3 +365,65 @@ g2loop:
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
 	RET
+
+// Constants for expAVX512 (broadcast from memory).
+DATA expc<>+0(SB)/4, $0x3fb8aa3b  // log2(e)
+DATA expc<>+4(SB)/4, $0x3f318000  // ln2 high part 0.693359375
+DATA expc<>+8(SB)/4, $0xb95e8083  // ln2 low part -2.12194440e-4
+DATA expc<>+12(SB)/4, $0xc2d00000 // -104: below it e^x is 0 in float32
+DATA expc<>+16(SB)/4, $0x42b20000 // 89: above it e^x is +Inf
+DATA expc<>+20(SB)/4, $0x39500d01 // 1/5040
+DATA expc<>+24(SB)/4, $0x3ab60b61 // 1/720
+DATA expc<>+28(SB)/4, $0x3c088889 // 1/120
+DATA expc<>+32(SB)/4, $0x3d2aaaab // 1/24
+DATA expc<>+36(SB)/4, $0x3e2aaaab // 1/6
+DATA expc<>+40(SB)/4, $0x3f000000 // 1/2
+DATA expc<>+44(SB)/4, $0x3f800000 // 1
+GLOBL expc<>(SB), RODATA|NOPTR, $48
+
+// func expAVX512(a, out *float32, n int)
+// out[i] = e^a[i] for n a positive multiple of 16: x = k·ln2 + r with k = round(x·log2 e),
+// e^r by its Taylor polynomial of degree 7 (|r| <= 0.35: error below 1e-8), then VSCALEFPS
+// multiplies by 2^k (saturating to 0 and +Inf). Inputs are clamped to [-104, 89] first, with
+// the operands ordered so that a NaN input stays NaN.
+TEXT ·expAVX512(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHLQ $2, CX
+	XORQ AX, AX
+	VBROADCASTSS expc<>+0(SB), Z20
+	VBROADCASTSS expc<>+4(SB), Z21
+	VBROADCASTSS expc<>+8(SB), Z22
+	VBROADCASTSS expc<>+12(SB), Z23
+	VBROADCASTSS expc<>+16(SB), Z24
+	VBROADCASTSS expc<>+20(SB), Z25
+	VBROADCASTSS expc<>+24(SB), Z26
+	VBROADCASTSS expc<>+28(SB), Z27
+	VBROADCASTSS expc<>+32(SB), Z28
+	VBROADCASTSS expc<>+36(SB), Z29
+	VBROADCASTSS expc<>+40(SB), Z30
+	VBROADCASTSS expc<>+44(SB), Z31
+explooop:
+	VMOVUPS (SI)(AX*1), Z0
+	VMAXPS Z0, Z23, Z0
+	VMINPS Z0, Z24, Z0
+	VMULPS Z20, Z0, Z1
+	VRNDSCALEPS $0, Z1, Z1
+	VFNMADD231PS Z21, Z1, Z0
+	VFNMADD231PS Z22, Z1, Z0
+	VMOVAPS Z25, Z2
+	VFMADD213PS Z26, Z0, Z2
+	VFMADD213PS Z27, Z0, Z2
+	VFMADD213PS Z28, Z0, Z2
+	VFMADD213PS Z29, Z0, Z2
+	VFMADD213PS Z30, Z0, Z2
+	VFMADD213PS Z31, Z0, Z2
+	VFMADD213PS Z31, Z0, Z2
+	VSCALEFPS Z1, Z2, Z2
+	VMOVUPS Z2, (DI)(AX*1)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JLT explooop
+	VZEROUPPER
+	RET

@@ -196,3 +196,42 @@ func BenchmarkDotRows(b *testing.B) {
 		}
 	}
 }
+
+func TestExp(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(7, 8))
+		var xs []float32
+		for x := float32(-110); x < 95; x += 0.0137 {
+			xs = append(xs, x)
+		}
+		for range 1000 {
+			xs = append(xs, r.Float32()*200-100)
+		}
+		inf := float32(math.Inf(1))
+		xs = append(xs, 0, -0.0, 1, -1, inf, -inf, float32(math.NaN()), 88.7, -87.3, -103.9)
+		out := make([]float32, len(xs))
+		Exp(xs, out)
+		for i, x := range xs {
+			want := math.Exp(float64(x))
+			got := float64(out[i])
+			switch {
+			case math.IsNaN(want):
+				if !math.IsNaN(got) {
+					t.Fatalf("exp(%g) = %g, want NaN", x, got)
+				}
+			case want > math.MaxFloat32:
+				if !math.IsInf(got, 1) {
+					t.Fatalf("exp(%g) = %g, want +Inf", x, got)
+				}
+			case want < 1.2e-38: // float32 subnormals: absolute error only
+				if math.Abs(got-want) > 1e-44 {
+					t.Fatalf("exp(%g) = %g, want %g", x, got, want)
+				}
+			default:
+				if math.Abs(got-want) > 2e-7*want {
+					t.Fatalf("exp(%g) = %g, want %g (relative error %.2g)", x, got, want, math.Abs(got-want)/want)
+				}
+			}
+		}
+	})
+}
