@@ -238,6 +238,16 @@ func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, er
 // exec runs the cached graph (the picking one when last is not nil) on the session's cache,
 // donating the cache buffers so that the backend writes the new cache into them.
 func (s *Session) exec(tok, pos, valid, slots, last *tensors.Tensor) (*tensors.Tensor, error) {
+	// Inputs go to the device here: given a host-only tensor, GoMLX's Exec first builds an
+	// error with a stack trace (Tensor.Device) before transferring it, which costs more than
+	// a small model's whole step.
+	for _, t := range []*tensors.Tensor{tok, pos, valid, slots, last} {
+		if t != nil {
+			if err := t.MaterializeOnDevice(s.e.Backend, false, 0); err != nil {
+				return nil, fmt.Errorf("decoding inputs: %w", err)
+			}
+		}
+	}
 	args := []any{tok, pos, valid, slots}
 	for _, t := range s.cache {
 		d, err := graph.DonateTensorBuffer(t, s.e.Backend, 0)

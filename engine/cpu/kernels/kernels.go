@@ -110,6 +110,15 @@ func DotRows(w []float32, ldw int, x []float32, y []float32) {
 
 func dotRowsGo(w []float32, ldw int, x []float32, y []float32) {
 	k := len(x)
+	if k == 8 {
+		// Attention heads of 8 (small models): scores of every cached key, unrolled.
+		x0, x1, x2, x3, x4, x5, x6, x7 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+		for r := range y {
+			row := w[r*ldw : r*ldw+8 : r*ldw+8]
+			y[r] = (row[0]*x0 + row[1]*x1 + row[2]*x2 + row[3]*x3) + (row[4]*x4 + row[5]*x5 + row[6]*x6 + row[7]*x7)
+		}
+		return
+	}
 	for r := range y {
 		y[r] = dotGo(w[r*ldw:r*ldw+k], x)
 	}
