@@ -330,6 +330,9 @@ func unpackLogits(t *tensors.Tensor, tokens [][]int) [][][]float32 {
 			}
 		}
 	})
+	// Freed now rather than by the garbage collector: the backend reuses the buffer at the
+	// next step (under cmd/infer's memory limit, garbage of this size triggers collections).
+	t.FinalizeAll()
 	return out
 }
 

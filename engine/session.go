@@ -269,6 +269,11 @@ func (s *Session) exec(tok, pos, valid, slots, last *tensors.Tensor) (*tensors.T
 	if err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
 	}
+	for _, t := range []*tensors.Tensor{tok, pos, valid, slots, last} {
+		if t != nil {
+			t.FinalizeAll() // their buffers go back to the backend for the next step
+		}
+	}
 	s.cache = outs[1:]
 	return outs[0], nil
 }

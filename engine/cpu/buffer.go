@@ -213,7 +213,7 @@ func (b *Backend) BufferFromFlatData(dev backends.DeviceNum, flat any, s shapes.
 	if elem != s.DType.GoType() || len(src) != byteSize(s) {
 		return nil, fmt.Errorf("backend %s: flat %T of %d bytes does not fit shape %s", BackendName, flat, len(src), s)
 	}
-	buf := &Buffer{shape: s, data: alloc(len(src)), valid: true}
+	buf := b.newBuffer(s)
 	copy(buf.data, src)
 	return buf, nil
 }
