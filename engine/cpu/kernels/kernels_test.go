@@ -235,3 +235,28 @@ func TestExp(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkReadBandwidth: DotRows over a 512 MB matrix (far past any cache) on 1 and 2
+// goroutines: the memory bandwidth that bounds f32 decoding (SPEED.md).
+func BenchmarkReadBandwidth(b *testing.B) {
+	const rows, k = 1 << 19, 256
+	w, x, y := make([]float32, rows*k), make([]float32, k), make([]float32, rows)
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			for range b.N {
+				done := make(chan bool)
+				per := rows / threads
+				for t := range threads {
+					go func() {
+						DotRows(w[t*per*k:], k, x, y[t*per:(t+1)*per])
+						done <- true
+					}()
+				}
+				for range threads {
+					<-done
+				}
+			}
+			b.ReportMetric(float64(rows*k*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
