@@ -33,6 +33,7 @@ type Backend struct {
 	fuse      bool // fuse elementwise chains (see fuse.go); "fuse=false" turns it off
 	pool      *pool
 	bufs      bufferPool
+	arenas    arenaPool
 	finalized bool
 }
 

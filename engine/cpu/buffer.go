@@ -48,7 +48,7 @@ type bufferPool struct {
 
 // maxPooledBytes bounds what the pool keeps: enough for every per-step buffer of a decoding
 // loop, not for a training run's worth of gradients.
-const maxPooledBytes = 64 << 20
+const maxPooledBytes = 32 << 20
 
 func (p *bufferPool) get(n int) []byte {
 	if n == 0 {

@@ -2,8 +2,8 @@ package cpu
 
 // Compile turns the recorded nodes into a plan: the steps to run in order, and where each value
 // lives. A value lives in an input buffer (parameters), in the executable (constants), in a fresh
-// buffer handed to the caller (outputs), or at a fixed offset of an arena that is allocated once
-// per executable and reused by every call: two values share arena bytes when their lifetimes do
+// buffer handed to the caller (outputs), or at a fixed offset of an arena, scratch memory lent to
+// each call from a pool the backend's executables share: two values share arena bytes when their lifetimes do
 // not overlap. A reshape (and Identity, and a same-size Bitcast) is the bytes of its input under
 // another shape, so it costs nothing. An op that updates its operand (scatter, dynamic update
 // slice) writes into a donated input buffer instead of copying it: that is how the KV cache is

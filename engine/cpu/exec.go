@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -18,16 +19,58 @@ func (e *Executable) Inputs() ([]string, []shapes.Shape) { return e.paramNames, 
 func (e *Executable) Outputs() []shapes.Shape { return e.outShapes }
 
 func (e *Executable) newFrame() *frame {
-	f := &frame{slots: make([][]byte, len(e.slots)), arena: alloc(e.arenaSize)}
+	f := &frame{slots: make([][]byte, len(e.slots))}
 	for i, s := range e.slots {
-		switch s.kind {
-		case slotArena:
-			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]
-		case slotConst:
+		if s.kind == slotConst {
 			f.slots[i] = s.data
 		}
 	}
 	return f
+}
+
+// arenaPool lends arenas to calls. Executables of one backend share them, so a model with
+// dozens of compiled graphs (shape buckets, cache windows) holds about one arena per concurrent
+// call, the largest it needed, rather than one per graph.
+type arenaPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// maxIdleArenas bounds the arenas kept between calls.
+const maxIdleArenas = 4
+
+func (p *arenaPool) get(n int) []byte {
+	p.mu.Lock()
+	best := -1
+	for i, a := range p.free {
+		if len(a) >= n && (best < 0 || len(a) < len(p.free[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		a := p.free[best]
+		p.free = slices.Delete(p.free, best, best+1)
+		p.mu.Unlock()
+		return a
+	}
+	p.mu.Unlock()
+	return alloc(n)
+}
+
+func (p *arenaPool) put(a []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = append(p.free, a)
+	if len(p.free) > maxIdleArenas {
+		// Drop the smallest: a larger one serves every caller it served.
+		small := 0
+		for i, x := range p.free {
+			if len(x) < len(p.free[small]) {
+				small = i
+			}
+		}
+		p.free = slices.Delete(p.free, small, small+1)
+	}
 }
 
 // Execute implements backends.Executable. Donated inputs belong to the executable from here on:
@@ -50,6 +93,12 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 	donated := func(i int) bool { return i < len(donate) && donate[i] }
 
 	f := e.getFrame()
+	f.arena = e.backend.arenas.get(e.arenaSize)
+	for i, s := range e.slots {
+		if s.kind == slotArena {
+			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("backend %s: executing %q: %v", BackendName, e.name, r)
@@ -99,12 +148,12 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 		}
 	}
 	for i, s := range e.slots {
-		if s.kind != slotArena && s.kind != slotConst {
+		if s.kind != slotConst {
 			f.slots[i] = nil
-		} else if s.kind == slotArena {
-			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]
 		}
 	}
+	e.backend.arenas.put(f.arena)
+	f.arena = nil
 	e.framesMu.Lock()
 	e.frames = append(e.frames, f)
 	e.framesMu.Unlock()
