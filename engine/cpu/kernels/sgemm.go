@@ -121,19 +121,25 @@ func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha 
 	for q := 0; q*mr < mc; q++ {
 		pan := dst[q*kc*mr : (q+1)*kc*mr]
 		rows := min(mr, mc-q*mr)
-		for p := range kc {
-			out := pan[p*mr : p*mr+mr]
-			for r := range rows {
-				i := ic + q*mr + r
-				var v float32
-				if trans {
-					v = a[(pc+p)*lda+i]
-				} else {
-					v = a[i*lda+pc+p]
+		if rows < mr {
+			clear(pan)
+		}
+		if trans {
+			for p := range kc {
+				src := a[(pc+p)*lda+ic+q*mr : (pc+p)*lda+ic+q*mr+rows]
+				out := pan[p*mr : p*mr+rows]
+				for r, v := range src {
+					out[r] = alpha * v
 				}
-				out[r] = alpha * v
 			}
-			clear(out[rows:])
+			continue
+		}
+		// Row by row: each source row is read sequentially; the writes stay in the panel (L1).
+		for r := range rows {
+			src := a[(ic+q*mr+r)*lda+pc : (ic+q*mr+r)*lda+pc+kc]
+			for p, v := range src {
+				pan[p*mr+r] = alpha * v
+			}
 		}
 	}
 }
@@ -153,12 +159,15 @@ func packB(dst, b []float32, ldb int, trans bool, pc, kc, jc, nc, nr int) {
 			}
 			continue
 		}
-		for p := range kc {
-			out := pan[p*nr : p*nr+nr]
-			for j := range cols {
-				out[j] = b[(j0+j)*ldb+pc+p]
+		if cols < nr {
+			clear(pan)
+		}
+		// Row by row of the stored [n, k] matrix: sequential reads, writes within the panel.
+		for j := range cols {
+			src := b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
+			for p, v := range src {
+				pan[p*nr+j] = v
 			}
-			clear(out[cols:])
 		}
 	}
 }
