@@ -126,16 +126,18 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 	if work < minParallelMACs || p.threads() == 1 {
 		return mm
 	}
-	// Aim at about 4 tasks per thread; split N first (weights rows) and M only when it is large.
+	// Aim at about 4 tasks per thread. Split N (the weight rows) first: each task then packs
+	// only its own slice of the weights; splitting M would pack the same weights once per task.
+	// M is split only when N is too narrow to give every thread work.
 	want := 4 * p.threads()
 	perBatch := (want + B - 1) / B
 	if perBatch <= 1 {
 		return mm
 	}
-	if M >= 64 {
-		mm.mt = min(perBatch/2+1, (M+31)/32)
+	mm.nt = min(perBatch, max(1, N/64))
+	if mm.nt < perBatch && M >= 64 {
+		mm.mt = min((perBatch+mm.nt-1)/mm.nt, (M+31)/32)
 	}
-	mm.nt = min((perBatch+mm.mt-1)/mm.mt, max(1, N/16))
 	mm.mSize = (M + mm.mt - 1) / mm.mt
 	mm.nSize = (N + mm.nt - 1) / mm.nt
 	if mm.nt > 1 {
