@@ -17,9 +17,8 @@ import (
 // plus each slot's position and validity), so that every step runs one already-compiled graph.
 //
 // The cache holds window slots, not the full context: attention costs O(window), so a short
-// sequence does not pay for the whole context. The window grows in steps of windowStep slots
-// (copying the cache, once per step) up to the context size; each window size is one compiled
-// graph, so the cost per token grows in small steps as the context fills, never by doubling.
+// sequence does not pay for the whole context. The window doubles (copying the cache) up to the
+// context size; each window size is one compiled graph.
 type Session struct {
 	e      *Engine
 	batch  int
@@ -33,17 +32,19 @@ func (e *Engine) NewSession(batch int) *Session {
 	return &Session{e: e, batch: batch, Used: make([]int, batch)}
 }
 
-// windowStep is the granularity of the cache window: an eighth of the context, at least 64
-// slots (fewer graphs for short contexts), so that a context has at most 8 window sizes.
-func (e *Engine) windowStep() int {
-	return min(e.Capacity, max(64, (e.Capacity+7)/8))
-}
+// minWindow is the smallest cache window.
+const minWindow = 64
 
-// window is the cache size that holds n slots: n rounded up to a window step, at most the
-// context size.
+// window is the cache size that holds n slots: the next power of two from minWindow on, at most
+// the context size. Attention then costs at most twice what the tokens need whatever the
+// context (-c 16384 decodes a short sequence as fast as -c 1024), for about log2(context/64)
+// compiled window sizes and a cache copy at each doubling.
 func (e *Engine) window(n int) int {
-	step := e.windowStep()
-	return min(e.Capacity, max(step, (n+step-1)/step*step))
+	w := minWindow
+	for w < n {
+		w *= 2
+	}
+	return min(e.Capacity, w)
 }
 
 // cacheShapes are the shapes of a cache of window slots for batch rows, in argument order.
