@@ -631,16 +631,20 @@ func floatUnaryStep[T ~float32 | ~float64](lw *lowering) (stepFn, error) {
 	case backends.OpTypeIsNaN:
 		return lowerMap(lw, func(x T) bool { return x != x }), nil
 	}
-	if _, ok := any(T(0)).(float32); ok && lw.n.op == backends.OpTypeExp {
+	if _, ok := any(T(0)).(float32); ok && (lw.n.op == backends.OpTypeExp || lw.n.op == backends.OpTypeLogistic) {
+		vec := kernels.Exp
+		if lw.n.op == backends.OpTypeLogistic {
+			vec = logistic32
+		}
 		ia, io := lw.in[0], lw.out
 		p := lw.e.backend.pool
 		return func(f *frame) {
 			a, out := typed[float32](f.slots[ia]), typed[float32](f.slots[io])
 			if len(out) < 2*elementwiseGrain {
-				kernels.Exp(a, out)
+				vec(a, out)
 				return
 			}
-			p.parallelFor(len(out), elementwiseGrain, func(lo, hi int) { kernels.Exp(a[lo:hi], out[lo:hi]) })
+			p.parallelFor(len(out), elementwiseGrain, func(lo, hi int) { vec(a[lo:hi], out[lo:hi]) })
 		}, nil
 	}
 	fn, err := floatUnary[T](lw.n.op)

@@ -198,6 +198,8 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, scalar []b
 			kernels.MulScalar(a, -1, out)
 		case backends.OpTypeExp:
 			kernels.Exp(a, out)
+		case backends.OpTypeLogistic:
+			logistic32(a, out)
 		default:
 			f := fusedUnary[in.op]
 			for j, x := range a {
@@ -274,4 +276,14 @@ func (f *frame) leafViews(n int) [][]float32 {
 		f.leaves = make([][]float32, n)
 	}
 	return f.leaves[:n]
+}
+
+// logistic32 is 1/(1+e^-x) with the vector exp: e^-x overflows to +Inf for x < -88 and the
+// result is then 0, as it should be; NaN stays NaN.
+func logistic32(a, out []float32) {
+	kernels.MulScalar(a, -1, out)
+	kernels.Exp(out, out)
+	for i, e := range out {
+		out[i] = 1 / (1 + e)
+	}
 }
