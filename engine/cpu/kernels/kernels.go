@@ -210,13 +210,18 @@ func Sum(a []float32) float32 {
 }
 
 // Max returns the largest a[i]; NaN if any is NaN; -Inf for an empty slice.
-func Max(a []float32) float32 {
-	m := float32(math.Inf(-1))
-	for _, v := range a {
-		if v != v {
-			return v
-		}
-		m = max(m, v)
+func Max(a []float32) float32 { return maxOf(a) }
+
+// maxGo uses Go's max, which propagates NaN.
+func maxGo(a []float32) float32 {
+	m0, m1 := float32(math.Inf(-1)), float32(math.Inf(-1))
+	i := 0
+	for ; i+2 <= len(a); i += 2 {
+		m0 = max(m0, a[i])
+		m1 = max(m1, a[i+1])
 	}
-	return m
+	for ; i < len(a); i++ {
+		m0 = max(m0, a[i])
+	}
+	return max(m0, m1)
 }

@@ -4,6 +4,7 @@ package kernels
 // tails (elements past the last full vector block) in Go.
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -51,6 +52,9 @@ func dot4AVX2(w *float32, ldw int, x *float32, n int, out *float32)
 
 //go:noescape
 func expAVX512(a, out *float32, n int)
+
+//go:noescape
+func maxAVX512(a *float32, n int) (m float32, nan bool)
 
 //go:noescape
 func sgemm8x32AVX512(k int, a, b, c *float32, ldc int)
@@ -150,4 +154,20 @@ func exp(a, out []float32) {
 		}
 	}
 	expGo(a[full:len(out)], out[full:])
+}
+
+func maxOf(a []float32) float32 {
+	full := 0
+	m := float32(math.Inf(-1))
+	if path == AVX512 {
+		full = len(a) &^ 31
+		if full > 0 {
+			var nan bool
+			m, nan = maxAVX512(unsafe.SliceData(a), full)
+			if nan {
+				return float32(math.NaN())
+			}
+		}
+	}
+	return max(m, maxGo(a[full:]))
 }

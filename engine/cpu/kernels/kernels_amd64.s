@@ -427,3 +427,43 @@ explooop:
 	JLT explooop
 	VZEROUPPER
 	RET
+
+// func maxAVX512(a *float32, n int) (m float32, nan bool)
+// The largest of n floats (n a positive multiple of 32) and whether any is NaN: VMAXPS keeps the
+// second operand when either is NaN, which would lose a NaN seen earlier, so NaNs are tracked
+// apart in a mask register (VCMPPS unordered).
+TEXT ·maxAVX512(SB), NOSPLIT, $0-21
+	MOVQ a+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHLQ $2, CX
+	XORQ AX, AX
+	VMOVUPS (SI), Z0
+	VMOVUPS Z0, Z1
+	KXORW K3, K3, K3
+maxloop:
+	VMOVUPS (SI)(AX*1), Z2
+	VMOVUPS 64(SI)(AX*1), Z3
+	VCMPPS $3, Z2, Z2, K1
+	VCMPPS $3, Z3, Z3, K2
+	KORW K1, K3, K3
+	KORW K2, K3, K3
+	VMAXPS Z2, Z0, Z0
+	VMAXPS Z3, Z1, Z1
+	ADDQ $128, AX
+	CMPQ AX, CX
+	JLT maxloop
+	VMAXPS Z1, Z0, Z0
+	VEXTRACTF32X8 $1, Z0, Y1
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	VMOVSS X0, m+16(FP)
+	KMOVW K3, DX
+	TESTW DX, DX
+	SETNE nan+20(FP)
+	VZEROUPPER
+	RET

@@ -260,3 +260,29 @@ func BenchmarkReadBandwidth(b *testing.B) {
 		})
 	}
 }
+
+func TestMax(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 10))
+		if m := Max(nil); !math.IsInf(float64(m), -1) {
+			t.Errorf("Max of nothing = %g, want -Inf", m)
+		}
+		for _, n := range []int{1, 5, 31, 32, 33, 64, 100, 513} {
+			a := randSlice(r, n)
+			want := float32(math.Inf(-1))
+			for _, v := range a {
+				want = max(want, v)
+			}
+			if got := Max(a); got != want {
+				t.Fatalf("Max of %d = %g, want %g", n, got, want)
+			}
+			for _, at := range []int{0, n / 2, n - 1} {
+				b := append([]float32(nil), a...)
+				b[at] = float32(math.NaN())
+				if got := Max(b); !math.IsNaN(float64(got)) {
+					t.Fatalf("Max of %d with a NaN at %d = %g, want NaN", n, at, got)
+				}
+			}
+		}
+	})
+}
