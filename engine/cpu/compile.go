@@ -219,7 +219,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 			e.planInPlace(n, slotOf)
 		}
 	}
-	e.dropUnsafeInPlace(outs, slotOf)
+	e.dropUnsafeInPlace()
 	e.planArena()
 	return e, nil
 }
@@ -244,7 +244,7 @@ func (e *Executable) planInPlace(n *node, slotOf []int) {
 
 // dropUnsafeInPlace keeps an in-place update only where the parameter is read by nothing after
 // the op, and by nothing else at the op's step, and is not itself an output.
-func (e *Executable) dropUnsafeInPlace(outs []*node, slotOf []int) {
+func (e *Executable) dropUnsafeInPlace() {
 	e.inPlace = slices.DeleteFunc(e.inPlace, func(ip inPlace) bool {
 		ps := e.slots[ip.opSlot]
 		if ps.last != e.slots[ip.slot].def {
@@ -261,8 +261,6 @@ func (e *Executable) dropUnsafeInPlace(outs []*node, slotOf []int) {
 		}
 		return false
 	})
-	_ = outs
-	_ = slotOf
 }
 
 // planArena gives every arena slot an offset: slots whose lifetimes overlap get disjoint bytes.

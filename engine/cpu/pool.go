@@ -129,12 +129,6 @@ func (p *pool) spin(seen uint64) bool {
 	}
 }
 
-// inline runs the tasks on the calling goroutine (a drop-in for pool.run).
-func inline(n int, fn func(task int)) {
-	for i := range n {
-		fn(i)
-	}
-}
 
 // close stops the workers.
 func (p *pool) close() {

@@ -86,14 +86,6 @@ func dotGo(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// Axpy does y[i] += alpha·x[i].
-func Axpy(alpha float32, x, y []float32) {
-	need(len(x) == len(y), "Axpy of slices of different lengths")
-	for i, v := range x {
-		y[i] += alpha * v
-	}
-}
-
 // DotRows is a matrix-vector product with the matrix stored [rows, k] (PyTorch's [out, in]):
 // y[r] = Σ_j w[r·ldw+j]·x[j] for r < len(y), j < len(x).
 func DotRows(w []float32, ldw int, x []float32, y []float32) {
