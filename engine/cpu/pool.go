@@ -129,7 +129,6 @@ func (p *pool) spin(seen uint64) bool {
 	}
 }
 
-
 // close stops the workers.
 func (p *pool) close() {
 	p.quit.Store(true)
