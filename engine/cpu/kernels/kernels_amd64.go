@@ -54,6 +54,9 @@ func dot4AVX2(w *float32, ldw int, x *float32, n int, out *float32)
 func expAVX512(a, out *float32, n int)
 
 //go:noescape
+func dot8RowsAVX512(w *float32, ldw int, x *float32, y *float32, rows int)
+
+//go:noescape
 func maxAVX512(a *float32, n int) (m float32, nan bool)
 
 //go:noescape
@@ -96,6 +99,14 @@ func dotRows(w []float32, ldw int, x, y []float32) {
 		return
 	}
 	k := len(x)
+	if k == 8 && path == AVX512 && len(y) >= 2 {
+		even := len(y) &^ 1
+		dot8RowsAVX512(unsafe.SliceData(w), ldw, unsafe.SliceData(x), unsafe.SliceData(y), even)
+		if even < len(y) {
+			dotRowsGo(w[even*ldw:], ldw, x, y[even:])
+		}
+		return
+	}
 	full := k &^ (block() - 1)
 	if full == 0 {
 		dotRowsGo(w, ldw, x, y)

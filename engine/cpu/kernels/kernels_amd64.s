@@ -467,3 +467,38 @@ maxloop:
 	SETNE nan+20(FP)
 	VZEROUPPER
 	RET
+
+// func dot8RowsAVX512(w *float32, ldw int, x *float32, y *float32, rows int)
+// y[r] = Σ_j w[r·ldw+j]·x[j] for j < 8 and r < rows (rows even): attention over heads of 8.
+// Two rows share a register (one per 256-bit half), are multiplied by [x, x], and each half is
+// summed with three shuffle-adds; VCOMPRESSPS gathers the two sums into a register (its memory
+// form is microcoded and slow on AMD Zen 4) and one 8-byte store writes them.
+TEXT ·dot8RowsAVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ ldw+8(FP), DX
+	SHLQ $2, DX
+	MOVQ x+16(FP), BX
+	MOVQ y+24(FP), DI
+	MOVQ rows+32(FP), CX
+	SHRQ $1, CX
+	VBROADCASTF32X8 (BX), Z15
+	MOVL $0x0101, AX
+	KMOVW AX, K1
+dot8loop:
+	VMOVUPS (SI), Y0
+	VINSERTF32X8 $1, (SI)(DX*1), Z0, Z0
+	VMULPS Z15, Z0, Z0
+	VPERMILPS $0xb1, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VPERMILPS $0x4e, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VSHUFF32X4 $0xb1, Z0, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VCOMPRESSPS Z0, K1, Z2
+	VMOVSD X2, (DI)
+	LEAQ (SI)(DX*2), SI
+	ADDQ $8, DI
+	DECQ CX
+	JNZ dot8loop
+	VZEROUPPER
+	RET

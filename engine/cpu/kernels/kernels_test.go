@@ -36,8 +36,8 @@ func close(got float32, want, mag float64) bool {
 func TestDotAndDotRows(t *testing.T) {
 	forEachPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, 2))
-		for _, k := range []int{0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 172, 288, 768} {
-			for _, rows := range []int{1, 3, 4, 5, 9} {
+		for _, k := range []int{0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 172, 288, 768} {
+			for _, rows := range []int{1, 2, 3, 4, 5, 9, 64} {
 				ldw := k + r.IntN(3)
 				off := r.IntN(3) // unaligned starts
 				w := randSlice(r, off+rows*ldw)[off:]
