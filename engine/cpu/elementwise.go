@@ -400,6 +400,14 @@ func float32Binary(op backends.OpType) func(a, b, out []float32, sa, sb int) {
 			vs(a[:len(out)], b[0], out)
 		case sa == 0 && sb == 1 && vs != nil:
 			vs(b[:len(out)], a[0], out)
+		case sa == 1 && sb == 0 && op == backends.OpTypeSub:
+			// x - s is x + (-s) exactly (IEEE 754 defines subtraction so): softmax's x - max.
+			kernels.AddScalar(a[:len(out)], -b[0], out)
+		case sa == 1 && sb == 0 && op == backends.OpTypeDiv:
+			s := b[0]
+			for i, x := range a[:len(out)] {
+				out[i] = x / s
+			}
 		default:
 			generic(a, b, out, sa, sb)
 		}
