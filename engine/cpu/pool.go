@@ -18,10 +18,11 @@ import (
 const spinFor = 200 * time.Microsecond
 
 type job struct {
-	fn   func(task int)
-	n    int64
-	next atomic.Int64
-	done atomic.Int64
+	fn    func(task int)
+	n     int64
+	next  atomic.Int64
+	done  atomic.Int64
+	fault atomic.Pointer[any] // the first panic of a task, re-raised in the caller
 }
 
 type pool struct {
@@ -77,6 +78,9 @@ func (p *pool) run(n int, fn func(task int)) {
 			runtime.Gosched()
 		}
 	}
+	if f := j.fault.Load(); f != nil {
+		panic(*f) // on the caller's goroutine, where Execute turns it into an error
+	}
 }
 
 // work pulls tasks until none is left.
@@ -86,9 +90,20 @@ func (j *job) work() {
 		if i >= j.n {
 			return
 		}
-		j.fn(int(i))
+		j.task(int(i))
 		j.done.Add(1)
 	}
+}
+
+// task runs one task; a panic is kept for the caller instead of ending the process from a
+// worker goroutine.
+func (j *job) task(i int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.fault.CompareAndSwap(nil, &r)
+		}
+	}()
+	j.fn(i)
 }
 
 func (p *pool) loop(w *worker) {
