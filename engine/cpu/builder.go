@@ -202,9 +202,29 @@ func (b *Builder) Floor(x backends.Op) (backends.Op, error) { return b.unary(bac
 func (b *Builder) Ceil(x backends.Op) (backends.Op, error)  { return b.unary(backends.OpTypeCeil, x) }
 func (b *Builder) Round(x backends.Op) (backends.Op, error) { return b.unary(backends.OpTypeRound, x) }
 func (b *Builder) IsFinite(x backends.Op) (backends.Op, error) {
-	return b.unary(backends.OpTypeIsFinite, x)
+	return b.floatPredicate(backends.OpTypeIsFinite, x)
 }
-func (b *Builder) IsNaN(x backends.Op) (backends.Op, error) { return b.unary(backends.OpTypeIsNaN, x) }
+func (b *Builder) IsNaN(x backends.Op) (backends.Op, error) {
+	return b.floatPredicate(backends.OpTypeIsNaN, x)
+}
+
+// floatPredicate is IsFinite or IsNaN: a bool of the operand's shape (GoMLX's shapeinference
+// does not count them among the unary ops, whose output dtype is the input's).
+func (b *Builder) floatPredicate(op backends.OpType, x backends.Op) (backends.Op, error) {
+	ns, err := b.nodesOf(x)
+	if err != nil {
+		return nil, err
+	}
+	s := ns[0].shape.Clone()
+	if !s.DType.IsFloat() {
+		return nil, fmt.Errorf("backend %s: %s takes a float operand, got %s", BackendName, op, s)
+	}
+	if err := checkDType(op, s.DType); err != nil {
+		return nil, err
+	}
+	s.DType = dtypes.Bool
+	return b.add(op, s, nil, ns[0]), nil
+}
 func (b *Builder) LogicalNot(x backends.Op) (backends.Op, error) {
 	return b.unary(backends.OpTypeLogicalNot, x)
 }
@@ -256,13 +276,30 @@ func (b *Builder) BitwiseXor(l, r backends.Op) (backends.Op, error) {
 	return b.binary(backends.OpTypeBitwiseXor, l, r)
 }
 func (b *Builder) ShiftLeft(l, r backends.Op) (backends.Op, error) {
-	return b.binary(backends.OpTypeShiftLeft, l, r)
+	return b.shift(backends.OpTypeShiftLeft, l, r)
 }
 func (b *Builder) ShiftRightLogical(l, r backends.Op) (backends.Op, error) {
-	return b.binary(backends.OpTypeShiftRightLogical, l, r)
+	return b.shift(backends.OpTypeShiftRightLogical, l, r)
 }
 func (b *Builder) ShiftRightArithmetic(l, r backends.Op) (backends.Op, error) {
-	return b.binary(backends.OpTypeShiftRightArithmetic, l, r)
+	return b.shift(backends.OpTypeShiftRightArithmetic, l, r)
+}
+
+// shift builds a shift with the shape rules of the bitwise ops (integer operands of one dtype,
+// broadcasting as any binary op); GoMLX's shapeinference does not list the shifts.
+func (b *Builder) shift(op backends.OpType, lhs, rhs backends.Op) (backends.Op, error) {
+	ns, err := b.nodesOf(lhs, rhs)
+	if err != nil {
+		return nil, err
+	}
+	s, err := shapeinference.BinaryOp(backends.OpTypeBitwiseAnd, ns[0].shape, ns[1].shape)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %s: %w", BackendName, op, err)
+	}
+	if err := checkDType(op, s.DType); err != nil {
+		return nil, err
+	}
+	return b.add(op, s, nil, ns[0], ns[1]), nil
 }
 func (b *Builder) Equal(l, r backends.Op) (backends.Op, error) {
 	return b.binary(backends.OpTypeEqual, l, r)

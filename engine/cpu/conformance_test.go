@@ -41,6 +41,14 @@ type opCase struct {
 // simplegoRef is what simplego runs for the cases whose op it lacks: the same function built
 // from other ops. Reverse along axis 1 of a [4, 5] matrix is a product with the exchange matrix.
 var simplegoRef = map[string]func(in []*Node) *Node{
+	// simplego has no shifts: x << 3 is x·8, x >> 2 (arithmetic) is floor(x/4).
+	"ShiftLeft": func(in []*Node) *Node {
+		return MulScalar(ConvertDType(MulScalar(in[0], 100), dtypes.Int32), 8)
+	},
+	"ShiftRightArithmetic": func(in []*Node) *Node {
+		x := ConvertDType(ConvertDType(MulScalar(in[0], 100), dtypes.Int32), dtypes.Float64)
+		return ConvertDType(Floor(DivScalar(x, 4)), dtypes.Int32)
+	},
 	"Reverse": func(in []*Node) *Node {
 		j := make([][]float32, 5)
 		for i := range j {
@@ -225,6 +233,16 @@ func conformanceCases() []opCase {
 		opCase{"ConvertDType f32->f64", exact, [][]int{{5, 33}}, func(in []*Node) *Node { return ConvertDType(in[0], dtypes.Float64) }},
 		opCase{"ConvertDType bool->f32", exact, [][]int{{5, 33}}, func(in []*Node) *Node {
 			return ConvertDType(GreaterThan(in[0], ScalarZero(in[0].Graph(), dtypes.Float32)), dtypes.Float32)
+		}},
+		opCase{"IsNaN", exact, [][]int{{5, 33}}, func(in []*Node) *Node { return IsNaN(Log(in[0])) }},
+		opCase{"IsFinite", exact, [][]int{{5, 33}}, func(in []*Node) *Node {
+			return IsFinite(Div(OnePlus(ScalarZero(in[0].Graph(), dtypes.Float32)), Round(in[0])))
+		}},
+		opCase{"ShiftLeft", exact, [][]int{{5, 33}}, func(in []*Node) *Node {
+			return BitwiseShiftLeft(ConvertDType(MulScalar(in[0], 100), dtypes.Int32), Const(in[0].Graph(), int32(3)))
+		}},
+		opCase{"ShiftRightArithmetic", exact, [][]int{{5, 33}}, func(in []*Node) *Node {
+			return BitwiseShiftRightArithmetic(ConvertDType(MulScalar(in[0], 100), dtypes.Int32), Const(in[0].Graph(), int32(2)))
 		}},
 		opCase{"Iota", exact, [][]int{{4, 6}}, func(in []*Node) *Node {
 			return Add(in[0], ConvertDType(Iota(in[0].Graph(), in[0].Shape(), 1), dtypes.Float32))

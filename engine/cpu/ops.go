@@ -63,9 +63,10 @@ var capabilities = func() backends.Capabilities {
 func lower(lw *lowering) (stepFn, error) {
 	op := lw.n.op
 	switch {
-	case shapeinference.StandardUnaryOperations.Has(op):
+	case shapeinference.StandardUnaryOperations.Has(op), op == backends.OpTypeIsFinite, op == backends.OpTypeIsNaN:
 		return lowerUnary(lw)
-	case shapeinference.StandardBinaryOperations.Has(op), shapeinference.ComparisonOperations.Has(op):
+	case shapeinference.StandardBinaryOperations.Has(op), shapeinference.ComparisonOperations.Has(op),
+		op == backends.OpTypeShiftLeft, op == backends.OpTypeShiftRightLogical, op == backends.OpTypeShiftRightArithmetic:
 		return lowerBinary(lw)
 	}
 	switch op {
