@@ -772,7 +772,9 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 	if from == to {
 		return func(f *frame) { copy(f.slots[io], f.slots[ia]) }, nil
 	}
-	if (from == dtypes.Int64 || from == dtypes.Uint64) && to.IsInt() || to == dtypes.Int64 || to == dtypes.Uint64 {
+	// Between integers (and bool) the conversion is exact or wraps, as Go's and XLA's do; through
+	// float64 a narrowing would saturate instead (int32 -974 must become uint8 50).
+	if intLike(from) && intLike(to) {
 		il, errL := intLoader(from)
 		is, errS := intStorer(to)
 		if errL == nil && errS == nil {
@@ -791,6 +793,8 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 		}
 	}, nil
 }
+
+func intLike(dt dtypes.DType) bool { return dt.IsInt() || dt == dtypes.Bool }
 
 func loader(dt dtypes.DType) (func(b []byte, i int) float64, error) {
 	switch dt {
