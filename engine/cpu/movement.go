@@ -1,26 +1,45 @@
 package cpu
 
-// Data movement (transpose, broadcast, slice, pad, reverse, concatenate, gather, scatter,
-// dynamic slices) on raw row-major bytes. Every one of them is a strided copy: an element of
-// the destination at multi-index i comes from src[off + Σ i_k·srcStride_k]. stridedCopy merges
-// axes that stay contiguous and moves whole contiguous runs with copy, so the common cases
-// (head transposes that keep the head dimension, row gathers, broadcasts of rows) cost one
-// memmove per run rather than an index computation per element.
+// movement.go: the data-movement kernels of the cpu backend (transpose, broadcast, slice,
+// concatenate, pad, reverse, gather, scatter, dynamic slices) as plain functions over raw
+// row-major buffers, kept apart from the op lowering so that they can be tested (and tuned)
+// against GoMLX's simplego backend on their own.
+//
+// Almost all of them are strided walks: the element at multi-index i of an iteration space
+// moves from src[srcOff + Σ i_k·srcStride_k] to dst[dstOff + Σ i_k·dstStride_k]. Before walking,
+// size-1 axes are dropped and neighbouring axes that stay contiguous in both buffers are merged
+// (mvSimplify), so that the innermost axis is as long as possible; when it is contiguous on both
+// sides it moves with one copy (memmove) per run. Everything else is typed per element size, so
+// an element moves as one load and one store. Transposes that move the innermost axis go through
+// cache tiles. Gather and scatter plan their window once per call and only compute the start
+// offset per index vector; whole-row gathers and scatters (an embedding lookup, its scatter-add
+// gradient, a KV cache row update) are one clamp or bounds check plus one row copy or add per index.
+//
+// Out-of-range indices follow XLA: gather and dynamic slices clamp the start so that the slice
+// fits; scatter skips an update whose window does not fit entirely.
 
 import (
+	"slices"
+	"unsafe"
+
 	"github.com/gomlx/gomlx/backends"
 )
 
+// mvStack: ranks up to this many axes use stack scratch space (no allocation per call).
+const mvStack = 8
+
+// mvTileSize is the side of the square tiles used by transposes.
+const mvTileSize = 32
+
+// mvE16 stands for a 16-byte element (complex128).
+type mvE16 [2]uint64
+
+// rowMajorStrides returns the row-major strides (in elements) of dims.
 func rowMajorStrides(dims []int) []int {
-	st := make([]int, len(dims))
-	s := 1
-	for i := len(dims) - 1; i >= 0; i-- {
-		st[i] = s
-		s *= dims[i]
-	}
-	return st
+	return mvStrides(make([]int, len(dims)), dims)
 }
 
+// product returns the number of elements of dims.
 func product(dims []int) int {
 	n := 1
 	for _, d := range dims {
@@ -29,256 +48,635 @@ func product(dims []int) int {
 	return n
 }
 
-// stridedCopy copies the elements (es bytes each) of a dims-shaped index space: element i goes
-// from src[srcOff + Σ i_k·ss_k] to dst[dstOff + Σ i_k·ds_k] (offsets and strides in elements).
-func stridedCopy(es int, src []byte, srcOff int, ss []int, dst []byte, dstOff int, ds []int, dims []int) {
-	// Drop size-1 axes and merge an axis into the next when both strides allow it.
-	var d, s, t []int
-	for k, n := range dims {
-		if n == 0 {
-			return
-		}
-		if n == 1 {
-			continue
-		}
-		if j := len(d) - 1; j >= 0 && s[j] == ss[k]*n && t[j] == ds[k]*n {
-			d[j] *= n
-			s[j], t[j] = ss[k], ds[k]
-			continue
-		}
-		d, s, t = append(d, n), append(s, ss[k]), append(t, ds[k])
+// mvStrides writes the row-major strides (in elements) of dims into st and returns it.
+func mvStrides(st, dims []int) []int {
+	s := 1
+	for i := len(dims) - 1; i >= 0; i-- {
+		st[i] = s
+		s *= dims[i]
 	}
-	if len(d) == 0 {
-		copy(dst[dstOff*es:dstOff*es+es], src[srcOff*es:srcOff*es+es])
+	return st
+}
+
+// mvInts returns a zeroed slice of n ints, using buf when it is large enough.
+func mvInts(buf []int, n int) []int {
+	if n <= cap(buf) {
+		s := buf[:n]
+		clear(s)
+		return s
+	}
+	return make([]int, n)
+}
+
+// mvView reinterprets raw bytes as elements of type T.
+func mvView[T any](b []byte) []T {
+	if len(b) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
+}
+
+// mvAxes is a simplified iteration space: extents dims, with strides a (destination) and b
+// (source), in elements. The last axis is the innermost.
+type mvAxes struct {
+	dims, a, b []int
+}
+
+// mvSimplify builds the iteration space over dims with strides a and b, dropping size-1 axes and
+// merging an axis into the previous one when both walks are contiguous across them. buf is
+// scratch space (3·len(dims) ints are used when it is large enough). ok is false when the space is
+// empty.
+func mvSimplify(buf []int, dims, a, b []int) (ax mvAxes, ok bool) {
+	n := len(dims)
+	if cap(buf) < 3*n {
+		buf = make([]int, 3*n)
+	}
+	buf = buf[:3*n]
+	d, sa, sb := buf[0:0:n], buf[n:n:2*n], buf[2*n:2*n:3*n]
+	for k, m := range dims {
+		if m == 0 {
+			return mvAxes{}, false
+		}
+		if m == 1 {
+			continue
+		}
+		if j := len(d) - 1; j >= 0 && sa[j] == a[k]*m && sb[j] == b[k]*m {
+			d[j] *= m
+			sa[j], sb[j] = a[k], b[k]
+			continue
+		}
+		d, sa, sb = append(d, m), append(sa, a[k]), append(sb, b[k])
+	}
+	return mvAxes{d, sa, sb}, true
+}
+
+// inner returns the innermost axis (extent 1 with zero strides when there is none).
+func (ax *mvAxes) inner() (n, a, b int) {
+	if l := len(ax.dims) - 1; l >= 0 {
+		return ax.dims[l], ax.a[l], ax.b[l]
+	}
+	return 1, 0, 0
+}
+
+// outer calls fn with the offsets of every position of all axes but the innermost (once when
+// there are none).
+func (ax *mvAxes) outer(aOff, bOff int, fn func(aOff, bOff int)) {
+	ax.walk(0, len(ax.dims)-1, aOff, bOff, fn)
+}
+
+// each calls fn with the offsets of every position of the space.
+func (ax *mvAxes) each(aOff, bOff int, fn func(aOff, bOff int)) {
+	ax.walk(0, len(ax.dims), aOff, bOff, fn)
+}
+
+func (ax *mvAxes) walk(k, end, aOff, bOff int, fn func(aOff, bOff int)) {
+	if k >= end {
+		fn(aOff, bOff)
 		return
 	}
-	r := len(d) - 1
-	inner, si, di := d[r], s[r], t[r]
-	idx := make([]int, r)
-	outer := product(d[:r])
-	so, do := srcOff, dstOff
-	for range outer {
-		switch {
-		case si == 1 && di == 1:
-			copy(dst[do*es:(do+inner)*es], src[so*es:(so+inner)*es])
-		case es == 4:
-			sv, dv := typed[uint32](src), typed[uint32](dst)
-			for i := range inner {
-				dv[do+i*di] = sv[so+i*si]
-			}
-		case es == 8:
-			sv, dv := typed[uint64](src), typed[uint64](dst)
-			for i := range inner {
-				dv[do+i*di] = sv[so+i*si]
-			}
-		case es == 2:
-			sv, dv := typed[uint16](src), typed[uint16](dst)
-			for i := range inner {
-				dv[do+i*di] = sv[so+i*si]
-			}
-		default:
-			for i := range inner {
-				copy(dst[(do+i*di)*es:(do+i*di+1)*es], src[(so+i*si)*es:(so+i*si+1)*es])
-			}
+	n, sa, sb := ax.dims[k], ax.a[k], ax.b[k]
+	if k == end-1 {
+		for range n {
+			fn(aOff, bOff)
+			aOff += sa
+			bOff += sb
 		}
-		for k := r - 1; k >= 0; k-- {
-			idx[k]++
-			so += s[k]
-			do += t[k]
-			if idx[k] < d[k] {
-				break
-			}
-			so -= s[k] * d[k]
-			do -= t[k] * d[k]
-			idx[k] = 0
-		}
+		return
+	}
+	for range n {
+		ax.walk(k+1, end, aOff, bOff, fn)
+		aOff += sa
+		bOff += sb
 	}
 }
 
-func transposeBytes(es int, in []byte, inDims []int, perm []int, out []byte) {
-	ist := rowMajorStrides(inDims)
-	dims := make([]int, len(perm))
-	ss := make([]int, len(perm))
+// mvCopy copies, for every multi-index i of dims, src[sOff + Σ i_k·sb_k] to dst[dOff + Σ i_k·da_k]
+// (offsets and strides in elements of es bytes).
+func mvCopy(es int, dst []byte, dOff int, da []int, src []byte, sOff int, sb []int, dims []int) {
+	switch es {
+	case 1:
+		mvCopyT(dst, dOff, da, src, sOff, sb, dims)
+	case 2:
+		mvCopyT(mvView[uint16](dst), dOff, da, mvView[uint16](src), sOff, sb, dims)
+	case 4:
+		mvCopyT(mvView[uint32](dst), dOff, da, mvView[uint32](src), sOff, sb, dims)
+	case 8:
+		mvCopyT(mvView[uint64](dst), dOff, da, mvView[uint64](src), sOff, sb, dims)
+	case 16:
+		mvCopyT(mvView[mvE16](dst), dOff, da, mvView[mvE16](src), sOff, sb, dims)
+	default:
+		panic("cpu: data movement of elements of unsupported size")
+	}
+}
+
+func mvCopyT[T any](dst []T, dOff int, da []int, src []T, sOff int, sb []int, dims []int) {
+	var buf [3 * mvStack]int
+	ax, ok := mvSimplify(buf[:0], dims, da, sb)
+	if ok {
+		mvRun(dst, dOff, src, sOff, &ax)
+	}
+}
+
+// mvRun executes the (simplified) copy plan ax.
+func mvRun[T any](dst []T, dOff int, src []T, sOff int, ax *mvAxes) {
+	n, ai, bi := ax.inner()
+	switch {
+	case ai == 1 && bi == 1:
+		ax.outer(dOff, sOff, func(d, s int) { copy(dst[d:d+n], src[s:s+n]) })
+		return
+	case ai == 1 && bi == 0:
+		ax.outer(dOff, sOff, func(d, s int) { mvFill(dst[d:d+n], src[s]) })
+		return
+	case ai == 1:
+		// The destination is contiguous along the innermost axis but the source is not: if the
+		// source is contiguous along another axis, this is a transpose, done in tiles.
+		if q := slices.Index(ax.b[:len(ax.b)-1], 1); q >= 0 && ax.dims[q] > 1 {
+			mvTiled(dst, dOff, src, sOff, ax, q)
+			return
+		}
+		ax.outer(dOff, sOff, func(d, s int) {
+			r := dst[d : d+n]
+			for i := range r {
+				r[i] = src[s]
+				s += bi
+			}
+		})
+		return
+	}
+	ax.outer(dOff, sOff, func(d, s int) {
+		for range n {
+			dst[d] = src[s]
+			d += ai
+			s += bi
+		}
+	})
+}
+
+// mvTiled runs a plan whose innermost axis is contiguous in the destination only, and whose axis q
+// is contiguous in the source only, as 2-D tiled transposes over those two axes.
+func mvTiled[T any](dst []T, dOff int, src []T, sOff int, ax *mvAxes, q int) {
+	var buf [3 * mvStack]int
+	r := len(ax.dims) - 2 // the other axes
+	st := mvInts(buf[:], 3*r)
+	rest := mvAxes{st[:0:r], st[r : r : 2*r], st[2*r : 2*r : 3*r]}
+	for k := range len(ax.dims) - 1 {
+		if k != q {
+			rest.dims, rest.a, rest.b = append(rest.dims, ax.dims[k]), append(rest.a, ax.a[k]), append(rest.b, ax.b[k])
+		}
+	}
+	n0, da0 := ax.dims[q], ax.a[q]
+	n1, _, sb1 := ax.inner()
+	rest.each(dOff, sOff, func(d, s int) {
+		for i0 := 0; i0 < n0; i0 += mvTileSize {
+			i1 := min(i0+mvTileSize, n0)
+			for j0 := 0; j0 < n1; j0 += mvTileSize {
+				j1 := min(j0+mvTileSize, n1)
+				i := i0
+				// Four destination rows at a time: their source elements are adjacent.
+				for ; i+4 <= i1; i += 4 {
+					r0 := dst[d+i*da0+j0 : d+i*da0+j1]
+					r1 := dst[d+(i+1)*da0+j0 : d+(i+1)*da0+j1]
+					r2 := dst[d+(i+2)*da0+j0 : d+(i+2)*da0+j1]
+					r3 := dst[d+(i+3)*da0+j0 : d+(i+3)*da0+j1]
+					r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
+					p := s + i + j0*sb1
+					for j := range r0 {
+						c := src[p : p+4]
+						r0[j], r1[j], r2[j], r3[j] = c[0], c[1], c[2], c[3]
+						p += sb1
+					}
+				}
+				for ; i < i1; i++ {
+					row := dst[d+i*da0+j0 : d+i*da0+j1]
+					p := s + i + j0*sb1
+					for j := range row {
+						row[j] = src[p]
+						p += sb1
+					}
+				}
+			}
+		}
+	})
+}
+
+// mvReplicate fills buf with copies of its first unit elements, doubling the copied span.
+func mvReplicate[T any](buf []T, unit int) {
+	for k := unit; k < len(buf); k *= 2 {
+		copy(buf[k:], buf[:k])
+	}
+}
+
+// mvFill sets every element of r to v.
+func mvFill[T any](r []T, v T) {
+	if len(r) <= 32 {
+		for i := range r {
+			r[i] = v
+		}
+		return
+	}
+	r[0] = v
+	mvReplicate(r, 1)
+}
+
+func transposeBytes(elemSize int, in []byte, inDims []int, perm []int, out []byte) {
+	if len(out) == 0 {
+		return
+	}
+	// When the axes longer than 1 keep their order, the bytes do not move.
+	last, moves := -1, false
+	for _, p := range perm {
+		if inDims[p] != 1 {
+			moves = moves || p < last
+			last = p
+		}
+	}
+	if !moves {
+		n := product(inDims) * elemSize
+		copy(out[:n], in[:n])
+		return
+	}
+	n := len(perm)
+	var buf [3 * mvStack]int
+	st := mvInts(buf[:], 3*n)
+	ist, dims, ss := mvStrides(st[:n], inDims), st[n:2*n], st[2*n:]
 	for i, p := range perm {
 		dims[i], ss[i] = inDims[p], ist[p]
 	}
-	stridedCopy(es, in, 0, ss, out, 0, rowMajorStrides(dims), dims)
+	var obuf [mvStack]int
+	mvCopy(elemSize, out, 0, mvStrides(mvInts(obuf[:], n), dims), in, 0, ss, dims)
 }
 
-func broadcastInDimBytes(es int, in []byte, inDims []int, outDims []int, axes []int, out []byte) {
-	ist := rowMajorStrides(inDims)
-	ss := make([]int, len(outDims))
-	for i, a := range axes {
+func broadcastInDimBytes(elemSize int, in []byte, inDims []int, outDims []int, broadcastAxes []int, out []byte) {
+	switch elemSize {
+	case 1:
+		mvBroadcastT(in, inDims, outDims, broadcastAxes, out)
+	case 2:
+		mvBroadcastT(mvView[uint16](in), inDims, outDims, broadcastAxes, mvView[uint16](out))
+	case 4:
+		mvBroadcastT(mvView[uint32](in), inDims, outDims, broadcastAxes, mvView[uint32](out))
+	case 8:
+		mvBroadcastT(mvView[uint64](in), inDims, outDims, broadcastAxes, mvView[uint64](out))
+	case 16:
+		mvBroadcastT(mvView[mvE16](in), inDims, outDims, broadcastAxes, mvView[mvE16](out))
+	default:
+		panic("cpu: data movement of elements of unsupported size")
+	}
+}
+
+func mvBroadcastT[T any](in []T, inDims []int, outDims []int, broadcastAxes []int, out []T) {
+	if len(out) == 0 {
+		return
+	}
+	n := len(outDims)
+	var buf, sbuf [3 * mvStack]int
+	st := mvInts(buf[:], 2*n+len(inDims))
+	ost, ss, ist := mvStrides(st[:n], outDims), st[n:2*n], mvStrides(st[2*n:], inDims)
+	for i, a := range broadcastAxes {
 		if inDims[i] != 1 {
 			ss[a] = ist[i]
 		}
 	}
-	stridedCopy(es, in, 0, ss, out, 0, rowMajorStrides(outDims), outDims)
+	ax, _ := mvSimplify(sbuf[:0], outDims, ost, ss)
+	if len(ax.dims) == 0 {
+		out[0] = in[0]
+		return
+	}
+	mvBroadcastLevel(out, in, &ax, 0, 0, 0)
 }
 
-func sliceBytes(es int, in []byte, inDims, starts, limits, strides []int, out []byte) {
-	ist := rowMajorStrides(inDims)
-	dims := make([]int, len(inDims))
-	ss := make([]int, len(inDims))
+// mvBroadcastLevel fills the block of the output at offset d for axis k onwards. Axes the source
+// does not move along (stride 0) are produced once and then replicated with block copies.
+func mvBroadcastLevel[T any](dst, src []T, ax *mvAxes, k, d, s int) {
+	n, sa, sb := ax.dims[k], ax.a[k], ax.b[k]
+	if k == len(ax.dims)-1 {
+		r := dst[d : d+n]
+		switch sb {
+		case 0:
+			mvFill(r, src[s])
+		case 1:
+			copy(r, src[s:s+n])
+		default:
+			for i := range r {
+				r[i] = src[s]
+				s += sb
+			}
+		}
+		return
+	}
+	if sb == 0 {
+		mvBroadcastLevel(dst, src, ax, k+1, d, s)
+		mvReplicate(dst[d:d+n*sa], sa)
+		return
+	}
+	for range n {
+		mvBroadcastLevel(dst, src, ax, k+1, d, s)
+		d += sa
+		s += sb
+	}
+}
+
+func sliceBytes(elemSize int, in []byte, inDims, starts, limits, strides []int, out []byte) {
+	if len(out) == 0 {
+		return
+	}
+	n := len(inDims)
+	var buf [4 * mvStack]int
+	st := mvInts(buf[:], 4*n)
+	ist, dims, ss, ost := mvStrides(st[:n], inDims), st[n:2*n], st[2*n:3*n], st[3*n:]
 	off := 0
 	for i := range inDims {
-		dims[i] = (limits[i] - starts[i] + strides[i] - 1) / strides[i]
+		dims[i] = max(0, (limits[i]-starts[i]+strides[i]-1)/strides[i])
 		ss[i] = ist[i] * strides[i]
 		off += starts[i] * ist[i]
 	}
-	stridedCopy(es, in, off, ss, out, 0, rowMajorStrides(dims), dims)
+	mvCopy(elemSize, out, 0, mvStrides(ost, dims), in, off, ss, dims)
 }
 
-func concatenateBytes(es int, ins [][]byte, insDims [][]int, axis int, out []byte) {
-	outDims := append([]int(nil), insDims[0]...)
+func concatenateBytes(elemSize int, ins [][]byte, insDims [][]int, axis int, out []byte) {
+	if len(out) == 0 {
+		return
+	}
+	n := len(insDims[0])
+	var buf [3 * mvStack]int
+	st := mvInts(buf[:], 3*n)
+	outDims, ost, ist := st[:n], st[n:2*n], st[2*n:]
+	copy(outDims, insDims[0])
 	outDims[axis] = 0
 	for _, d := range insDims {
 		outDims[axis] += d[axis]
 	}
-	ost := rowMajorStrides(outDims)
+	mvStrides(ost, outDims)
 	at := 0
 	for i, in := range ins {
-		stridedCopy(es, in, 0, rowMajorStrides(insDims[i]), out, at*ost[axis], ost, insDims[i])
+		mvCopy(elemSize, out, at*ost[axis], ost, in, 0, mvStrides(ist, insDims[i]), insDims[i])
 		at += insDims[i][axis]
 	}
 }
 
-func padBytes(es int, in []byte, inDims []int, fill []byte, axes []backends.PadAxis, out []byte, outDims []int) {
-	for i := 0; i < len(out); i += es {
-		copy(out[i:i+es], fill)
+func padBytes(elemSize int, in []byte, inDims []int, fill []byte, axes []backends.PadAxis, out []byte, outDims []int) {
+	if len(out) == 0 {
+		return
 	}
-	ist, ost := rowMajorStrides(inDims), rowMajorStrides(outDims)
-	dims := make([]int, len(inDims))
-	ss, ds := make([]int, len(inDims)), make([]int, len(inDims))
+	// Fill everything, then copy the operand's elements that land inside the output.
+	out = out[:product(outDims)*elemSize]
+	copy(out, fill[:elemSize])
+	mvReplicate(out, elemSize)
+	n := len(inDims)
+	var buf [5 * mvStack]int
+	st := mvInts(buf[:], 5*n)
+	ist, ost, dims, ss, ds := mvStrides(st[:n], inDims), mvStrides(st[n:2*n], outDims), st[2*n:3*n], st[3*n:4*n], st[4*n:]
 	srcOff, dstOff := 0, 0
-	for k, n := range inDims {
-		step := axes[k].Interior + 1
-		// Input indices i whose output position Start + i·step lies in [0, outDims[k]).
-		lo := 0
-		if axes[k].Start < 0 {
-			lo = (-axes[k].Start + step - 1) / step
+	for k, m := range inDims {
+		var p backends.PadAxis
+		if k < len(axes) {
+			p = axes[k]
 		}
-		hi := n
-		if outDims[k] == 0 {
+		step := p.Interior + 1
+		// Input index i lands at output position p.Start + i·step; keep those in [0, outDims[k]).
+		lo := 0
+		if p.Start < 0 {
+			lo = (-p.Start + step - 1) / step
+		}
+		last := outDims[k] - 1 - p.Start
+		if last < 0 {
 			return
 		}
-		hi = min(hi, (outDims[k]-1-axes[k].Start)/step+1)
-		if axes[k].Start > outDims[k]-1 || hi <= lo {
+		hi := min(m, last/step+1)
+		if hi <= lo {
 			return
 		}
 		dims[k] = hi - lo
 		ss[k], ds[k] = ist[k], ost[k]*step
 		srcOff += lo * ist[k]
-		dstOff += (axes[k].Start + lo*step) * ost[k]
+		dstOff += (p.Start + lo*step) * ost[k]
 	}
-	stridedCopy(es, in, srcOff, ss, out, dstOff, ds, dims)
+	mvCopy(elemSize, out, dstOff, ds, in, srcOff, ss, dims)
 }
 
-func reverseBytes(es int, in []byte, inDims []int, axes []int, out []byte) {
-	ist := rowMajorStrides(inDims)
-	ss := append([]int(nil), ist...)
+func reverseBytes(elemSize int, in []byte, inDims []int, axes []int, out []byte) {
+	if len(out) == 0 {
+		return
+	}
+	n := len(inDims)
+	var buf [2 * mvStack]int
+	st := mvInts(buf[:], 2*n)
+	ist, ss := mvStrides(st[:n], inDims), st[n:]
+	copy(ss, ist)
 	off := 0
 	for _, a := range axes {
-		ss[a] = -ist[a]
-		off += (inDims[a] - 1) * ist[a]
+		if ss[a] > 0 { // an axis listed twice is reversed once
+			ss[a] = -ist[a]
+			off += (inDims[a] - 1) * ist[a]
+		}
 	}
-	stridedCopy(es, in, off, ss, out, 0, rowMajorStrides(inDims), inDims)
+	mvCopy(elemSize, out, 0, ist, in, off, ss, inDims)
 }
 
-// batchIter walks the batch positions of a gather or scatter: the axes of the index tensor
-// other than indexVectorAxis, in order; for each it yields the offset of its index vector.
-func batchIter(indicesDims []int, indexVectorAxis int, fn func(batch []int, off int)) {
-	ist := rowMajorStrides(indicesDims)
-	var bd, bs []int
-	for k, d := range indicesDims {
-		if k != indexVectorAxis {
-			bd, bs = append(bd, d), append(bs, ist[k])
-		}
+func dynamicSliceBytes(elemSize int, in []byte, inDims []int, starts []int, sizes []int, out []byte) {
+	if len(out) == 0 {
+		return
 	}
-	idx := make([]int, len(bd))
-	for range product(bd) {
-		off := 0
-		for k, v := range idx {
-			off += v * bs[k]
-		}
-		fn(idx, off)
-		for k := len(idx) - 1; k >= 0; k-- {
-			idx[k]++
-			if idx[k] < bd[k] {
-				break
-			}
-			idx[k] = 0
-		}
-	}
-}
-
-func gatherBytes(es int, operand []byte, operandDims []int, indices []int, indicesDims []int,
-	indexVectorAxis int, offsetOutputAxes, collapsedSliceAxes, startIndexMap, sliceSizes []int,
-	out []byte, outDims []int) {
-	opSt, outSt := rowMajorStrides(operandDims), rowMajorStrides(outDims)
-	vecStride := 0
-	if indexVectorAxis < len(indicesDims) {
-		vecStride = rowMajorStrides(indicesDims)[indexVectorAxis]
-	}
-	isOffset := make([]bool, len(outDims))
-	for _, a := range offsetOutputAxes {
-		isOffset[a] = true
-	}
-	var batchOutSt []int
-	for a := range outDims {
-		if !isOffset[a] {
-			batchOutSt = append(batchOutSt, outSt[a])
-		}
-	}
-	// The window: the operand's non-collapsed axes, in order, land on the offset output axes.
-	collapsed := make([]bool, len(operandDims))
-	for _, a := range collapsedSliceAxes {
-		collapsed[a] = true
-	}
-	var wDims, wSrc, wDst []int
-	j := 0
-	for a := range operandDims {
-		if collapsed[a] {
-			continue
-		}
-		wDims = append(wDims, sliceSizes[a])
-		wSrc = append(wSrc, opSt[a])
-		wDst = append(wDst, outSt[offsetOutputAxes[j]])
-		j++
-	}
-	batchIter(indicesDims, indexVectorAxis, func(batch []int, off int) {
-		src := 0
-		for k, a := range startIndexMap {
-			s := indices[off+k*vecStride]
-			s = min(max(s, 0), operandDims[a]-sliceSizes[a])
-			src += s * opSt[a]
-		}
-		dst := 0
-		for k, v := range batch {
-			dst += v * batchOutSt[k]
-		}
-		stridedCopy(es, operand, src, wSrc, out, dst, wDst, wDims)
-	})
-}
-
-func dynamicSliceBytes(es int, in []byte, inDims []int, starts []int, sizes []int, out []byte) {
-	st := make([]int, len(starts))
-	lim := make([]int, len(starts))
-	one := make([]int, len(starts))
-	for i := range starts {
-		st[i] = min(max(starts[i], 0), inDims[i]-sizes[i])
-		lim[i], one[i] = st[i]+sizes[i], 1
-	}
-	sliceBytes(es, in, inDims, st, lim, one, out)
-}
-
-func dynamicUpdateSliceBytes(es int, operand []byte, dims []int, update []byte, updateDims []int, starts []int) {
-	ost := rowMajorStrides(dims)
+	n := len(inDims)
+	var buf [2 * mvStack]int
+	st := mvInts(buf[:], 2*n)
+	ist, ost := mvStrides(st[:n], inDims), mvStrides(st[n:], sizes)
 	off := 0
-	for i := range starts {
+	for i := range inDims {
+		off += min(max(starts[i], 0), inDims[i]-sizes[i]) * ist[i]
+	}
+	mvCopy(elemSize, out, 0, ost, in, off, ist, sizes)
+}
+
+func dynamicUpdateSliceBytes(elemSize int, operand []byte, dims []int, update []byte, updateDims []int, starts []int) {
+	if len(update) == 0 {
+		return
+	}
+	n := len(dims)
+	var buf [2 * mvStack]int
+	st := mvInts(buf[:], 2*n)
+	ost, ust := mvStrides(st[:n], dims), mvStrides(st[n:], updateDims)
+	off := 0
+	for i := range dims {
 		off += min(max(starts[i], 0), dims[i]-updateDims[i]) * ost[i]
 	}
-	stridedCopy(es, update, 0, rowMajorStrides(updateDims), operand, off, ost, updateDims)
+	mvCopy(elemSize, operand, off, ost, update, 0, ust, updateDims)
+}
+
+// mvIndexPlan is the per-index-vector part of a gather or scatter: the batch positions (the axes of
+// the indices other than indexVectorAxis, walked together with the matching axes of the output
+// or updates), and where each start index goes.
+type mvIndexPlan struct {
+	batch     mvAxes // a: output/updates strides; b: offsets into indices
+	vecStride int    // distance between the components of an index vector
+	stride    []int  // operand stride of the axis each component indexes
+	limit     []int  // largest valid start index of each component
+}
+
+// mvBatchAxes lists, for the indices' batch axes in order, their extents and strides into indices
+// (into dims and ib), and the strides of the matching axes (the non-window axes of other, in order)
+// into ia. It returns the index vector stride.
+func mvBatchAxes(indicesDims []int, indexVectorAxis int, otherStrides []int, isWindow func(int) bool,
+	dims, ia, ib []int) (vecStride int) {
+	s, j := 1, len(indicesDims)-1
+	for k := len(indicesDims) - 1; k >= 0; k-- {
+		if k == indexVectorAxis {
+			vecStride = s
+		} else {
+			dims[j], ib[j] = indicesDims[k], s
+			j--
+		}
+		s *= indicesDims[k]
+	}
+	if indexVectorAxis < len(indicesDims) {
+		// One fewer batch axis than indices axes: shift the batch axes down.
+		copy(dims, dims[1:])
+		copy(ib, ib[1:])
+	}
+	j = 0
+	for a, st := range otherStrides {
+		if !isWindow(a) {
+			ia[j] = st
+			j++
+		}
+	}
+	return vecStride
+}
+
+// mvWholeRows reports whether a gather or scatter moves whole sub-tensors operand[i, ...] (each
+// rowSize elements) along axis 0, one per index, the index vector being of size 1 and last (or
+// implicit), and the rows landing (or coming from) the trailing axes of the output (or updates),
+// so that index i goes with row i of the output (updates). windowDims are the extents of the
+// window along the operand's axes 1...; windowAxes are the output's offset axes (the updates'
+// window axes), and outRank the output's (updates') rank.
+func mvWholeRows(operandDims, indicesDims []int, indexVectorAxis int, droppedAxes, indexMap, windowAxes,
+	windowDims []int, outRank int) (rowSize int, ok bool) {
+	r := len(indicesDims)
+	if len(operandDims) == 0 || len(droppedAxes) != 1 || droppedAxes[0] != 0 || len(indexMap) != 1 || indexMap[0] != 0 ||
+		!(indexVectorAxis == r || indexVectorAxis == r-1 && indicesDims[r-1] == 1) ||
+		len(windowAxes) != len(operandDims)-1 || len(windowDims) != len(windowAxes) {
+		return 0, false
+	}
+	rowSize = 1
+	for k, a := range windowAxes {
+		if a != outRank-len(windowAxes)+k || windowDims[k] != operandDims[k+1] {
+			return 0, false
+		}
+		rowSize *= windowDims[k]
+	}
+	return rowSize, true
+}
+
+func gatherBytes(elemSize int, operand []byte, operandDims []int, indices []int, indicesDims []int,
+	indexVectorAxis int, offsetOutputAxes, collapsedSliceAxes, startIndexMap, sliceSizes []int,
+	out []byte, outDims []int) {
+	if rowSize, ok := mvWholeRows(operandDims, indicesDims, indexVectorAxis, collapsedSliceAxes, startIndexMap,
+		offsetOutputAxes, sliceSizes[1:], len(outDims)); ok {
+		// An embedding lookup: whole sub-tensors along axis 0, in the order of the indices.
+		n, last := rowSize*elemSize, operandDims[0]-1
+		for i, v := range indices {
+			s := min(max(v, 0), last) * n
+			copy(out[i*n:(i+1)*n], operand[s:s+n])
+		}
+		return
+	}
+	switch elemSize {
+	case 1:
+		mvGatherT(operand, operandDims, indices, indicesDims, indexVectorAxis, offsetOutputAxes,
+			collapsedSliceAxes, startIndexMap, sliceSizes, out, outDims)
+	case 2:
+		mvGatherT(mvView[uint16](operand), operandDims, indices, indicesDims, indexVectorAxis, offsetOutputAxes,
+			collapsedSliceAxes, startIndexMap, sliceSizes, mvView[uint16](out), outDims)
+	case 4:
+		mvGatherT(mvView[uint32](operand), operandDims, indices, indicesDims, indexVectorAxis, offsetOutputAxes,
+			collapsedSliceAxes, startIndexMap, sliceSizes, mvView[uint32](out), outDims)
+	case 8:
+		mvGatherT(mvView[uint64](operand), operandDims, indices, indicesDims, indexVectorAxis, offsetOutputAxes,
+			collapsedSliceAxes, startIndexMap, sliceSizes, mvView[uint64](out), outDims)
+	case 16:
+		mvGatherT(mvView[mvE16](operand), operandDims, indices, indicesDims, indexVectorAxis, offsetOutputAxes,
+			collapsedSliceAxes, startIndexMap, sliceSizes, mvView[mvE16](out), outDims)
+	default:
+		panic("cpu: data movement of elements of unsupported size")
+	}
+}
+
+func mvGatherT[T any](operand []T, operandDims []int, indices []int, indicesDims []int,
+	indexVectorAxis int, offsetOutputAxes, collapsedSliceAxes, startIndexMap, sliceSizes []int,
+	out []T, outDims []int) {
+	if len(out) == 0 {
+		return
+	}
+	rOp, rOut, rIdx := len(operandDims), len(outDims), len(indicesDims)
+	var buf [12 * mvStack]int
+	st := mvInts(buf[:], 4*rOp+rOut+3*rIdx+2*len(startIndexMap))
+	take := func(n int) []int {
+		s := st[:n:n]
+		st = st[n:]
+		return s
+	}
+	opSt, outSt := mvStrides(take(rOp), operandDims), mvStrides(take(rOut), outDims)
+
+	// The window: the operand's non-collapsed axes, in order, land on the offset output axes.
+	wDims, wOut, wOp := take(rOp), take(rOp), take(rOp)
+	j := 0
+	for a := range operandDims {
+		if slices.Contains(collapsedSliceAxes, a) {
+			continue
+		}
+		wDims[j], wOut[j], wOp[j] = sliceSizes[a], outSt[offsetOutputAxes[j]], opSt[a]
+		j++
+	}
+	var wBuf [3 * mvStack]int
+	win, ok := mvSimplify(wBuf[:0], wDims[:j], wOut[:j], wOp[:j])
+	if !ok {
+		return
+	}
+
+	nb := rIdx
+	if indexVectorAxis < rIdx {
+		nb--
+	}
+	bDims, bOut, bIdx := take(rIdx), take(rIdx), take(rIdx)
+	vecStride := mvBatchAxes(indicesDims, indexVectorAxis, outSt,
+		func(a int) bool { return slices.Contains(offsetOutputAxes, a) }, bDims, bOut, bIdx)
+	var bBuf [3 * mvStack]int
+	batch, ok := mvSimplify(bBuf[:0], bDims[:nb], bOut[:nb], bIdx[:nb])
+	if !ok {
+		return
+	}
+	kSt, kLim := take(len(startIndexMap)), take(len(startIndexMap))
+	for k, a := range startIndexMap {
+		kSt[k], kLim[k] = opSt[a], operandDims[a]-sliceSizes[a]
+	}
+
+	n, ai, bi := win.inner()
+	if len(win.dims) <= 1 && ai <= 1 && bi <= 1 {
+		// The window is one contiguous run (whole rows, e.g. an embedding lookup) or one element.
+		if len(startIndexMap) == 1 {
+			st0, lim0 := kSt[0], kLim[0]
+			batch.each(0, 0, func(d, x int) {
+				s := min(max(indices[x], 0), lim0) * st0
+				copy(out[d:d+n], operand[s:s+n])
+			})
+			return
+		}
+		batch.each(0, 0, func(d, x int) {
+			s := 0
+			for k, ks := range kSt {
+				s += min(max(indices[x+k*vecStride], 0), kLim[k]) * ks
+			}
+			copy(out[d:d+n], operand[s:s+n])
+		})
+		return
+	}
+	batch.each(0, 0, func(d, x int) {
+		s := 0
+		for k, ks := range kSt {
+			s += min(max(indices[x+k*vecStride], 0), kLim[k]) * ks
+		}
+		mvRun(out, d, operand, s, &win)
+	})
 }
 
 type scatterKind int
@@ -293,84 +691,140 @@ type scatterNumber interface {
 	~float32 | ~float64 | ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
-// scatterInto combines updates into operand (in place). A window that would not fit inside the
-// operand at its index is skipped whole.
+// scatterInto combines updates into operand, in place. As in XLA, an update whose window would not
+// lie entirely inside the operand at its (unclamped) start indices is skipped whole.
 func scatterInto[T scatterNumber](kind scatterKind, operand []T, operandDims []int, indices []int, indicesDims []int,
 	updates []T, updatesDims []int, indexVectorAxis int, updateWindowAxes, insertedWindowAxes, scatterAxesToOperandAxes []int) {
-	opSt, upSt := rowMajorStrides(operandDims), rowMajorStrides(updatesDims)
-	vecStride := 0
-	if indexVectorAxis < len(indicesDims) {
-		vecStride = rowMajorStrides(indicesDims)[indexVectorAxis]
+	if len(updates) == 0 || len(operand) == 0 {
+		return
 	}
-	isWindow := make([]bool, len(updatesDims))
-	for _, a := range updateWindowAxes {
-		isWindow[a] = true
-	}
-	var batchUpSt []int
-	for a := range updatesDims {
-		if !isWindow[a] {
-			batchUpSt = append(batchUpSt, upSt[a])
+	if len(updateWindowAxes) == len(operandDims)-1 && len(updatesDims) >= len(updateWindowAxes) {
+		var wBuf [mvStack]int
+		w := mvInts(wBuf[:], len(updateWindowAxes))
+		for k, a := range updateWindowAxes {
+			w[k] = updatesDims[a]
+		}
+		if n, ok := mvWholeRows(operandDims, indicesDims, indexVectorAxis, insertedWindowAxes, scatterAxesToOperandAxes,
+			updateWindowAxes, w, len(updatesDims)); ok {
+			// Rows into a table (an embedding's gradient, a KV cache row): index i goes with update row i.
+			rows := operandDims[0]
+			for i, v := range indices {
+				if v >= 0 && v < rows {
+					mvCombine(kind, operand[v*n:(v+1)*n], updates[i*n:(i+1)*n])
+				}
+			}
+			return
 		}
 	}
-	inserted := make([]bool, len(operandDims))
-	for _, a := range insertedWindowAxes {
-		inserted[a] = true
+	rOp, rUp, rIdx := len(operandDims), len(updatesDims), len(indicesDims)
+	var buf [12 * mvStack]int
+	st := mvInts(buf[:], 5*rOp+rUp+3*rIdx+2*len(scatterAxesToOperandAxes))
+	take := func(n int) []int {
+		s := st[:n:n]
+		st = st[n:]
+		return s
 	}
-	// Window axis k of the updates lands on the k-th operand axis that is not inserted.
-	wDims := make([]int, len(operandDims)) // extent of the window along each operand axis
-	var wUpSt, wOpSt, wOpDims []int
-	k := 0
+	opSt, upSt := mvStrides(take(rOp), operandDims), mvStrides(take(rUp), updatesDims)
+
+	// The window: update window axis j lands on the j-th operand axis that is not inserted.
+	ext, wDims, wOp, wUp := take(rOp), take(rOp), take(rOp), take(rOp)
+	j := 0
 	for a := range operandDims {
-		wDims[a] = 1
-		if inserted[a] {
+		ext[a] = 1
+		if slices.Contains(insertedWindowAxes, a) {
 			continue
 		}
-		ua := updateWindowAxes[k]
-		k++
-		wDims[a] = updatesDims[ua]
-		wUpSt, wOpSt, wOpDims = append(wUpSt, upSt[ua]), append(wOpSt, opSt[a]), append(wOpDims, updatesDims[ua])
+		ua := updateWindowAxes[j]
+		ext[a] = updatesDims[ua]
+		wDims[j], wOp[j], wUp[j] = updatesDims[ua], opSt[a], upSt[ua]
+		j++
 	}
-	wIdx := make([]int, len(wOpDims))
-	nWin := product(wOpDims)
-	start := make([]int, len(operandDims))
-	batchIter(indicesDims, indexVectorAxis, func(batch []int, off int) {
-		clear(start)
-		for k, a := range scatterAxesToOperandAxes {
-			start[a] = indices[off+k*vecStride]
-		}
-		dst := 0
-		for a := range operandDims {
-			if start[a] < 0 || start[a]+wDims[a] > operandDims[a] {
+	var wBuf [3 * mvStack]int
+	win, ok := mvSimplify(wBuf[:0], wDims[:j], wOp[:j], wUp[:j])
+	if !ok {
+		return
+	}
+
+	nb := rIdx
+	if indexVectorAxis < rIdx {
+		nb--
+	}
+	bDims, bUp, bIdx := take(rIdx), take(rIdx), take(rIdx)
+	vecStride := mvBatchAxes(indicesDims, indexVectorAxis, upSt,
+		func(a int) bool { return slices.Contains(updateWindowAxes, a) }, bDims, bUp, bIdx)
+	var bBuf [3 * mvStack]int
+	batch, ok := mvSimplify(bBuf[:0], bDims[:nb], bUp[:nb], bIdx[:nb])
+	if !ok {
+		return
+	}
+	kSt, kLim := take(len(scatterAxesToOperandAxes)), take(len(scatterAxesToOperandAxes))
+	for k, a := range scatterAxesToOperandAxes {
+		kSt[k], kLim[k] = opSt[a], operandDims[a]-ext[a]
+	}
+
+	n, ai, bi := win.inner()
+	contiguous := ai <= 1 && bi <= 1
+	if contiguous && len(win.dims) <= 1 {
+		// The window is one contiguous run (whole rows: an embedding gradient, a KV cache row) or
+		// one element.
+		batch.each(0, 0, func(u, x int) {
+			o := 0
+			for k, ks := range kSt {
+				v := indices[x+k*vecStride]
+				if v < 0 || v > kLim[k] {
+					return
+				}
+				o += v * ks
+			}
+			mvCombine(kind, operand[o:o+n], updates[u:u+n])
+		})
+		return
+	}
+	batch.each(0, 0, func(u, x int) {
+		o := 0
+		for k, ks := range kSt {
+			v := indices[x+k*vecStride]
+			if v < 0 || v > kLim[k] {
 				return
 			}
-			dst += start[a] * opSt[a]
+			o += v * ks
 		}
-		src := 0
-		for k, v := range batch {
-			src += v * batchUpSt[k]
-		}
-		clear(wIdx)
-		for range nWin {
-			so, do := src, dst
-			for k, v := range wIdx {
-				so += v * wUpSt[k]
-				do += v * wOpSt[k]
+		win.outer(o, u, func(o, u int) {
+			if contiguous {
+				mvCombine(kind, operand[o:o+n], updates[u:u+n])
+				return
 			}
-			switch kind {
-			case scatterSum:
-				operand[do] += updates[so]
-			case scatterMax:
-				operand[do] = max(operand[do], updates[so])
-			case scatterMin:
-				operand[do] = min(operand[do], updates[so])
-			}
-			for k := len(wIdx) - 1; k >= 0; k-- {
-				wIdx[k]++
-				if wIdx[k] < wOpDims[k] {
-					break
+			for range n {
+				switch kind {
+				case scatterSum:
+					operand[o] += updates[u]
+				case scatterMax:
+					operand[o] = max(operand[o], updates[u])
+				case scatterMin:
+					operand[o] = min(operand[o], updates[u])
 				}
-				wIdx[k] = 0
+				o += ai
+				u += bi
 			}
-		}
+		})
 	})
+}
+
+// mvCombine combines the run u into the run o (same length).
+func mvCombine[T scatterNumber](kind scatterKind, o, u []T) {
+	u = u[:len(o)]
+	switch kind {
+	case scatterSum:
+		for i := range o {
+			o[i] += u[i]
+		}
+	case scatterMax:
+		for i := range o {
+			o[i] = max(o[i], u[i])
+		}
+	case scatterMin:
+		for i := range o {
+			o[i] = min(o[i], u[i])
+		}
+	}
 }
