@@ -1,15 +1,20 @@
 // Package kernels holds the float32 compute kernels of posformer's CPU backend: dot products,
-// matrix-vector rows, a blocked GEMM and a few vector helpers. Each has a portable Go version
-// and, on amd64, assembly versions for AVX-512 and for AVX2+FMA; the best set the CPU supports
-// is chosen at start-up (golang.org/x/sys/cpu), $POSFORMER_KERNELS or SetPath can force a
-// lower one (the tests run every set the machine has against the portable one).
+// matrix-vector rows, small and blocked matrix products, elementwise arithmetic, exp and
+// reductions. Every kernel exists three times: AVX-512 and AVX2+FMA assembly (amd64, generated
+// by internal/gen with avo) and portable Go (the only one elsewhere). The best set the CPU has
+// is chosen at start-up; $POSFORMER_KERNELS or SetPath can force another.
+//
+// This file holds the exported API: it checks every length and stride (a bad call panics with
+// a message instead of reading or writing out of bounds) and hands the work to the selected set.
+// All kernels are single-threaded and safe to call from several goroutines at once.
 package kernels
+
+//go:generate go run -C internal/gen . -out ../../kernels_amd64.s -stubs ../../stubs_amd64.go -pkg kernels
 
 import (
 	"fmt"
-	"math"
 	"os"
-	"slices"
+	"sync/atomic"
 )
 
 // Kernel sets, best first.
@@ -19,201 +24,275 @@ const (
 	Generic = "generic"
 )
 
-var path = Generic
+// Kernel set levels, as stored in level.
+const (
+	lvGeneric int32 = iota
+	lvAVX2
+	lvAVX512
+)
+
+var names = [...]string{lvGeneric: Generic, lvAVX2: AVX2, lvAVX512: AVX512}
+
+// level is the kernel set in use (read by every call, so atomic: SetPath is race-free).
+var level atomic.Int32
 
 func init() {
-	path = best()
+	level.Store(bestLevel())
 	if want := os.Getenv("POSFORMER_KERNELS"); want != "" {
 		if err := SetPath(want); err != nil {
-			fmt.Fprintf(os.Stderr, "posformer: $POSFORMER_KERNELS: %v; using %s\n", err, path)
+			fmt.Fprintf(os.Stderr, "posformer: $POSFORMER_KERNELS: %v; using %s\n", err, Path())
 		}
 	}
 }
 
+func bestLevel() int32 {
+	for lv := lvAVX512; lv > lvGeneric; lv-- {
+		if supported(lv) {
+			return lv
+		}
+	}
+	return lvGeneric
+}
+
 // Path is the kernel set in use: "avx512", "avx2" or "generic".
-func Path() string { return path }
+func Path() string { return names[level.Load()] }
 
 // Paths lists the kernel sets this CPU can run, best first.
 func Paths() []string {
 	var out []string
-	for _, p := range []string{AVX512, AVX2, Generic} {
-		if supported(p) {
-			out = append(out, p)
+	for lv := lvAVX512; lv >= lvGeneric; lv-- {
+		if supported(lv) {
+			out = append(out, names[lv])
 		}
 	}
 	return out
 }
 
-// SetPath forces a kernel set; an error if the name is unknown or the CPU lacks it.
+// SetPath forces a kernel set ("generic", "avx2", "avx512"); an error if the name is unknown
+// or the CPU lacks the instructions. Calls already running finish on the set they started with.
 func SetPath(name string) error {
-	if !slices.Contains([]string{AVX512, AVX2, Generic}, name) {
-		return fmt.Errorf("unknown kernel set %q (valid: avx512, avx2, generic)", name)
+	for lv, n := range names {
+		if n != name {
+			continue
+		}
+		if !supported(int32(lv)) {
+			return fmt.Errorf("this CPU cannot run the %s kernels (it can: %v)", name, Paths())
+		}
+		level.Store(int32(lv))
+		return nil
 	}
-	if !supported(name) {
-		return fmt.Errorf("this CPU cannot run the %s kernels (it can: %v)", name, Paths())
-	}
-	path = name
-	return nil
+	return fmt.Errorf("unknown kernel set %q (valid: avx512, avx2, generic)", name)
 }
 
-func need(ok bool, what string) {
-	if !ok {
-		panic("kernels: " + what)
-	}
+// fail panics with a message. Callers test their condition first (if !ok { fail(...) }):
+// passing the arguments to a checking function would box them on every call.
+func fail(format string, args ...any) {
+	panic(fmt.Sprintf("kernels: "+format, args...))
 }
 
-// Dot returns Σ a[i]·b[i].
+// span reports whether a matrix of rows rows of cols used elements, ld apart, fits in n
+// elements: (rows-1)·ld + cols <= n, ld >= cols when rows > 1, all without overflow.
+func span(n, rows, cols, ld int) bool {
+	if rows < 0 || cols < 0 || ld < 0 {
+		return false
+	}
+	if rows == 0 || cols == 0 {
+		return true
+	}
+	if rows > 1 && (ld < cols || ld > (n-cols)/(rows-1)) {
+		return false
+	}
+	return cols <= n
+}
+
+// Dot returns Σ a[i]·b[i]; len(a) == len(b).
 func Dot(a, b []float32) float32 {
-	need(len(a) == len(b), "Dot of slices of different lengths")
+	if !(len(a) == len(b)) {
+		fail("Dot: lengths %d and %d differ", len(a), len(b))
+	}
 	if len(a) == 0 {
 		return 0
 	}
 	return dot(a, b)
 }
 
-func dotGo(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+// Axpy does y[i] += alpha·x[i]; len(x) == len(y).
+func Axpy(alpha float32, x, y []float32) {
+	if !(len(x) == len(y)) {
+		fail("Axpy: lengths %d and %d differ", len(x), len(y))
 	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// DotRows is a matrix-vector product with the matrix stored [rows, k] (PyTorch's [out, in]):
-// y[r] = Σ_j w[r·ldw+j]·x[j] for r < len(y), j < len(x).
-func DotRows(w []float32, ldw int, x []float32, y []float32) {
-	if len(y) == 0 {
+	if len(x) == 0 {
 		return
 	}
-	need(ldw >= len(x) && len(w) >= (len(y)-1)*ldw+len(x), "DotRows: matrix too short")
-	if len(x) == 0 {
+	axpy(alpha, x, y)
+}
+
+// DotRows is a matrix-vector product with the matrix stored [rows, k] (PyTorch's weight
+// layout [out, in]): y[r] = Σ_j w[r·ldw+j]·x[j] for r < len(y), j < len(x). Several rows go
+// through each pass over x (8 on amd64), so x is read once per group of rows.
+func DotRows(w []float32, ldw int, x []float32, y []float32) {
+	rows, k := len(y), len(x)
+	if !(span(len(w), rows, k, ldw)) {
+		fail("DotRows: %d rows of %d with stride %d do not fit in %d", rows, k, ldw, len(w))
+	}
+	if rows == 0 {
+		return
+	}
+	if k == 0 {
 		clear(y)
 		return
 	}
-	dotRows(w, ldw, x, y)
-}
-
-func dotRowsGo(w []float32, ldw int, x []float32, y []float32) {
-	k := len(x)
-	if k == 8 {
-		// Attention heads of 8 (small models): scores of every cached key, unrolled.
-		x0, x1, x2, x3, x4, x5, x6, x7 := x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
-		for r := range y {
-			row := w[r*ldw : r*ldw+8 : r*ldw+8]
-			y[r] = (row[0]*x0 + row[1]*x1 + row[2]*x2 + row[3]*x3) + (row[4]*x4 + row[5]*x5 + row[6]*x6 + row[7]*x7)
-		}
-		return
-	}
-	for r := range y {
-		y[r] = dotGo(w[r*ldw:r*ldw+k], x)
-	}
+	matMulNT(1, rows, k, x, k, w, ldw, y, rows)
 }
 
 // MatMulNT is y[i·ldy+j] = Σ_p x[i·ldx+p]·w[j·ldw+p] for i < m, j < n, p < k: a few rows of x
-// against a matrix stored [n, k].
+// (batched decoding, short prefill) against a weight matrix stored [n, k]. Rows of x go 8 at a
+// time, and each row of w is read once for all of them.
 func MatMulNT(m, n, k int, x []float32, ldx int, w []float32, ldw int, y []float32, ldy int) {
+	if !(m >= 0 && n >= 0 && k >= 0) {
+		fail("MatMulNT: negative size %dx%dx%d", m, n, k)
+	}
+	if !(span(len(x), m, k, ldx)) {
+		fail("MatMulNT: x (%d rows of %d, stride %d) does not fit in %d", m, k, ldx, len(x))
+	}
+	if !(span(len(w), n, k, ldw)) {
+		fail("MatMulNT: w (%d rows of %d, stride %d) does not fit in %d", n, k, ldw, len(w))
+	}
+	if !(span(len(y), m, n, ldy)) {
+		fail("MatMulNT: y (%d rows of %d, stride %d) does not fit in %d", m, n, ldy, len(y))
+	}
 	if m == 0 || n == 0 {
 		return
 	}
-	need(ldx >= k && ldw >= k && ldy >= n, "MatMulNT: leading dimension too small")
-	need(len(x) >= (m-1)*ldx+k && len(w) >= (n-1)*ldw+k && len(y) >= (m-1)*ldy+n, "MatMulNT: slice too short")
-	for i := range m {
-		DotRows(w, ldw, x[i*ldx:i*ldx+k], y[i*ldy:i*ldy+n])
+	if k == 0 {
+		for i := range m {
+			clear(y[i*ldy : i*ldy+n])
+		}
+		return
 	}
+	matMulNT(m, n, k, x, ldx, w, ldw, y, ldy)
 }
 
-// Add, Sub, Mul, Div: out[i] = a[i] op b[i] (out may alias a or b).
+// The elementwise operations work on len(out) elements; a and b must be at least that long
+// (normally all three have the same length). out may be a or b (the very same slice); other
+// overlaps are not supported.
+
+// Add sets out[i] = a[i] + b[i].
 func Add(a, b, out []float32) {
-	need(len(a) >= len(out) && len(b) >= len(out), "Add: operand too short")
-	for i := range out {
-		out[i] = a[i] + b[i]
+	if !(len(a) >= len(out) && len(b) >= len(out)) {
+		fail("Add: operands of %d and %d for %d results", len(a), len(b), len(out))
+	}
+	if len(out) > 0 {
+		binary(opAdd, a, b, out)
 	}
 }
 
+// Sub sets out[i] = a[i] - b[i].
 func Sub(a, b, out []float32) {
-	need(len(a) >= len(out) && len(b) >= len(out), "Sub: operand too short")
-	for i := range out {
-		out[i] = a[i] - b[i]
+	if !(len(a) >= len(out) && len(b) >= len(out)) {
+		fail("Sub: operands of %d and %d for %d results", len(a), len(b), len(out))
+	}
+	if len(out) > 0 {
+		binary(opSub, a, b, out)
 	}
 }
 
+// Mul sets out[i] = a[i] · b[i].
 func Mul(a, b, out []float32) {
-	need(len(a) >= len(out) && len(b) >= len(out), "Mul: operand too short")
-	for i := range out {
-		out[i] = a[i] * b[i]
+	if !(len(a) >= len(out) && len(b) >= len(out)) {
+		fail("Mul: operands of %d and %d for %d results", len(a), len(b), len(out))
+	}
+	if len(out) > 0 {
+		binary(opMul, a, b, out)
 	}
 }
 
+// Div sets out[i] = a[i] / b[i].
 func Div(a, b, out []float32) {
-	need(len(a) >= len(out) && len(b) >= len(out), "Div: operand too short")
-	for i := range out {
-		out[i] = a[i] / b[i]
+	if !(len(a) >= len(out) && len(b) >= len(out)) {
+		fail("Div: operands of %d and %d for %d results", len(a), len(b), len(out))
+	}
+	if len(out) > 0 {
+		binary(opDiv, a, b, out)
 	}
 }
 
-// AddScalar and MulScalar: out[i] = a[i] op s.
+// AddScalar sets out[i] = a[i] + s.
 func AddScalar(a []float32, s float32, out []float32) {
-	need(len(a) >= len(out), "AddScalar: operand too short")
-	for i := range out {
-		out[i] = a[i] + s
+	if !(len(a) >= len(out)) {
+		fail("AddScalar: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		scalarOp(opAdd, a, s, out)
 	}
 }
 
+// MulScalar sets out[i] = a[i] · s.
 func MulScalar(a []float32, s float32, out []float32) {
-	need(len(a) >= len(out), "MulScalar: operand too short")
-	for i := range out {
-		out[i] = a[i] * s
+	if !(len(a) >= len(out)) {
+		fail("MulScalar: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		scalarOp(opMul, a, s, out)
 	}
 }
 
-// Exp: out[i] = e^a[i], within 2e-7 relative of the exact value (exp(-Inf) = 0, NaN stays NaN).
+// Exp sets out[i] = e^a[i] within 2e-7 relative error over [-87, 88] (exp(-Inf) = 0, NaN stays
+// NaN, overflow gives +Inf, results below the normal range are subnormal or 0), by range
+// reduction and a polynomial. Like the elementwise operations it works on len(out) elements.
 func Exp(a, out []float32) {
-	need(len(a) >= len(out), "Exp: operand too short")
-	exp(a, out)
-}
-
-func expGo(a, out []float32) {
-	for i := range out {
-		out[i] = float32(math.Exp(float64(a[i])))
+	if !(len(a) >= len(out)) {
+		fail("Exp: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		exp(a[:len(out)], out)
 	}
 }
 
-// Sum returns Σ a[i].
+// Sum returns Σ a[i] (several partial sums, so the rounding differs from a sequential loop).
 func Sum(a []float32) float32 {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i]
-		s1 += a[i+1]
-		s2 += a[i+2]
-		s3 += a[i+3]
+	if len(a) == 0 {
+		return 0
 	}
-	for ; i < len(a); i++ {
-		s0 += a[i]
-	}
-	return (s0 + s1) + (s2 + s3)
+	return sum(a)
 }
 
-// Max returns the largest a[i]; NaN if any is NaN; -Inf for an empty slice.
-func Max(a []float32) float32 { return maxOf(a) }
+// Max returns the largest a[i]: NaN if any element is NaN, -Inf for an empty slice.
+func Max(a []float32) float32 {
+	return maxOf(a)
+}
 
-// maxGo uses Go's max, which propagates NaN.
-func maxGo(a []float32) float32 {
-	m0, m1 := float32(math.Inf(-1)), float32(math.Inf(-1))
-	i := 0
-	for ; i+2 <= len(a); i += 2 {
-		m0 = max(m0, a[i])
-		m1 = max(m1, a[i+1])
+// Sgemm is BLAS sgemm in row-major form: C = alpha·op(A)·op(B) + beta·C with op(A) [m,k] and
+// op(B) [k,n]. transA: A is stored [k,m] (element (i,p) at a[p·lda+i]), else [m,k] (a[i·lda+p]);
+// transB: B is stored [n,k] (b[j·ldb+p]), else [k,n] (b[p·ldb+j]). beta == 0 overwrites C
+// without reading it. Safe for concurrent use on disjoint blocks of C (see sgemm.go).
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if !(m >= 0 && n >= 0 && k >= 0) {
+		fail("Sgemm: negative size %dx%dx%d", m, n, k)
 	}
-	for ; i < len(a); i++ {
-		m0 = max(m0, a[i])
+	if !(span(len(c), m, n, ldc)) {
+		fail("Sgemm: C (%d rows of %d, stride %d) does not fit in %d", m, n, ldc, len(c))
 	}
-	return max(m0, m1)
+	if transA {
+		if !(span(len(a), k, m, lda)) {
+			fail("Sgemm: A^T (%d rows of %d, stride %d) does not fit in %d", k, m, lda, len(a))
+		}
+	} else {
+		if !(span(len(a), m, k, lda)) {
+			fail("Sgemm: A (%d rows of %d, stride %d) does not fit in %d", m, k, lda, len(a))
+		}
+	}
+	if transB {
+		if !(span(len(b), n, k, ldb)) {
+			fail("Sgemm: B^T (%d rows of %d, stride %d) does not fit in %d", n, k, ldb, len(b))
+		}
+	} else {
+		if !(span(len(b), k, n, ldb)) {
+			fail("Sgemm: B (%d rows of %d, stride %d) does not fit in %d", k, n, ldb, len(b))
+		}
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }

@@ -1,10 +1,12 @@
 package kernels
 
-// The amd64 kernels: Go wrappers that pick the assembly for the selected set and finish the
-// tails (elements past the last full vector block) in Go.
+// The amd64 dispatch: which kernel sets the CPU can run (golang.org/x/sys/cpu), and for each
+// kernel a switch on the selected set that calls the assembly (kernels_amd64.s, declared in
+// stubs_amd64.go) directly, so that slices passed in do not escape. The exported wrappers have
+// already checked the bounds; the assembly handles any length, including the last partial
+// vector.
 
 import (
-	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -15,170 +17,205 @@ var (
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 )
 
-func best() string {
-	switch {
-	case hasAVX512:
-		return AVX512
-	case hasAVX2:
-		return AVX2
-	}
-	return Generic
-}
-
-func supported(p string) bool {
-	switch p {
-	case AVX512:
+func supported(lv int32) bool {
+	switch lv {
+	case lvAVX512:
 		return hasAVX512
-	case AVX2:
+	case lvAVX2:
 		return hasAVX2
 	}
-	return p == Generic
+	return lv == lvGeneric
 }
 
-// Assembly (kernels_amd64.s). n counts floats; the dot kernels need n to be a multiple of their
-// block (32 for AVX-512, 16 for AVX2) and at least one block.
-//
-//go:noescape
-func dotAVX512(a, b *float32, n int) float32
-
-//go:noescape
-func dot4AVX512(w *float32, ldw int, x *float32, n int, out *float32)
-
-//go:noescape
-func dotAVX2(a, b *float32, n int) float32
-
-//go:noescape
-func dot4AVX2(w *float32, ldw int, x *float32, n int, out *float32)
-
-//go:noescape
-func expAVX512(a, out *float32, n int)
-
-//go:noescape
-func dot8RowsAVX512(w *float32, ldw int, x *float32, y *float32, rows int)
-
-//go:noescape
-func maxAVX512(a *float32, n int) (m float32, nan bool)
-
-//go:noescape
-func sgemm8x32AVX512(k int, a, b, c *float32, ldc int)
-
-//go:noescape
-func sgemm6x16AVX2(k int, a, b, c *float32, ldc int)
-
-// block is the unit the vector dot kernels work in.
-func block() int {
-	if path == AVX512 {
-		return 32
-	}
-	return 16
-}
+func ptr(s []float32) *float32 { return unsafe.SliceData(s) }
 
 func dot(a, b []float32) float32 {
-	if path == Generic {
-		return dotGo(a, b)
+	switch level.Load() {
+	case lvAVX512:
+		return dotAVX512(ptr(a), ptr(b), len(a))
+	case lvAVX2:
+		return dotAVX2(ptr(a), ptr(b), len(a))
 	}
-	n := len(a)
-	full := n &^ (block() - 1)
-	var s float32
-	if full > 0 {
-		if path == AVX512 {
-			s = dotAVX512(unsafe.SliceData(a), unsafe.SliceData(b), full)
-		} else {
-			s = dotAVX2(unsafe.SliceData(a), unsafe.SliceData(b), full)
-		}
-	}
-	for i := full; i < n; i++ {
-		s += a[i] * b[i]
-	}
-	return s
+	return dotGo(a, b)
 }
 
-func dotRows(w []float32, ldw int, x, y []float32) {
-	if path == Generic {
-		dotRowsGo(w, ldw, x, y)
-		return
-	}
-	k := len(x)
-	if k == 8 && path == AVX512 && len(y) >= 2 {
-		even := len(y) &^ 1
-		dot8RowsAVX512(unsafe.SliceData(w), ldw, unsafe.SliceData(x), unsafe.SliceData(y), even)
-		if even < len(y) {
-			dotRowsGo(w[even*ldw:], ldw, x, y[even:])
-		}
-		return
-	}
-	full := k &^ (block() - 1)
-	if full == 0 {
-		dotRowsGo(w, ldw, x, y)
-		return
-	}
-	rows := len(y)
-	r := 0
-	var out [4]float32
-	for ; r+4 <= rows; r += 4 {
-		if path == AVX512 {
-			dot4AVX512(&w[r*ldw], ldw, unsafe.SliceData(x), full, &out[0])
-		} else {
-			dot4AVX2(&w[r*ldw], ldw, unsafe.SliceData(x), full, &out[0])
-		}
-		for i := range 4 {
-			row := w[(r+i)*ldw : (r+i)*ldw+k]
-			s := out[i]
-			for j := full; j < k; j++ {
-				s += row[j] * x[j]
-			}
-			y[r+i] = s
-		}
-	}
-	for ; r < rows; r++ {
-		y[r] = dot(w[r*ldw:r*ldw+k], x)
+func axpy(alpha float32, x, y []float32) {
+	switch level.Load() {
+	case lvAVX512:
+		axpyAVX512(alpha, ptr(x), ptr(y), len(x))
+	case lvAVX2:
+		axpyAVX2(alpha, ptr(x), ptr(y), len(x))
+	default:
+		axpyGo(alpha, x, y)
 	}
 }
 
-func micro() (int, int, microKernel) {
-	switch path {
-	case AVX512:
-		return 8, 32, func(k int, a, b, c []float32, ldc int) {
-			_ = a[8*k-1]
-			_ = b[32*k-1]
-			_ = c[7*ldc+31]
-			sgemm8x32AVX512(k, &a[0], &b[0], &c[0], ldc)
-		}
-	case AVX2:
-		return 6, 16, func(k int, a, b, c []float32, ldc int) {
-			_ = a[6*k-1]
-			_ = b[16*k-1]
-			_ = c[5*ldc+15]
-			sgemm6x16AVX2(k, &a[0], &b[0], &c[0], ldc)
-		}
+func sum(a []float32) float32 {
+	switch level.Load() {
+	case lvAVX512:
+		return sumAVX512(ptr(a), len(a))
+	case lvAVX2:
+		return sumAVX2(ptr(a), len(a))
 	}
-	return 4, 4, kernel4x4Go
-}
-
-// exp uses the AVX-512 kernel for whole blocks of 16; the rest (and other sets) go through Go.
-func exp(a, out []float32) {
-	full := 0
-	if path == AVX512 {
-		full = len(out) &^ 15
-		if full > 0 {
-			expAVX512(unsafe.SliceData(a), unsafe.SliceData(out), full)
-		}
-	}
-	expGo(a[full:len(out)], out[full:])
+	return sumGo(a)
 }
 
 func maxOf(a []float32) float32 {
-	full := 0
-	m := float32(math.Inf(-1))
-	if path == AVX512 {
-		full = len(a) &^ 31
-		if full > 0 {
-			var nan bool
-			m, nan = maxAVX512(unsafe.SliceData(a), full)
-			if nan {
-				return float32(math.NaN())
+	switch level.Load() {
+	case lvAVX512:
+		return maxAVX512(ptr(a), len(a))
+	case lvAVX2:
+		return maxAVX2(ptr(a), len(a))
+	}
+	return maxGo(a)
+}
+
+func binary(o op, a, b, out []float32) {
+	pa, pb, po, n := ptr(a), ptr(b), ptr(out), len(out)
+	switch level.Load() {
+	case lvAVX512:
+		switch o {
+		case opAdd:
+			addAVX512(pa, pb, po, n)
+		case opSub:
+			subAVX512(pa, pb, po, n)
+		case opMul:
+			mulAVX512(pa, pb, po, n)
+		case opDiv:
+			divAVX512(pa, pb, po, n)
+		}
+	case lvAVX2:
+		switch o {
+		case opAdd:
+			addAVX2(pa, pb, po, n)
+		case opSub:
+			subAVX2(pa, pb, po, n)
+		case opMul:
+			mulAVX2(pa, pb, po, n)
+		case opDiv:
+			divAVX2(pa, pb, po, n)
+		}
+	default:
+		binaryGo(o, a, b, out)
+	}
+}
+
+func scalarOp(o op, a []float32, s float32, out []float32) {
+	pa, po, n := ptr(a), ptr(out), len(out)
+	switch level.Load() {
+	case lvAVX512:
+		if o == opAdd {
+			addScalarAVX512(pa, s, po, n)
+		} else {
+			mulScalarAVX512(pa, s, po, n)
+		}
+	case lvAVX2:
+		if o == opAdd {
+			addScalarAVX2(pa, s, po, n)
+		} else {
+			mulScalarAVX2(pa, s, po, n)
+		}
+	default:
+		scalarOpGo(o, a, s, out)
+	}
+}
+
+func exp(a, out []float32) {
+	switch level.Load() {
+	case lvAVX512:
+		expAVX512(ptr(a), ptr(out), len(out))
+	case lvAVX2:
+		expAVX2(ptr(a), ptr(out), len(out))
+	default:
+		expGo(a, out)
+	}
+}
+
+// matMulNT runs the assembly on blocks of up to 8 rows of x (bounds checked by the caller).
+func matMulNT(m, n, k int, x []float32, ldx int, w []float32, ldw int, y []float32, ldy int) {
+	lv := level.Load()
+	if lv == lvGeneric {
+		matMulNTGo(m, n, k, x, ldx, w, ldw, y, ldy)
+		return
+	}
+	if lv == lvAVX512 && k <= 8 && hasAVX2 {
+		// Rows this short fill half a zmm at most: the ymm kernels do the same work with
+		// cheaper reductions (attention heads of 8: 1.4x faster).
+		lv = lvAVX2
+	}
+	pw := ptr(w)
+	for i0 := 0; i0 < m; i0 += 8 {
+		px, py := &x[i0*ldx], &y[i0*ldy]
+		if lv == lvAVX512 {
+			switch min(8, m-i0) {
+			case 1:
+				mmnt1AVX512(px, ldx, pw, ldw, py, ldy, n, k)
+			case 2:
+				mmnt2AVX512(px, ldx, pw, ldw, py, ldy, n, k)
+			case 3:
+				mmnt3AVX512(px, ldx, pw, ldw, py, ldy, n, k)
+			case 4:
+				mmnt4AVX512(px, ldx, pw, ldw, py, ldy, n, k)
+			case 5:
+				mmnt5AVX512(px, ldx, pw, ldw, py, ldy, n, k)
+			case 6:
+				mmnt6AVX512(px, ldx, pw, ldw, py, ldy, n, k)
+			case 7:
+				mmnt7AVX512(px, ldx, pw, ldw, py, ldy, n, k)
+			case 8:
+				mmnt8AVX512(px, ldx, pw, ldw, py, ldy, n, k)
 			}
+			continue
+		}
+		switch min(8, m-i0) {
+		case 1:
+			mmnt1AVX2(px, ldx, pw, ldw, py, ldy, n, k)
+		case 2:
+			mmnt2AVX2(px, ldx, pw, ldw, py, ldy, n, k)
+		case 3:
+			mmnt3AVX2(px, ldx, pw, ldw, py, ldy, n, k)
+		case 4:
+			mmnt4AVX2(px, ldx, pw, ldw, py, ldy, n, k)
+		case 5:
+			mmnt5AVX2(px, ldx, pw, ldw, py, ldy, n, k)
+		case 6:
+			mmnt6AVX2(px, ldx, pw, ldw, py, ldy, n, k)
+		case 7:
+			mmnt7AVX2(px, ldx, pw, ldw, py, ldy, n, k)
+		case 8:
+			mmnt8AVX2(px, ldx, pw, ldw, py, ldy, n, k)
 		}
 	}
-	return max(m, maxGo(a[full:]))
+}
+
+// tileOf is the Sgemm micro-kernel tile (rows, columns) of a kernel set.
+func tileOf(lv int32) (mr, nr int) {
+	switch lv {
+	case lvAVX512:
+		return 8, 32
+	case lvAVX2:
+		return 6, 16
+	}
+	return 4, 4
+}
+
+// microKernel computes the tile of kernel set lv from packed panels a (mr per k) and b (nr per
+// k) into c (row stride ldc), overwriting it or adding to it.
+func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
+	mr, nr := tileOf(lv)
+	if !(k >= 1 && len(a) >= mr*k && len(b) >= nr*k && ldc >= nr && len(c) >= (mr-1)*ldc+nr) {
+		fail("Sgemm: micro-kernel operands out of bounds")
+	}
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	switch lv {
+	case lvAVX512:
+		gemm8x32AVX512(k, ptr(a), ptr(b), ptr(c), ldc, acc)
+	case lvAVX2:
+		gemm6x16AVX2(k, ptr(a), ptr(b), ptr(c), ldc, acc)
+	default:
+		gemm4x4Go(k, a, b, c, ldc, accumulate)
+	}
 }

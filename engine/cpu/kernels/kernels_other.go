@@ -2,14 +2,27 @@
 
 package kernels
 
-// Off amd64 only the portable kernels exist.
+// Off amd64 only the portable kernels exist: every kernel goes straight to its Go version.
 
-func best() string                                 { return Generic }
-func supported(p string) bool                      { return p == Generic }
-func dot(a, b []float32) float32                   { return dotGo(a, b) }
-func dotRows(w []float32, ldw int, x, y []float32) { dotRowsGo(w, ldw, x, y) }
-func micro() (int, int, microKernel)               { return 4, 4, kernel4x4Go }
+func supported(lv int32) bool { return lv == lvGeneric }
 
-func exp(a, out []float32) { expGo(a, out) }
+func dot(a, b []float32) float32                           { return dotGo(a, b) }
+func axpy(alpha float32, x, y []float32)                   { axpyGo(alpha, x, y) }
+func sum(a []float32) float32                              { return sumGo(a) }
+func maxOf(a []float32) float32                            { return maxGo(a) }
+func binary(o op, a, b, out []float32)                     { binaryGo(o, a, b, out) }
+func scalarOp(o op, a []float32, s float32, out []float32) { scalarOpGo(o, a, s, out) }
+func exp(a, out []float32)                                 { expGo(a, out) }
 
-func maxOf(a []float32) float32 { return maxGo(a) }
+func matMulNT(m, n, k int, x []float32, ldx int, w []float32, ldw int, y []float32, ldy int) {
+	matMulNTGo(m, n, k, x, ldx, w, ldw, y, ldy)
+}
+
+func tileOf(lv int32) (mr, nr int) { return 4, 4 }
+
+func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
+	if !(k >= 1 && len(a) >= 4*k && len(b) >= 4*k && ldc >= 4 && len(c) >= 3*ldc+4) {
+		fail("Sgemm: micro-kernel operands out of bounds")
+	}
+	gemm4x4Go(k, a, b, c, ldc, accumulate)
+}

@@ -1,0 +1,154 @@
+package kernels
+
+// Benchmarks per kernel set: Sgemm 512³ (GFLOP/s), DotRows on the decode shapes (GB/s of
+// matrix read), MatMulNT for small batches, Exp, and the memory read bandwidth that bounds
+// decoding. Run with `go test -run XXX -bench . ./engine/cpu/kernels/`.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// forEachPathB runs f under every kernel set this CPU has.
+func forEachPathB(b *testing.B, name string, f func(b *testing.B)) {
+	saved := Path()
+	defer SetPath(saved)
+	for _, p := range Paths() {
+		b.Run(p+name, func(b *testing.B) {
+			SetPath(p)
+			f(b)
+		})
+	}
+}
+
+func randSlice(n int) []float32 {
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = r.Float32()*2 - 1
+	}
+	return s
+}
+
+func BenchmarkSgemm512(b *testing.B) {
+	const n = 512
+	for _, tr := range []struct {
+		name   string
+		ta, tb bool
+	}{{"", false, false}, {"/NT", false, true}} {
+		forEachPathB(b, tr.name, func(b *testing.B) {
+			a, bb, c := randSlice(n*n), randSlice(n*n), make([]float32, n*n)
+			for b.Loop() {
+				Sgemm(tr.ta, tr.tb, n, n, n, 1, a, n, bb, n, 0, c, n)
+			}
+			b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+func BenchmarkDotRows(b *testing.B) {
+	for _, s := range [][2]int{{32000, 288}, {768, 288}, {288, 768}} {
+		forEachPathB(b, fmt.Sprintf("/%dx%d", s[0], s[1]), func(b *testing.B) {
+			w, x, y := randSlice(s[0]*s[1]), randSlice(s[1]), make([]float32, s[0])
+			for b.Loop() {
+				DotRows(w, s[1], x, y)
+			}
+			b.ReportMetric(float64(4*s[0]*s[1])*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
+func BenchmarkMatMulNT(b *testing.B) {
+	const n, k = 768, 288
+	for _, m := range []int{1, 4, 8} {
+		forEachPathB(b, fmt.Sprintf("/m=%d", m), func(b *testing.B) {
+			x, w, y := randSlice(m*k), randSlice(n*k), make([]float32, m*n)
+			for b.Loop() {
+				MatMulNT(m, n, k, x, k, w, k, y, n)
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+func BenchmarkExp(b *testing.B) {
+	forEachPathB(b, "/4096", func(b *testing.B) {
+		a, out := randSlice(4096), make([]float32, 4096)
+		for i := range a {
+			a[i] *= 20
+		}
+		for b.Loop() {
+			Exp(a, out)
+		}
+		b.ReportMetric(4096*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+	})
+}
+
+func BenchmarkVector(b *testing.B) {
+	const n = 4096
+	a, c, out := randSlice(n), randSlice(n), make([]float32, n)
+	var sink float32
+	for _, k := range []struct {
+		name string
+		f    func()
+	}{
+		{"Dot", func() { sink += Dot(a, c) }},
+		{"Axpy", func() { Axpy(0.5, a, out) }},
+		{"Add", func() { Add(a, c, out) }},
+		{"MulScalar", func() { MulScalar(a, 0.5, out) }},
+		{"Sum", func() { sink += Sum(a) }},
+		{"Max", func() { sink += Max(a) }},
+	} {
+		forEachPathB(b, "/"+k.name, func(b *testing.B) {
+			for b.Loop() {
+				k.f()
+			}
+			b.ReportMetric(n*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+		})
+	}
+	_ = sink
+}
+
+// BenchmarkReadBandwidth: DotRows over a 512 MB matrix (far past any cache) on 1 and 2
+// goroutines: the memory bandwidth that bounds float32 decoding.
+func BenchmarkReadBandwidth(b *testing.B) {
+	const rows, k = 1 << 19, 256
+	w, x, y := make([]float32, rows*k), make([]float32, k), make([]float32, rows)
+	for i := range w {
+		w[i] = 1 // fault the pages in now, not inside the timed loop
+	}
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			for b.Loop() {
+				done := make(chan bool)
+				per := rows / threads
+				for t := range threads {
+					go func() {
+						DotRows(w[t*per*k:], k, x, y[t*per:(t+1)*per])
+						done <- true
+					}()
+				}
+				for range threads {
+					<-done
+				}
+			}
+			b.ReportMetric(float64(rows*k*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkDotRowsHeads: attention scores (one query against every cached key) for the head
+// sizes of the small models: many short rows.
+func BenchmarkDotRowsHeads(b *testing.B) {
+	for _, k := range []int{8, 48, 64} {
+		const rows = 1024
+		forEachPathB(b, fmt.Sprintf("/%dx%d", rows, k), func(b *testing.B) {
+			w, x, y := randSlice(rows*k), randSlice(k), make([]float32, rows)
+			for b.Loop() {
+				DotRows(w, k, x, y)
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Grows/s")
+		})
+	}
+}
