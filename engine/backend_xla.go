@@ -19,7 +19,7 @@ func init() {
 func newXLA(plugin string) (b backends.Backend, err error) {
 	name := "xla:" + plugin
 	if !slices.Contains(xla.GetAvailablePlugins(), plugin) {
-		return nil, fmt.Errorf("backend %s: no PJRT %q plugin installed; install one (e.g. `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, or put pjrt_c_api_%s_plugin.so in $PJRT_PLUGIN_LIBRARY_PATH) or use --backend go", name, plugin, plugin)
+		return nil, fmt.Errorf("backend %s: no PJRT %q plugin installed; install one (e.g. `go run github.com/gomlx/go-xla/cmd/pjrt_installer@latest`, or put pjrt_c_api_%s_plugin.so in $PJRT_PLUGIN_LIBRARY_PATH) or use --backend cpu", name, plugin, plugin)
 	}
 	defer func() {
 		if r := recover(); r != nil {
