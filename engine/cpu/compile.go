@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -341,6 +342,9 @@ type lowering struct {
 	extra          []int
 	inPlaceOperand bool // the op copies input 0 into its output and updates it (see planInPlace)
 }
+
+// intScratch returns a scratch slot for n ints (index vectors), so a step allocates nothing.
+func (lw *lowering) intScratch(n int) int { return lw.scratch(n * int(unsafe.Sizeof(int(0)))) }
 
 // scratch returns a slot of size bytes the step may use freely.
 func (lw *lowering) scratch(size int) int {

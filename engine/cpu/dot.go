@@ -27,7 +27,7 @@ type matOperand struct {
 }
 
 // planOperand finds how an operand with the given batch, free and contracting axes is read.
-func planOperand(rank int, batch, free, contract []int) matOperand {
+func planOperand(batch, free, contract []int) matOperand {
 	ident := func(seq []int) bool {
 		for i, a := range seq {
 			if a != i {
@@ -77,8 +77,8 @@ func lowerDot(lw *lowering) (stepFn, error) {
 	M := prod(lf, ls.Dimensions)
 	K := prod(attr.lhsContract, ls.Dimensions)
 	N := prod(rf, rs.Dimensions)
-	lp := planOperand(ls.Rank(), attr.lhsBatch, lf, attr.lhsContract)
-	rp := planOperand(rs.Rank(), attr.rhsBatch, rf, attr.rhsContract)
+	lp := planOperand(attr.lhsBatch, lf, attr.lhsContract)
+	rp := planOperand(attr.rhsBatch, rf, attr.rhsContract)
 	// The right operand's natural layout is [B, N, K] (x·Wᵀ): trans means [B, K, N].
 	transB := !rp.trans
 	ia, ib, io := lw.in[0], lw.in[1], lw.out

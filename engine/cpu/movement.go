@@ -34,11 +34,6 @@ const mvTileSize = 32
 // mvE16 stands for a 16-byte element (complex128).
 type mvE16 [2]uint64
 
-// rowMajorStrides returns the row-major strides (in elements) of dims.
-func rowMajorStrides(dims []int) []int {
-	return mvStrides(make([]int, len(dims)), dims)
-}
-
 // product returns the number of elements of dims.
 func product(dims []int) int {
 	n := 1

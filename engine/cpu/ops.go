@@ -186,9 +186,9 @@ func lowerGather(lw *lowering) (stepFn, error) {
 	}
 	size, opDims, idxDims, outDims := elemSize(operand), operand.shape.Dimensions, indices.shape.Dimensions, lw.n.shape.Dimensions
 	ia, ii, io := lw.in[0], lw.in[1], lw.out
-	nIdx := indices.shape.Size()
+	is := lw.intScratch(indices.shape.Size())
 	return func(f *frame) {
-		idx := make([]int, nIdx)
+		idx := typed[int](f.slots[is])
 		read(f.slots[ii], idx)
 		gatherBytes(size, f.slots[ia], opDims, idx, idxDims, a.indexVectorAxis, a.offsetOutputAxes, a.collapsedSliceAxes,
 			a.startIndexMap, a.sizes, f.slots[io], outDims)
@@ -219,11 +219,11 @@ func scatterStepT[T number](lw *lowering) (stepFn, error) {
 	}[lw.n.op]
 	opDims, idxDims, upDims := operand.shape.Dimensions, indices.shape.Dimensions, updates.shape.Dimensions
 	ia, ii, iu, io := lw.in[0], lw.in[1], lw.in[2], lw.out
-	nIdx := indices.shape.Size()
+	is := lw.intScratch(indices.shape.Size())
 	lw.inPlaceOperand = true
 	return func(f *frame) {
 		copyOperand(f, ia, io)
-		idx := make([]int, nIdx)
+		idx := typed[int](f.slots[is])
 		read(f.slots[ii], idx)
 		scatterInto(kind, typed[T](f.slots[io]), opDims, idx, idxDims, typed[T](f.slots[iu]), upDims,
 			a.indexVectorAxis, a.updateWindowAxes, a.insertedWindowAxes, a.scatterAxesToOperandAxes)
@@ -271,8 +271,9 @@ func lowerDynamicSlice(lw *lowering) (stepFn, error) {
 		return nil, err
 	}
 	size, dims, sizes, ia, io := elemSize(in), in.shape.Dimensions, lw.n.shape.Dimensions, lw.in[0], lw.out
+	is := lw.intScratch(len(dims))
 	return func(f *frame) {
-		starts := make([]int, len(dims))
+		starts := typed[int](f.slots[is])
 		read(f, starts)
 		dynamicSliceBytes(size, f.slots[ia], dims, starts, sizes, f.slots[io])
 	}, nil
@@ -285,10 +286,11 @@ func lowerDynamicUpdateSlice(lw *lowering) (stepFn, error) {
 		return nil, err
 	}
 	size, dims, upDims, ia, iu, io := elemSize(in), in.shape.Dimensions, up.shape.Dimensions, lw.in[0], lw.in[1], lw.out
+	is := lw.intScratch(len(dims))
 	lw.inPlaceOperand = true
 	return func(f *frame) {
 		copyOperand(f, ia, io)
-		starts := make([]int, len(dims))
+		starts := typed[int](f.slots[is])
 		read(f, starts)
 		dynamicUpdateSliceBytes(size, f.slots[io], dims, f.slots[iu], upDims, starts)
 	}, nil
