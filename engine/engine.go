@@ -20,6 +20,7 @@ import (
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/models/llama2c"
+	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -48,6 +49,12 @@ type Engine struct {
 // The weights are read straight into the inference layout (packed when the backend is
 // PacksWeights, see layers.SetPacked).
 func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
+	return LoadAs(path, backendName, capacity, quant.F32, edits...)
+}
+
+// LoadAs is Load with the weight matrices held in memory as weights (f32, bf16, q8_0 or q4_0,
+// see layers.SetWeightType), converted as they are read.
+func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ...models.Edit) (*Engine, error) {
 	backend, err := newBackendFor(backendName, CheckpointBytes(path))
 	if err != nil {
 		return nil, err
@@ -62,6 +69,9 @@ func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine
 	ctx := context.New()
 	if PacksWeights(backend) {
 		layers.SetPacked(ctx)
+	}
+	if err := layers.SetWeightType(ctx, weights); err != nil {
+		return nil, err
 	}
 	m, err := load(path, backend, ctx, edits...)
 	if err != nil {
@@ -99,7 +109,7 @@ func CheckpointBytes(path string) int64 {
 // checkLayout verifies that the loaders stored every variable where and as the inference
 // graph looks for it; a variable it cannot find would otherwise be initialized at random.
 func checkLayout(backend backends.Backend, m *models.Model, ctx *context.Context) error {
-	params, err := m.Layout(backend, layers.Packed(ctx))
+	params, err := m.Layout(backend, ctx)
 	if err != nil {
 		return err
 	}
@@ -178,12 +188,12 @@ func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Co
 		layers.SetPacked(ctx)
 		return ctx, nil
 	}
-	params, err := m.Layout(backend, true)
+	out := context.New()
+	layers.SetPacked(out)
+	params, err := m.Layout(backend, out)
 	if err != nil {
 		return nil, err
 	}
-	out := context.New()
-	layers.SetPacked(out)
 	for _, p := range params {
 		scope, name := models.VariablePath(p.Name)
 		v := ctx.InAbsPath(scope).GetVariable(name)

@@ -16,6 +16,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
+	"github.com/posformer/posformer/models/quant"
 )
 
 // InitStd is the standard deviation of the normal initialisation of weights (GPT-2's).
@@ -26,7 +27,7 @@ const InitStd = 0.02
 // (pack.go).
 func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Node {
 	in := x.Shape().Dim(-1)
-	y := MatMulT(x, Matrix(ctx, x.Graph(), out, in, x.DType(), std))
+	y := Matrix(ctx, x.Graph(), out, in, x.DType(), std).MulT(x)
 	if bias {
 		b := ctx.WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(x.DType(), out)).ValueGraph(x.Graph())
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
@@ -34,29 +35,45 @@ func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Nod
 	return y
 }
 
-// Matrix returns ctx's weight matrix [out, in] ("weight"), or in an inference context its
-// packed form [P, out/P, in] ("weight_packed"), initialized N(0, std²).
-func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std float64) *Node {
+// Matrix returns ctx's weight matrix [out, in] ("weight", initialized N(0, std²)), in the
+// layout of ctx: packed [P, out/P, in] ("weight_packed") or quantized (weight.go) in an
+// inference context that asks for it.
+func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std float64) Weight {
+	if t := MatrixType(ctx, []int{out, in}); t != quant.F32 {
+		names, types, dims := QuantizedVars(t, out, in)
+		w := Weight{Type: t, Out: out, In: in}
+		parts := []**Node{&w.w}
+		if t.Quantized() {
+			parts = []**Node{&w.q, &w.d}
+		}
+		// Quantized variables are only ever loaded (models.SetParam); the zero initializer
+		// serves models.Layout, which builds the graph on an empty context to list them.
+		zctx := ctx.WithInitializer(initializers.Zero)
+		for i, name := range names {
+			*parts[i] = zctx.VariableWithShape(name, shapes.Make(types[i], dims[i]...)).ValueGraph(g)
+		}
+		return w
+	}
 	ctx = ctx.WithInitializer(initializers.RandomNormalFn(ctx, std))
 	name, store := StoredMatrix(ctx, "weight", []int{out, in})
-	return ctx.VariableWithShape(name, shapes.Make(dtype, store...)).ValueGraph(g)
+	return FloatWeight(ctx.VariableWithShape(name, shapes.Make(dtype, store...)).ValueGraph(g))
 }
 
 // EmbeddingTable returns the [vocab, dim] token embedding table of ctx (packed in an inference
 // context, so that the tied output head runs in parallel too).
-func EmbeddingTable(ctx *context.Context, g *Graph, vocab, dim int, dtype dtypes.DType) *Node {
+func EmbeddingTable(ctx *context.Context, g *Graph, vocab, dim int, dtype dtypes.DType) Weight {
 	return Matrix(ctx, g, vocab, dim, dtype, InitStd)
 }
 
 // Embed looks up tokens [batch, seq] (int32) in table [vocab, dim] (or its packed form).
-func Embed(table, tokens *Node) *Node {
-	return GatherRows(table, tokens)
+func Embed(table Weight, tokens *Node) *Node {
+	return table.Rows(tokens)
 }
 
 // Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim] (or its
 // packed form).
-func Unembed(table, x *Node) *Node {
-	return MatMulT(x, table)
+func Unembed(table Weight, x *Node) *Node {
+	return table.MulT(x)
 }
 
 // Norm applies "rmsnorm" (Zhang & Sennrich 2019) or "layernorm" (Ba et al. 2016) over the last axis.

@@ -86,10 +86,14 @@ func Unpacked(store []int) []int {
 }
 
 // CheckpointName maps a variable to its checkpoint tensor: a packed matrix [P, n, in] is the
-// tensor "weight" [P·n, in]; everything else keeps its name and shape.
+// tensor "weight" [P·n, in], and so are the values of a quantized one (weight.go), whose
+// scales map to no tensor of their own (an empty name); everything else keeps its name and shape.
 func CheckpointName(name string, shape []int) (string, []int) {
 	if name == PackedName && len(shape) == 3 {
 		return "weight", Unpacked(shape)
+	}
+	if n, s, ok := quantizedCheckpoint(name, shape); ok {
+		return n, s
 	}
 	return name, shape
 }

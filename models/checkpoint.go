@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/models/safetensors"
 )
 
@@ -58,14 +59,21 @@ type Param struct {
 // Params lists, sorted by name, the tensors that m's graph creates. It is derived by building
 // the graph once (without compiling it), so that the list can never disagree with the code.
 func (m *Model) Params(backend backends.Backend) ([]Param, error) {
-	return m.Layout(backend, false)
+	return m.Layout(backend, nil)
 }
 
-// Layout is Params for a context that is packed (an inference context) or not.
-func (m *Model) Layout(backend backends.Backend, packed bool) ([]Param, error) {
+// Layout is Params for a context laid out as like (packed or quantized matrices of an inference
+// context, see layers.SetPacked and layers.SetWeightType); nil is the training layout. Var and
+// Store name the variable holding each tensor (for a quantized matrix, its values).
+func (m *Model) Layout(backend backends.Backend, like *context.Context) ([]Param, error) {
 	ctx := context.New()
-	if packed {
-		layers.SetPacked(ctx)
+	if like != nil {
+		if layers.Packed(like) {
+			layers.SetPacked(ctx)
+		}
+		if err := layers.SetWeightType(ctx, layers.WeightType(like)); err != nil {
+			return nil, err
+		}
 	}
 	err := Try(func() {
 		g := NewGraph(backend, "params")
@@ -82,6 +90,9 @@ func (m *Model) Layout(backend backends.Backend, packed bool) ([]Param, error) {
 	for v := range ctx.IterVariablesInScope() {
 		store := v.Shape().Dimensions
 		name, shape := layers.CheckpointName(v.Name(), store)
+		if name == "" {
+			continue // a quantized matrix's scales, stored with its values
+		}
 		params = append(params, Param{Name: TensorName(v.Scope(), name), Shape: shape, Var: v.Name(), Store: store})
 	}
 	sort.Slice(params, func(i, j int) bool { return params[i].Name < params[j].Name })
@@ -202,7 +213,7 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 // LoadWeights reads a safetensors file into ctx, validating it against m's parameters. Into an
 // inference context (layers.SetPacked) matrices are read straight into their packed variables.
 func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.Context) error {
-	params, err := m.Layout(backend, layers.Packed(ctx))
+	params, err := m.Layout(backend, ctx)
 	if err != nil {
 		return err
 	}
@@ -236,7 +247,7 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		}
 	}
 	for _, p := range params {
-		t, err := NewTensor(backend, p.Store, func(dst []float32) error {
+		t, err := NewTensor(backend, StoredShape(ctx, p.Name, p.Shape), func(dst []float32) error {
 			if err := f.ReadFloat32Into(p.Name, dst); err != nil {
 				return err
 			}
@@ -245,28 +256,48 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		if err != nil {
 			return fmt.Errorf("loading %s: %w", path, err)
 		}
-		SetParam(ctx, p.Name, t)
+		if err := SetParam(ctx, backend, p.Name, t); err != nil {
+			return fmt.Errorf("loading %s: %w", path, err)
+		}
 	}
 	return nil
 }
 
-// StoredShape is the shape in which ctx holds the checkpoint tensor name of the given shape:
-// packed in an inference context (layers.SetPacked) when it is a weight matrix, else as is.
-// Loaders create each tensor in this shape, so that weights are read straight into place.
+// StoredShape is the shape of the float32 tensor in which a loader hands the checkpoint tensor
+// name of the given shape to SetParam: packed in an inference context (layers.SetPacked) when
+// it is a weight matrix, else as is. Loaders create each tensor in this shape, so that weights
+// are read straight into place.
 func StoredShape(ctx *context.Context, name string, shape []int) []int {
 	_, v := VariablePath(name)
+	if v == "weight" && layers.MatrixType(ctx, shape) != quant.F32 {
+		return shape // quantized by SetParam
+	}
 	_, store := layers.StoredMatrix(ctx, v, shape)
 	return store
 }
 
-// SetParam stores t, of the shape StoredShape gives, as the model variable that the
-// checkpoint calls name.
-func SetParam(ctx *context.Context, name string, t *tensors.Tensor) {
+// SetParam stores t, float32 of the shape StoredShape gives, as the model variable that the
+// checkpoint calls name: as it is, or quantized when ctx holds its matrices in a narrower
+// type (layers.SetWeightType), t being then released.
+func SetParam(ctx *context.Context, backend backends.Backend, name string, t *tensors.Tensor) error {
 	scope, v := VariablePath(name)
+	dims := t.Shape().Dimensions
+	if typ := layers.MatrixType(ctx, dims); v == "weight" && typ != quant.F32 {
+		var err error
+		t.ConstFlatData(func(flat any) {
+			err = storeQuantized(ctx.InAbsPath(scope), backend, typ, dims, flat.([]float32), nil)
+		})
+		t.FinalizeAll()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
 	if t.Rank() == 3 && layers.Packed(ctx) {
-		v, _ = layers.StoredMatrix(ctx, v, layers.Unpacked(t.Shape().Dimensions))
+		v, _ = layers.StoredMatrix(ctx, v, layers.Unpacked(dims))
 	}
 	ctx.InAbsPath(scope).VariableWithValue(v, t)
+	return nil
 }
 
 // NewTensor allocates a float32 tensor of the given shape and lets fill write its values in

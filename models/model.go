@@ -73,7 +73,7 @@ func (m *Model) ForwardPick(ctx *context.Context, tokens, pos, valid *Node, cach
 	if c.TokenTypes > 0 {
 		// Every token is of type 0 (BERT's default segment); Gather keeps the graph trainable.
 		types := layers.EmbeddingTable(ctx.In("token_types"), tokens.Graph(), c.TokenTypes, c.Dim, DType)
-		x = Add(x, ExpandLeftToRank(Gather(types, Const(tokens.Graph(), [][]int32{{0}})), x.Rank()))
+		x = Add(x, ExpandLeftToRank(layers.Embed(types, Const(tokens.Graph(), []int32{0})), x.Rank()))
 	}
 	if c.EmbedNorm {
 		x = layers.Norm(ctx.In("embed_norm"), c.Norm, c.NormEps, x)

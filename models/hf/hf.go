@@ -154,7 +154,9 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 		if err != nil {
 			return nil, fmt.Errorf("loading %s: %w", dir, err)
 		}
-		models.SetParam(ctx, p.Name, t)
+		if err := models.SetParam(ctx, backend, p.Name, t); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", dir, err)
+		}
 	}
 	return m, nil
 }

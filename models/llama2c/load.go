@@ -124,6 +124,8 @@ func load(rd *Reader, backend backends.Backend, ctx *context.Context, edits []mo
 		if err != nil {
 			return nil, err
 		}
-		models.SetParam(ctx, e.Name, t)
+		if err := models.SetParam(ctx, backend, e.Name, t); err != nil {
+			return nil, err
+		}
 	}
 }

@@ -1,0 +1,135 @@
+package models
+
+// Weights stored in a narrower type than float32 (layers.SetWeightType): loaders hand every
+// tensor over as float32 (SetParam) or, when the file holds it quantized already, as raw ggml
+// blocks (StoreTensor), and the matrix lands in the context's type without a float32 copy of
+// the whole model ever existing.
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/models/quant"
+)
+
+// StoreTensor stores the checkpoint tensor name of the given shape, whose values raw holds in
+// type t (ggml's layouts, see models/quant), as ctx holds it: blocks of the context's own
+// type are kept as they are (not requantized, so a Q8_0 file runs exactly its stored numbers),
+// anything else is widened to float32 and goes through SetParam.
+func StoreTensor(ctx *context.Context, backend backends.Backend, name string, shape []int, t quant.Type, raw []byte) error {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	if want, err := t.Bytes(n); err != nil || want != len(raw) {
+		return fmt.Errorf("tensor %s %v as %v: %d bytes do not hold it (%v)", name, shape, t, len(raw), err)
+	}
+	scope, v := VariablePath(name)
+	if typ := layers.MatrixType(ctx, shape); v == "weight" && typ != quant.F32 && typ == t {
+		if err := storeQuantized(ctx.InAbsPath(scope), backend, typ, shape, nil, raw); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+	tt, err := NewTensor(backend, StoredShape(ctx, name, shape), func(dst []float32) error {
+		if err := quant.Dequantize(t, raw, dst); err != nil {
+			return err
+		}
+		return CheckFinite(name, dst)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return SetParam(ctx, backend, name, tt)
+}
+
+// storeQuantized sets the variables of a matrix dims [out, in] held as typ in scope, from
+// float32 values or (when values is nil) from raw blocks of typ.
+func storeQuantized(scope *context.Context, backend backends.Backend, typ quant.Type, dims []int, values []float32, raw []byte) error {
+	out, in := dims[0], dims[1]
+	names, types, shapes := layers.QuantizedVars(typ, out, in)
+	fills := make([]func(flat any) error, len(names))
+	switch typ {
+	case quant.BF16:
+		fills[0] = func(flat any) error {
+			w := flatUint16(flat)
+			for i := range w {
+				if values != nil {
+					w[i] = quant.F32ToBF16(values[i])
+				} else {
+					w[i] = uint16(raw[2*i]) | uint16(raw[2*i+1])<<8
+				}
+			}
+			return nil
+		}
+	case quant.Q8_0, quant.Q4_0:
+		// The values and the scales are made in one pass: scales first into a scratch slice.
+		d := make([]float32, out*in/32)
+		var q []byte
+		fills[0] = func(flat any) error {
+			q = flatBytes(flat)
+			if values == nil {
+				return quant.Split(typ, raw, q, d)
+			}
+			return quant.QuantizeSplit(typ, values, q, d)
+		}
+		fills[1] = func(flat any) error {
+			copy(flat.([]float32), d)
+			return CheckFinite(fmt.Sprintf("%s scales", typ), d)
+		}
+	default:
+		return fmt.Errorf("weights cannot be held as %v", typ)
+	}
+	for i, name := range names {
+		t, err := newTensorOf(backend, shapes[i], types[i], fills[i])
+		if err != nil {
+			return err
+		}
+		scope.VariableWithValue(name, t)
+	}
+	return nil
+}
+
+// newTensorOf is NewTensor for any dtype: fill gets the flat slice (as GoMLX types it).
+func newTensorOf(backend backends.Backend, dims []int, dtype dtypes.DType, fill func(flat any) error) (*tensors.Tensor, error) {
+	s := shapes.Make(dtype, dims...)
+	if backend != nil && backend.HasSharedBuffers() {
+		buf, flat, err := backend.NewSharedBuffer(0, s)
+		if err != nil {
+			return nil, err
+		}
+		if err := fill(flat); err != nil {
+			backend.BufferFinalize(buf)
+			return nil, err
+		}
+		return tensors.FromBuffer(backend, buf)
+	}
+	t := tensors.FromShape(s)
+	var err error
+	t.MustMutableFlatData(func(flat any) { err = fill(flat) })
+	return t, err
+}
+
+// flatBytes views an int8 or uint8 flat slice as bytes.
+func flatBytes(flat any) []byte {
+	switch f := flat.(type) {
+	case []uint8:
+		return f
+	case []int8:
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
+	}
+	panic(fmt.Sprintf("models: %T is not a byte slice", flat))
+}
+
+// flatUint16 views GoMLX's bfloat16 flat slice (a uint16 underneath) as uint16.
+func flatUint16(flat any) []uint16 {
+	f := flat.([]bfloat16.BFloat16)
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
+}
