@@ -41,18 +41,14 @@ func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Nod
 func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std float64) Weight {
 	if t := MatrixType(ctx, []int{out, in}); t != quant.F32 {
 		names, types, dims := QuantizedVars(t, out, in)
-		w := Weight{Type: t, Out: out, In: in}
-		parts := []**Node{&w.w}
-		if t.Quantized() {
-			parts = []**Node{&w.q, &w.d}
-		}
 		// Quantized variables are only ever loaded (models.SetParam); the zero initializer
 		// serves models.Layout, which builds the graph on an empty context to list them.
 		zctx := ctx.WithInitializer(initializers.Zero)
+		parts := make([]*Node, len(names))
 		for i, name := range names {
-			*parts[i] = zctx.VariableWithShape(name, shapes.Make(types[i], dims[i]...)).ValueGraph(g)
+			parts[i] = zctx.VariableWithShape(name, shapes.Make(types[i], dims[i]...)).ValueGraph(g)
 		}
-		return w
+		return QuantizedWeight(t, out, in, parts...)
 	}
 	ctx = ctx.WithInitializer(initializers.RandomNormalFn(ctx, std))
 	name, store := StoredMatrix(ctx, "weight", []int{out, in})

@@ -117,6 +117,18 @@ func FloatWeight(w *Node) Weight {
 	return Weight{Type: quant.F32, Out: dims[0], In: dims[1], w: w}
 }
 
+// QuantizedWeight wraps the stored parts of a matrix [out, in] held as t: the bfloat16 values,
+// or the values and scales of a block format (the variables QuantizedVars lists).
+func QuantizedWeight(t quant.Type, out, in int, parts ...*Node) Weight {
+	w := Weight{Type: t, Out: out, In: in}
+	if t.Quantized() {
+		w.q, w.d = parts[0], parts[1]
+	} else {
+		w.w = parts[0]
+	}
+	return w
+}
+
 // Float returns W as float32 [out, in] (packed if it is stored packed).
 func (w Weight) Float() *Node {
 	switch w.Type {

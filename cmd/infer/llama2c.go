@@ -69,7 +69,7 @@ func runLlama2C(o options, out io.Writer) error {
 
 	memlimit.ForLoading(engine.CheckpointBytes(o.model))
 	start := time.Now()
-	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.edits()...)
+	e, err := o.load()
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,9 @@ import (
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/tokenizer"
 )
 
@@ -30,6 +32,7 @@ const DefaultModel = "weights/rope-decoder"
 
 type options struct {
 	model, prompt, backend, cpuprofile string
+	weights                            string // f32, bf16, q8_0 or q4_0: the weights' type in memory
 	n, topK, ctxSize                   int
 	temp, topP, repeatPenalty          float64
 	repeatLastN                        int
@@ -67,6 +70,7 @@ func main() {
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
+	fs.StringVar(&o.weights, "weights", "f32", "type of the weight matrices in memory, converted at load: "+layers.WeightTypes)
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z)")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
@@ -109,6 +113,9 @@ func run(o options, args []string) error {
 	case o.ctxSize < 0:
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
 	}
+	if _, err := o.weightType(); err != nil {
+		return err
+	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
 		if err != nil {
@@ -131,7 +138,7 @@ func run(o options, args []string) error {
 	}
 	memlimit.ForLoading(engine.CheckpointBytes(o.model))
 	start := time.Now()
-	e, err := engine.Load(o.model, o.backend, o.ctxSize, o.edits()...)
+	e, err := o.load()
 	if err != nil {
 		return err
 	}
@@ -176,6 +183,27 @@ func run(o options, args []string) error {
 }
 
 // edits are the configuration changes the flags ask for (RoPE scaling).
+// weightType parses --weights.
+func (o options) weightType() (quant.Type, error) {
+	if o.weights == "" {
+		return quant.F32, nil
+	}
+	t, err := quant.Parse(o.weights)
+	if err != nil || t == quant.F16 {
+		return 0, fmt.Errorf("--weights %q: unknown weight type (valid: %s)", o.weights, layers.WeightTypes)
+	}
+	return t, nil
+}
+
+// load opens the model with the flags' backend, context size, weight type and edits.
+func (o options) load() (*engine.Engine, error) {
+	t, err := o.weightType()
+	if err != nil {
+		return nil, err
+	}
+	return engine.LoadAs(o.model, o.backend, o.ctxSize, t, o.edits()...)
+}
+
 func (o options) edits() []models.Edit {
 	if o.rope == nil || !o.rope.Given() {
 		return nil

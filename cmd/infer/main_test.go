@@ -19,6 +19,8 @@ func TestBadFlags(t *testing.T) {
 		{func(o *options) {}, []string{"stray"}, "unexpected argument"},
 		{func(o *options) { o.model = t.TempDir() }, nil, "no model at"},
 		{func(o *options) { o.backend = "xla:cpu" }, nil, "PJRT"},
+		{func(o *options) { o.weights = "q4_1" }, nil, "valid: f32, bf16, q8_0, q4_0"},
+		{func(o *options) { o.weights = "f16" }, nil, "--weights"},
 	}
 	for _, c := range cases {
 		o := base

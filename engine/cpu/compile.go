@@ -96,6 +96,11 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 		e.outShapes = append(e.outShapes, o.shape)
 	}
 
+	// Products with a dequantized weight read its stored parts (quantdot.go).
+	if b.backend.fuse {
+		rewriteQuantDots(b.nodes, outs)
+	}
+
 	// Live nodes, in creation order (a topological order: inputs are created first).
 	live := make([]bool, len(b.nodes))
 	var mark func(n *node)

@@ -62,6 +62,9 @@ func freeAxes(rank int, lists ...[]int) []int {
 
 func lowerDot(lw *lowering) (stepFn, error) {
 	n := lw.n
+	if qa, ok := n.attr.(*quantDotAttr); ok {
+		return lowerQuantDot(lw, qa)
+	}
 	attr := n.attr.(*dotAttr)
 	ls, rs := n.inputs[0].shape, n.inputs[1].shape
 	lf := freeAxes(ls.Rank(), attr.lhsBatch, attr.lhsContract)

@@ -1,0 +1,381 @@
+package cpu
+
+// Products with weights kept quantized. posformer's layers express a bfloat16, Q8_0 or Q4_0
+// matrix as its stored parts followed by the ops that dequantize them (layers/weight.go):
+//
+//	BF16: W = convert(w)
+//	Q8_0: W = reshape(convert(q) ⊙ broadcast(d))
+//	Q4_0: W = reshape((convert(concat(q & 15, q / 16)) + (−8)) ⊙ broadcast(d))
+//
+// Run op by op, that writes the whole float32 matrix at every call, four times the bytes the
+// product then reads. When such a W is the right operand of x·Wᵀ and nothing else reads the
+// intermediate values, Compile rewrites the product to read the stored parts directly
+// (rewriteQuantDots): a few rows of x go through kernels that widen the weights in registers;
+// many rows dequantize a panel of W at a time into cache-sized scratch for the blocked GEMM.
+// Any other use of the same ops still runs op by op, so the match only changes the speed.
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/engine/cpu/kernels"
+	"github.com/posformer/posformer/models/quant"
+)
+
+// quantDotAttr replaces the dotAttr of a DotGeneral rewritten to x·Wᵀ with W stored as typ;
+// its inputs become x, the values and (block formats) the scales.
+type quantDotAttr struct {
+	dot  *dotAttr
+	typ  quant.Type
+	N, K int
+}
+
+// quantDotsCompiled counts the products rewritten so far (for tests).
+var quantDotsCompiled atomic.Int64
+
+// rewriteQuantDots finds the products whose right operand is a dequantized matrix and makes
+// them read its stored parts; the dequantizing nodes then are dead unless something else reads
+// them.
+func rewriteQuantDots(nodes []*node, outs []*node) int {
+	uses := make([]int, len(nodes))
+	for _, n := range nodes {
+		for _, in := range n.inputs {
+			uses[in.id]++
+		}
+	}
+	for _, o := range outs {
+		uses[o.id]++
+	}
+	rewritten := 0
+	for _, n := range nodes {
+		attr, ok := n.attr.(*dotAttr)
+		if !ok || n.op != backends.OpTypeDotGeneral || n.shape.DType != dtypes.Float32 {
+			continue
+		}
+		w := n.inputs[1]
+		if w.shape.Rank() != 2 || len(attr.rhsBatch) != 0 || !slices.Equal(attr.rhsContract, []int{1}) {
+			continue
+		}
+		N, K := w.shape.Dimensions[0], w.shape.Dimensions[1]
+		m := &dequantMatch{uses: uses}
+		if !m.match(w, N, K) {
+			continue
+		}
+		inputs := []*node{n.inputs[0], m.q}
+		if m.d != nil {
+			inputs = append(inputs, m.d)
+		}
+		n.inputs = inputs
+		n.attr = &quantDotAttr{dot: attr, typ: m.typ, N: N, K: K}
+		rewritten++
+		quantDotsCompiled.Add(1)
+	}
+	return rewritten
+}
+
+// dequantMatch walks a dequantizing expression; every node it passes through must be read
+// only there.
+type dequantMatch struct {
+	uses []int
+	typ  quant.Type
+	q, d *node
+}
+
+// through reports whether n is read by its consumer in the expression only.
+func (m *dequantMatch) through(n *node) bool { return m.uses[n.id] == 1 }
+
+// strip skips reshapes (which keep the row-major order of the values), each read once.
+func (m *dequantMatch) strip(n *node) (*node, bool) {
+	for n.op == backends.OpTypeReshape {
+		if !m.through(n) {
+			return nil, false
+		}
+		n = n.inputs[0]
+	}
+	return n, true
+}
+
+func (m *dequantMatch) match(w *node, N, K int) bool {
+	v, ok := m.strip(w)
+	if !ok || !m.through(v) || v.shape.DType != dtypes.Float32 {
+		return false
+	}
+	switch v.op {
+	case backends.OpTypeConvertDType:
+		src, ok := m.strip(v.inputs[0])
+		if ok && src.shape.DType == dtypes.BFloat16 && src.shape.Size() == N*K && v.inputs[0].shape.Size() == N*K {
+			m.typ, m.q = quant.BF16, src
+			return true
+		}
+	case backends.OpTypeMul:
+		if K%32 != 0 || v.shape.Rank() < 2 || v.shape.Dimensions[v.shape.Rank()-1] != 32 {
+			return false
+		}
+		for _, order := range [][2]int{{0, 1}, {1, 0}} {
+			values, scales := v.inputs[order[0]], v.inputs[order[1]]
+			if m.scales(scales, v, N*K/32) && m.values(values, N*K) {
+				return true
+			}
+			m.q, m.d = nil, nil
+		}
+	}
+	return false
+}
+
+// scales matches broadcast(reshape(d)) from [..., nb, 1] to mul's shape [..., nb, 32].
+func (m *dequantMatch) scales(b, mul *node, blocks int) bool {
+	if b.op != backends.OpTypeBroadcastInDim || !m.through(b) || !b.shape.Equal(mul.shape) {
+		return false
+	}
+	x := b.inputs[0]
+	r := b.shape.Rank()
+	axes, _ := b.attr.([]int)
+	if x.shape.Rank() != r || x.shape.Dimensions[r-1] != 1 || !slices.Equal(x.shape.Dimensions[:r-1], b.shape.Dimensions[:r-1]) {
+		return false
+	}
+	for i, a := range axes {
+		if a != i {
+			return false
+		}
+	}
+	d, ok := m.strip(x)
+	if !ok || d.shape.DType != dtypes.Float32 || d.shape.Size() != blocks {
+		return false
+	}
+	m.d = d
+	return true
+}
+
+// values matches convert(q) (Q8_0) or convert(concat(q & 15, q / 16)) + (−8) (Q4_0).
+func (m *dequantMatch) values(v *node, n int) bool {
+	v, ok := m.strip(v)
+	if !ok || !m.through(v) {
+		return false
+	}
+	if v.op == backends.OpTypeConvertDType {
+		src, ok := m.strip(v.inputs[0])
+		if ok && src.shape.DType == dtypes.Int8 && src.shape.Size() == n {
+			m.typ, m.q = quant.Q8_0, src
+			return true
+		}
+		return false
+	}
+	if v.op != backends.OpTypeAdd {
+		return false
+	}
+	for _, order := range [][2]int{{0, 1}, {1, 0}} {
+		conv, c := v.inputs[order[0]], v.inputs[order[1]]
+		if constScalar(c) != -8 || conv.op != backends.OpTypeConvertDType || !m.through(conv) {
+			continue
+		}
+		cat := conv.inputs[0]
+		r := cat.shape.Rank()
+		if cat.op != backends.OpTypeConcatenate || !m.through(cat) || len(cat.inputs) != 2 || cat.attr.(int) != r-1 || cat.shape.DType != dtypes.Uint8 {
+			continue
+		}
+		lo, hi := cat.inputs[0], cat.inputs[1]
+		if lo.shape.Dimensions[r-1] != 16 || hi.shape.Dimensions[r-1] != 16 || !m.through(lo) || !m.through(hi) {
+			continue
+		}
+		qlo, ok1 := m.byConst(lo, backends.OpTypeBitwiseAnd, 15)
+		qhi, ok2 := m.byConst(hi, backends.OpTypeDiv, 16)
+		if !ok1 || !ok2 {
+			continue
+		}
+		a, ok1 := m.stripShared(qlo)
+		b, ok2 := m.stripShared(qhi)
+		if !ok1 || !ok2 || a != b || a.shape.Size() != n/2 {
+			continue
+		}
+		m.typ, m.q = quant.Q4_0, a
+		return true
+	}
+	return false
+}
+
+// byConst matches op(x, c) with c a scalar constant of value want (x on the left: Div and the
+// layers' BitwiseAnd are written that way).
+func (m *dequantMatch) byConst(n *node, op backends.OpType, want float64) (*node, bool) {
+	if n.op != op || len(n.inputs) != 2 || constScalar(n.inputs[1]) != want {
+		return nil, false
+	}
+	return n.inputs[0], true
+}
+
+// stripShared strips the reshape both nibble ops read: it is read twice, by them.
+func (m *dequantMatch) stripShared(n *node) (*node, bool) {
+	for n.op == backends.OpTypeReshape {
+		if m.uses[n.id] != 2 {
+			return nil, false
+		}
+		n = n.inputs[0]
+	}
+	return n, true
+}
+
+// constScalar is the value of a one-element constant, NaN for anything else.
+func constScalar(n *node) float64 {
+	data, ok := n.attr.([]byte)
+	if n.op != backends.OpTypeConstant || !ok || n.shape.Size() != 1 {
+		return math.NaN()
+	}
+	switch n.shape.DType {
+	case dtypes.Float32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(data)))
+	case dtypes.Uint8:
+		return float64(data[0])
+	}
+	return math.NaN()
+}
+
+// panelFloats bounds the float32 scratch of one dequantized panel of W (about L2's share).
+const panelFloats = 32 << 10
+
+// panels are the dequantization scratch buffers, reused across calls and threads.
+var panels = struct {
+	sync.Mutex
+	free [][]float32
+}{}
+
+func getPanel() []float32 {
+	panels.Lock()
+	defer panels.Unlock()
+	if n := len(panels.free); n > 0 {
+		p := panels.free[n-1]
+		panels.free = panels.free[:n-1]
+		return p
+	}
+	return make([]float32, panelFloats)
+}
+
+func putPanel(p []float32) {
+	panels.Lock()
+	panels.free = append(panels.free, p)
+	panels.Unlock()
+}
+
+// lowerQuantDot lowers a rewritten product: x [M, K] (after moving its axes) times Wᵀ.
+func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
+	n := lw.n
+	xs := n.inputs[0].shape
+	lf := freeAxes(xs.Rank(), qa.dot.lhsBatch, qa.dot.lhsContract)
+	perm := slices.Concat(lf, qa.dot.lhsContract)
+	identity := true
+	for i, a := range perm {
+		identity = identity && a == i
+	}
+	N, K := qa.N, qa.K
+	M := xs.Size() / K
+	ix, iq, io := lw.in[0], lw.in[1], lw.out
+	id := -1
+	if len(lw.in) > 2 {
+		id = lw.in[2]
+	}
+	sx := -1
+	if !identity {
+		sx = lw.scratch(byteSize(xs))
+	}
+	stored := quantMatrix{typ: qa.typ, K: K}
+	pool := lw.e.backend.pool
+	// Rows of W per task: whole vectors, about 4 tasks per thread, panels that fit the scratch.
+	rows := max(16, min((N+4*pool.threads()-1)/(4*pool.threads()), panelFloats/K)) &^ 15
+	if M > 4 {
+		rows = max(16, min(rows, panelFloats/K&^15))
+	}
+	if rows == 0 {
+		rows = 16
+	}
+	tasks := (N + rows - 1) / rows
+	return func(f *frame) {
+		var x []float32
+		if identity {
+			x = typed[float32](f.slots[ix])
+		} else {
+			transposeBytes(4, f.slots[ix], xs.Dimensions, perm, f.slots[sx])
+			x = typed[float32](f.slots[sx])
+		}
+		w := stored // per call: executions may run concurrently
+		w.q = f.slots[iq]
+		if id >= 0 {
+			w.d = typed[float32](f.slots[id])
+		}
+		y := typed[float32](f.slots[io])
+		task := func(t int) {
+			n0 := t * rows
+			n1 := min(N, n0+rows)
+			if M <= 4 {
+				w.mulRows(M, x, y, N, n0, n1)
+				return
+			}
+			panel := getPanel()
+			for p0 := n0; p0 < n1; p0 += panelFloats / K {
+				p1 := min(n1, p0+panelFloats/K)
+				w.dequant(p0, p1, panel)
+				kernels.Sgemm(false, true, M, p1-p0, K, 1, x, K, panel, K, 0, y[p0:], N)
+			}
+			putPanel(panel)
+		}
+		if M*N*K < minParallelMACs || pool.threads() == 1 {
+			for t := range tasks {
+				task(t)
+			}
+			return
+		}
+		pool.run(tasks, task)
+	}, nil
+}
+
+// quantMatrix is a stored matrix [N, K] of one call: its bytes, and its scales.
+type quantMatrix struct {
+	typ quant.Type
+	K   int
+	q   []byte
+	d   []float32
+}
+
+// mulRows computes y[i, n0:n1] = x[i]·W[n0:n1]ᵀ for the m ≤ 4 rows of x.
+func (w quantMatrix) mulRows(m int, x, y []float32, N, n0, n1 int) {
+	K, nb := w.K, w.K/32
+	switch w.typ {
+	case quant.BF16:
+		wb := typed[uint16](w.q)
+		if m == 1 {
+			dotRowsBF16(wb[n0*K:n1*K], K, x[:K], y[n0:n1])
+			return
+		}
+		matMulNTBF16(m, n1-n0, K, x, K, wb[n0*K:], K, y[n0:], N)
+	case quant.Q8_0:
+		q := typed[int8](w.q)
+		if m == 1 {
+			dotRowsQ8_0(q[n0*K:n1*K], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
+			return
+		}
+		matMulNTQ8_0(m, n1-n0, K, x, K, q[n0*K:n1*K], w.d[n0*nb:n1*nb], y[n0:], N)
+	case quant.Q4_0:
+		q := w.q
+		if m == 1 {
+			dotRowsQ4_0(q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
+			return
+		}
+		matMulNTQ4_0(m, n1-n0, K, x, K, q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], y[n0:], N)
+	}
+}
+
+// dequant widens rows [n0, n1) of W into dst, row-major [n1-n0, K].
+func (w quantMatrix) dequant(n0, n1 int, dst []float32) {
+	K, nb := w.K, w.K/32
+	dst = dst[:(n1-n0)*K]
+	switch w.typ {
+	case quant.BF16:
+		dequantBF16(typed[uint16](w.q)[n0*K:n1*K], dst)
+	case quant.Q8_0:
+		dequantQ8_0(typed[int8](w.q)[n0*K:n1*K], w.d[n0*nb:n1*nb], dst)
+	case quant.Q4_0:
+		dequantQ4_0(w.q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], dst)
+	}
+}
