@@ -83,6 +83,17 @@ func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ..
 	return New(backend, m, ctx, capacity)
 }
 
+// StoredWeightType is the type a checkpoint holds its matrices in, what --weights defaults to:
+// q8_0 for a llama2.c version-2 file (int8 groups of a multiple of 32), f32 otherwise.
+func StoredWeightType(path string) quant.Type {
+	if IsLlama2C(path) {
+		if h, err := llama2c.ReadHeaderFile(path); err == nil && h.Version == 2 && h.GroupSize%32 == 0 {
+			return quant.Q8_0
+		}
+	}
+	return quant.F32
+}
+
 // CheckpointBytes is the size of a checkpoint on disk, about that of its weights: the file, or
 // the files of a directory (0 when unreadable).
 func CheckpointBytes(path string) int64 {

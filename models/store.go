@@ -50,6 +50,29 @@ func StoreTensor(ctx *context.Context, backend backends.Backend, name string, sh
 	return SetParam(ctx, backend, name, tt)
 }
 
+// StoreQ8 stores a matrix given in the split Q8_0 layout (int8 values, one float32 scale per
+// block of 32) into a Q8_0 context as it is: llama2.c's version-2 files hold their matrices so,
+// with float32 scales that ggml's half-float blocks would round.
+func StoreQ8(ctx *context.Context, backend backends.Backend, name string, shape []int, q []int8, d []float32) error {
+	scope, v := VariablePath(name)
+	if v != "weight" || layers.MatrixType(ctx, shape) != quant.Q8_0 || len(q) != shape[0]*shape[1] || len(d) != len(q)/32 {
+		return fmt.Errorf("%s %v: not a matrix this context holds as q8_0", name, shape)
+	}
+	names, types, dims := layers.QuantizedVars(quant.Q8_0, shape[0], shape[1])
+	vt, err := newTensorOf(backend, dims[0], types[0], func(flat any) error { copy(flat.([]int8), q); return nil })
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	dt, err := newTensorOf(backend, dims[1], types[1], func(flat any) error { copy(flat.([]float32), d); return nil })
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	sc := ctx.InAbsPath(scope)
+	sc.VariableWithValue(names[0], vt)
+	sc.VariableWithValue(names[1], dt)
+	return nil
+}
+
 // storeQuantized sets the variables of a matrix dims [out, in] held as typ in scope, from
 // float32 values or (when values is nil) from raw blocks of typ.
 func storeQuantized(scope *context.Context, backend backends.Backend, typ quant.Type, dims []int, values []float32, raw []byte) error {

@@ -70,7 +70,7 @@ func main() {
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
-	fs.StringVar(&o.weights, "weights", "f32", "type of the weight matrices in memory, converted at load: "+layers.WeightTypes)
+	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory, converted at load: "+layers.WeightTypes+" (default: as stored; q8_0 for llama2.c version-2 files)")
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z)")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
@@ -186,7 +186,7 @@ func run(o options, args []string) error {
 // weightType parses --weights.
 func (o options) weightType() (quant.Type, error) {
 	if o.weights == "" {
-		return quant.F32, nil
+		return engine.StoredWeightType(o.model), nil
 	}
 	t, err := quant.Parse(o.weights)
 	if err != nil || t == quant.F16 {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/quant"
 )
 
 // NormEps is the epsilon run.c adds inside every RMSNorm; the format has no field for it.
@@ -117,6 +119,17 @@ func load(rd *Reader, backend backends.Backend, ctx *context.Context, edits []mo
 		}
 		if err != nil {
 			return nil, err
+		}
+		if e.Quant && rd.Header().GroupSize%32 == 0 && layers.MatrixType(ctx, e.Shape) == quant.Q8_0 {
+			// Version 2 into a Q8_0 context: the stored int8 values, never widened.
+			q, d := make([]int8, e.Numel()), make([]float32, e.Numel()/32)
+			if err := rd.ReadBlocks(q, d); err != nil {
+				return nil, err
+			}
+			if err := models.StoreQ8(ctx, backend, e.Name, e.Shape, q, d); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		// Straight into the backend's buffer (models.NewTensor), so a forward pass does not
 		// copy the weights a second time.

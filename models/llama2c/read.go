@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"unsafe"
 )
 
 // chunkBytes bounds the scratch buffer used to convert bytes to floats.
@@ -242,6 +243,38 @@ func (rd *Reader) readQ8(e Entry, dst []float32) error {
 	return nil
 }
 
+// ReadBlocks is Read for a version-2 matrix, kept quantized: its int8 values into q and its
+// scales into d, one per block of 32 values (a group's scale repeated over its blocks, so the
+// group size must be a multiple of 32). The stored numbers are kept exactly.
+func (rd *Reader) ReadBlocks(q []int8, d []float32) error {
+	if rd.cur == nil || !rd.cur.Quant {
+		return fmt.Errorf("llama2c: ReadBlocks without a pending version-2 matrix (call Next first)")
+	}
+	e := *rd.cur
+	rd.cur = nil
+	gs := rd.h.GroupSize
+	if gs%32 != 0 || len(q) != e.Numel() || len(d) != e.Numel()/32 {
+		return fmt.Errorf("tensor %s %v (group size %d) cannot be read as %d values in blocks of 32", e.Name, e.Shape, gs, len(q))
+	}
+	want := e.bytes(gs)
+	if got, err := io.ReadFull(rd.r, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(q))), len(q))); err != nil {
+		return rd.short(e, int64(got), want, err)
+	}
+	scales := make([]float32, len(q)/gs)
+	if err := rd.readF32(e, scales, int64(len(q))); err != nil {
+		return err
+	}
+	for g, s := range scales {
+		if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+			return fmt.Errorf("tensor %s has a non-finite scale %g for group %d; the checkpoint is corrupt", e.Name, s, g)
+		}
+		for b := g * gs / 32; b < (g+1)*gs/32; b++ {
+			d[b] = s
+		}
+	}
+	return nil
+}
+
 // Weights maps checkpoint tensor names (as models.TensorName gives them) to flat float32
 // values; matrices are [out, in] row-major.
 type Weights map[string][]float32
@@ -275,4 +308,18 @@ func ReadFile(path string) (Header, Weights, error) {
 			return Header{}, nil, fmt.Errorf("loading %s: %w", path, err)
 		}
 	}
+}
+
+// ReadHeaderFile reads the header of the checkpoint at path.
+func ReadHeaderFile(path string) (Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return Header{}, err
+	}
+	return ReadHeader(bufio.NewReader(f), info.Size())
 }

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
+	"github.com/posformer/posformer/models/quant"
 )
 
 // refModel holds a version 0 file's weights in float64, sliced as run.c maps them.
@@ -406,5 +408,60 @@ func BenchmarkLoad(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A version-2 file loaded into a Q8_0 context keeps its int8 values (no float32 matrix is
+// made) and computes the logits of its dequantized weights up to float summation order.
+func TestVersion2KeptAsQ8(t *testing.T) {
+	cfg := models.Config{Kind: models.Decoder, VocabSize: 96, Dim: 64, NumLayers: 2, NumHeads: 4, NumKVHeads: 2,
+		HiddenDim: 96, MaxSeqLen: 24, Positional: map[string]any{"name": "rope", "layout": "interleaved"}}
+	w, err := llama2c.RandomWeights(cfg, 5, 0.15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	v2 := filepath.Join(dir, "v2.bin")
+	if err := llama2c.Write(v2, cfg, w, 2); err != nil {
+		t.Fatal(err)
+	}
+	_, deq, err := llama2c.ReadFile(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deqPath := filepath.Join(dir, "deq.bin")
+	if err := llama2c.Write(deqPath, cfg, deq, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := engine.StoredWeightType(v2); got != quant.Q8_0 {
+		t.Errorf("StoredWeightType(version 2) = %v, want q8_0", got)
+	}
+	q8, err := engine.LoadAs(v2, "", 0, quant.Q8_0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := q8.Ctx.InAbsPath("/model/layer_0/attn/wq").GetVariable("weight_q8_0"); v == nil || v.Shape().DType != dtypes.Int8 {
+		t.Fatalf("wq is not held as int8: %v", v)
+	}
+	ref, err := engine.Load(deqPath, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := []int{1, 5, 17, 94, 3, 3, 60, 2, 41, 77}
+	pos := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	a, err := q8.Forward([][]int{prompt}, [][]int{pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ref.Forward([][]int{prompt}, [][]int{pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a[0] {
+		for j := range a[0][i] {
+			if d := math.Abs(float64(a[0][i][j] - b[0][i][j])); d > 1e-4*(1+math.Abs(float64(b[0][i][j]))) {
+				t.Fatalf("logit [%d][%d]: q8_0 %g, dequantized float32 %g", i, j, a[0][i][j], b[0][i][j])
+			}
+		}
 	}
 }
