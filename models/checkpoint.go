@@ -200,6 +200,12 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 			return nil, err
 		}
 	}
+	if info, err := os.Stat(filepath.Join(dir, WeightsFile)); err == nil {
+		// Before the graph is built: a config's sizes are not to be trusted.
+		if err := cfg.CheckFits(WeightsFile, info.Size()); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", dir, err)
+		}
+	}
 	m, err := New(*cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)

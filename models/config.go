@@ -184,3 +184,26 @@ func ReadConfig(dir string) (*Config, error) {
 	}
 	return &c, nil
 }
+
+// MinParams is a lower bound on the parameters a model of this configuration has, computed by
+// arithmetic alone (no graph is built): the token embedding, and per layer the output
+// projection and the feed-forward matrices. Loaders compare it with the weight file's size
+// before building anything, so that a config claiming 10⁹ layers fails at once.
+func (c *Config) MinParams() float64 {
+	perLayer := float64(c.Dim)*float64(c.Dim) + 2*float64(c.Dim)*float64(c.HiddenDim)
+	return float64(c.VocabSize)*float64(c.Dim) + float64(c.NumLayers)*perLayer
+}
+
+// MinBytesPerParam is the fewest bytes a stored parameter takes in any format read here
+// (Q4_0: 18 bytes per 32 values).
+const MinBytesPerParam = 18.0 / 32
+
+// CheckFits refuses a configuration whose parameters the weight files (of fileBytes in all)
+// cannot hold.
+func (c *Config) CheckFits(what string, fileBytes int64) error {
+	if need := c.MinParams() * MinBytesPerParam; need > float64(fileBytes) {
+		return fmt.Errorf("the config (%d layers, dim %d, hidden %d, vocab %d) needs at least %.3g bytes of weights but %s has %d: the config does not describe this checkpoint",
+			c.NumLayers, c.Dim, c.HiddenDim, c.VocabSize, need, what, fileBytes)
+	}
+	return nil
+}

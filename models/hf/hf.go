@@ -126,6 +126,16 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 			return nil, err
 		}
 	}
+	// The weights are opened, and their size checked against the config, before the model's
+	// graph is built: a config's sizes are not to be trusted.
+	ck, err := openCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer ck.Close()
+	if err := cfg.CheckFits("its safetensors", ck.bytes()); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", dir, err)
+	}
 	m, err := models.New(*cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
@@ -134,11 +144,6 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 	if err != nil {
 		return nil, err
 	}
-	ck, err := openCheckpoint(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer ck.Close()
 	plan, err := fam.plan(m.Config, ck, params)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", dir, err)
@@ -254,6 +259,17 @@ func openCheckpoint(dir string) (*checkpoint, error) {
 		}
 	}
 	return ck, nil
+}
+
+// bytes is the size of the files' tensor data.
+func (ck *checkpoint) bytes() int64 {
+	var n int64
+	for _, f := range ck.files {
+		for _, info := range f.Infos() {
+			n += info.End - info.Begin
+		}
+	}
+	return n
 }
 
 // Close closes every file.

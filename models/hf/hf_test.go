@@ -498,6 +498,10 @@ func TestLoadErrors(t *testing.T) {
 			}
 			return append(slices.Clone(specs), extra), nw
 		}, []string{"unexpected tensor model.layers.2.self_attn.q_proj.weight", "num_hidden_layers"}},
+		{"config larger than its weights", func(_ string, c map[string]any, specs []spec, w weights) ([]spec, weights) {
+			c["num_hidden_layers"] = 1_000_000_000 // building this graph would not end
+			return specs, w
+		}, []string{"1000000000 layers", "does not describe this checkpoint"}},
 		{"missing field", func(_ string, c map[string]any, specs []spec, w weights) ([]spec, weights) {
 			delete(c, "hidden_size")
 			return specs, w
