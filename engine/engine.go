@@ -34,6 +34,7 @@ type Engine struct {
 	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
 	compiling atomic.Int64 // nanoseconds spent compiling cached-graph shapes (see Session.exec)
 	compiled  sync.Map     // cachedKey -> true: shapes already compiled
+	directs   sync.Map     // cachedKey -> *direct: graphs run without context.Exec (direct.go)
 	full      *context.Exec
 	cached    *context.Exec // a chunk through the KV cache, logits of every token
 	picked    *context.Exec // the same, logits of one token per row (prefill)
@@ -144,7 +145,8 @@ func IsLlama2C(path string) bool {
 	return !info.IsDir()
 }
 
-// New wraps a model whose variables are in ctx. On a backend that parallelizes its products
+// New wraps a model whose variables are in ctx; they must not change while the engine is in
+// use (decoding steps hold on to their buffers, see direct.go). On a backend that parallelizes its products
 // (PacksWeights) the engine reads its matrices packed (layers.SetPacked): a context that holds no model variables yet is marked so and used
 // as is (its variables are then created packed, with random values); one that holds
 // variables in the checkpoint layout, as a trainer leaves them, is copied, and ctx is left

@@ -249,26 +249,50 @@ func (s *Session) exec(tok, pos, valid, slots, last *tensors.Tensor) (*tensors.T
 			}
 		}
 	}
-	args := []any{tok, pos, valid, slots}
-	for _, t := range s.cache {
-		d, err := graph.DonateTensorBuffer(t, s.e.Backend, 0)
-		if err != nil {
-			return nil, fmt.Errorf("donating cache buffer: %w", err)
-		}
-		args = append(args, d)
-	}
-	exe := s.e.cached
-	if last != nil {
-		args = append(args, last)
-		exe = s.e.picked
-	}
 	seq := tok.Shape().Dim(1)
-	if err := s.e.precompile(exe, cachedKey{last != nil, s.batch, seq, s.window}, args); err != nil {
-		return nil, err
-	}
-	outs, err := exe.Exec(args...)
-	if err != nil {
-		return nil, fmt.Errorf("decoding: %w", err)
+	key := cachedKey{last != nil, s.batch, seq, s.window}
+	var outs []*tensors.Tensor
+	if d, ok := s.e.directs.Load(key); ok {
+		args := append([]*tensors.Tensor{tok, pos, valid, slots}, s.cache...)
+		donate := make([]bool, len(args), len(args)+1)
+		for i := range s.cache {
+			donate[4+i] = true
+		}
+		if last != nil {
+			args, donate = append(args, last), append(donate, false)
+		}
+		var err error
+		if outs, err = d.(*direct).run(s.e.Backend, args, donate); err != nil {
+			return nil, fmt.Errorf("decoding: %w", err)
+		}
+	} else {
+		args := []any{tok, pos, valid, slots}
+		for _, t := range s.cache {
+			d, err := graph.DonateTensorBuffer(t, s.e.Backend, 0)
+			if err != nil {
+				return nil, fmt.Errorf("donating cache buffer: %w", err)
+			}
+			args = append(args, d)
+		}
+		exe := s.e.cached
+		if last != nil {
+			args = append(args, last)
+			exe = s.e.picked
+		}
+		if err := s.e.precompile(exe, key, args); err != nil {
+			return nil, err
+		}
+		var g *graph.Graph
+		var err error
+		outs, g, err = exe.ExecWithGraph(args...)
+		if err != nil {
+			return nil, fmt.Errorf("decoding: %w", err)
+		}
+		d, err := s.e.newDirect(g, len(args))
+		if err != nil {
+			return nil, fmt.Errorf("decoding: %w", err)
+		}
+		s.e.directs.Store(key, d)
 	}
 	for _, t := range []*tensors.Tensor{tok, pos, valid, slots, last} {
 		if t != nil {
