@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/models/llama2c"
 	"github.com/posformer/posformer/models/quant"
@@ -62,6 +63,8 @@ func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ..
 	}
 	load := models.LoadInto
 	switch {
+	case gguf.IsFile(path):
+		load = gguf.LoadInto
 	case IsLlama2C(path):
 		load = llama2c.LoadInto
 	case hf.IsDir(path):
@@ -85,8 +88,19 @@ func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ..
 }
 
 // StoredWeightType is the type a checkpoint holds its matrices in, what --weights defaults to:
-// q8_0 for a llama2.c version-2 file (int8 groups of a multiple of 32), f32 otherwise.
+// a GGUF file's matrix type, q8_0 for a llama2.c version-2 file (int8 groups of a multiple of
+// 32), f32 otherwise.
 func StoredWeightType(path string) quant.Type {
+	if gguf.IsFile(path) {
+		// A GGUF file: the type of its matrices (f16 runs as f32, which this engine holds).
+		if f, err := gguf.Open(path); err == nil {
+			defer f.Close()
+			if t := f.MatrixType(); t != quant.F16 {
+				return t
+			}
+		}
+		return quant.F32
+	}
 	if IsLlama2C(path) {
 		if h, err := llama2c.ReadHeaderFile(path); err == nil && h.Version == 2 && h.GroupSize%32 == 0 {
 			return quant.Q8_0

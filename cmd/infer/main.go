@@ -1,11 +1,13 @@
 // Command infer runs a posformer checkpoint: a decoder continues the prompt, streaming tokens;
 // an encoder fills each <mask> in the prompt and prints the top candidates. Flags follow
 // llama.cpp's llama-cli. The last line on stderr reports prefill and decode tokens per second.
-// A llama2.c .bin checkpoint runs as llama2.c's run.c runs it (see llama2c.go).
+// A llama2.c .bin checkpoint runs as llama2.c's run.c runs it (see llama2c.go), a GGUF file
+// as llama.cpp's llama-cli with the file's own tokenizer (see gguf.go).
 //
 //	go run ./cmd/infer -p "func main() {"
 //	go run ./cmd/infer -m weights/sinusoidal-encoder -p "for i := 0; i < n; i<mask><mask> {"
 //	go run ./cmd/infer -m stories15M.bin -z tokenizer.bin --temp 0 -p "Once upon a time"
+//	go run ./cmd/infer -m model.gguf -p "Once upon a time"
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/tokenizer"
 )
@@ -50,7 +53,7 @@ func main() {
 	var o options
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
 	for _, name := range []string{"m", "model"} {
-		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory (config.json + model.safetensors), or a llama2.c .bin file")
+		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory (config.json + model.safetensors), a llama2.c .bin file or a GGUF file")
 	}
 	for _, name := range []string{"p", "prompt"} {
 		fs.StringVar(&o.prompt, name, "func main() {", "prompt; for an encoder, mark tokens to fill with "+tokenizer.MaskLiteral)
@@ -71,11 +74,11 @@ func main() {
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
 	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory, converted at load: "+layers.WeightTypes+" (default: as stored; q8_0 for llama2.c version-2 files)")
-	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z)")
-	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
+	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z); GGUF models: a tokenizer replacing the file's")
+	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c and GGUF models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S]")
+		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin|MODEL.gguf] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S]")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
@@ -127,11 +130,14 @@ func run(o options, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if gguf.IsFile(o.model) {
+		return runGGUF(o, os.Stdout)
+	}
 	if engine.IsLlama2C(o.model) {
 		return runLlama2C(o, os.Stdout)
 	}
 	if o.tokenizer != "" || o.promptIDs != "" {
-		return fmt.Errorf("-z and --prompt-ids are for llama2.c .bin models; %s is a checkpoint directory with its own tokenizer", o.model)
+		return fmt.Errorf("-z and --prompt-ids are for llama2.c .bin and GGUF models; %s is a checkpoint directory with its own tokenizer", o.model)
 	}
 	if _, err := os.Stat(filepath.Join(o.model, models.ConfigFile)); err != nil {
 		return fmt.Errorf("no model at %s (want a directory with %s and %s); pass -m DIR", o.model, models.ConfigFile, models.WeightsFile)
@@ -182,7 +188,6 @@ func run(o options, args []string) error {
 	return nil
 }
 
-// edits are the configuration changes the flags ask for (RoPE scaling).
 // weightType parses --weights.
 func (o options) weightType() (quant.Type, error) {
 	if o.weights == "" {
@@ -204,6 +209,7 @@ func (o options) load() (*engine.Engine, error) {
 	return engine.LoadAs(o.model, o.backend, o.ctxSize, t, o.edits()...)
 }
 
+// edits are the configuration changes the flags ask for (RoPE scaling).
 func (o options) edits() []models.Edit {
 	if o.rope == nil || !o.rope.Given() {
 		return nil

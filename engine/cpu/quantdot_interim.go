@@ -16,8 +16,10 @@ func dequantBF16(w []uint16, dst []float32) {
 }
 
 func dequantQ8_0(q []int8, d []float32, dst []float32) {
-	for i, v := range q {
-		dst[i] = d[i/32] * float32(v)
+	for b, s := range d {
+		for j, v := range q[32*b : 32*b+32] {
+			dst[32*b+j] = s * float32(v)
+		}
 	}
 }
 
@@ -31,22 +33,16 @@ func dequantQ4_0(q []uint8, d []float32, dst []float32) {
 	}
 }
 
-// interimRows dequantizes W in chunks of 16 rows and multiplies with the float32 kernel.
+// interimRows dequantizes W in chunks of rows into a panel and multiplies with the float32
+// kernel.
 func interimRows(m, n, k int, x []float32, ldx int, y []float32, ldy int, widen func(r0, r1 int, dst []float32)) {
-	var buf [16 * 1024]float32
-	step := max(1, min(16, len(buf)/k))
-	tmp := make([]float32, 0)
-	if step*k > len(buf) {
-		tmp = make([]float32, k)
-	}
+	panel := getPanel()
+	defer putPanel(panel)
+	step := max(1, min(64, len(panel)/k))
 	for r0 := 0; r0 < n; r0 += step {
 		r1 := min(n, r0+step)
-		dst := buf[:]
-		if len(tmp) > 0 {
-			dst = tmp
-		}
-		widen(r0, r1, dst[:(r1-r0)*k])
-		kernels.MatMulNT(m, r1-r0, k, x, ldx, dst, k, y[r0:], ldy)
+		widen(r0, r1, panel[:(r1-r0)*k])
+		kernels.MatMulNT(m, r1-r0, k, x, ldx, panel, k, y[r0:], ldy)
 	}
 }
 
