@@ -105,30 +105,33 @@ func (r *RoPE) Pair(i int) (a, b int) {
 	return i, i + r.RotaryDims()/2
 }
 
-// QueryKey implements the QueryKey hook.
+// QueryKey implements the QueryKey hook. Queries and keys at the same positions (every
+// self-attention chunk) share one cos/sin table.
 func (r *RoPE) QueryKey(ctx *context.Context, layer int, q, k, qPos, kPos *Node) (*Node, *Node) {
-	return r.Rotate(q, qPos), r.Rotate(k, kPos)
+	qc, qs := r.CosSin(qPos, q.DType())
+	kc, ks := qc, qs
+	if kPos != qPos {
+		kc, ks = r.CosSin(kPos, k.DType())
+	}
+	return r.RotateWith(q, qc, qs), r.RotateWith(k, kc, ks)
 }
 
 // Rotate applies the rotation to x [batch, heads, seq, headDim] at positions pos [batch, seq].
 func (r *RoPE) Rotate(x, pos *Node) *Node {
-	g := x.Graph()
+	cos, sin := r.CosSin(pos, x.DType())
+	return r.RotateWith(x, cos, sin)
+}
+
+// CosSin returns cos(pos·θ) and sin(pos·θ) per head dimension, [batch, 1, seq, headDim] for
+// positions pos [batch, seq] (θ = 0 on pass-through dims, so cos = 1 and sin = 0 there), times
+// the attention factor of a scaling that has one.
+func (r *RoPE) CosSin(pos *Node, dtype dtypes.DType) (cos, sin *Node) {
+	g := pos.Graph()
 	hd := r.HeadDim
-	// Per-dimension frequency (0 for pass-through dims, so cos = 1 and sin = 0 there) and the
-	// signed permutation P with (x·P)_a = -x_b, (x·P)_b = x_a, stored transposed (Pᵀ[j][i] =
-	// P[i][j]) so that the product contracts the constant's last axis, the order in which the
-	// pure-Go backend multiplies without first transposing the constant at every call.
-	freq := make([]float32, hd)
-	permT := make([]float32, hd*hd)
-	for i, f := range r.InvFreq() {
-		a, b := r.Pair(i)
-		freq[a], freq[b] = float32(f), float32(f)
-		permT[a*hd+b] = -1
-		permT[b*hd+a] = 1
-	}
+	freq := r.dimFreq()
 	angles := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), 1, -1), Reshape(Const(g, freq), 1, 1, 1, hd)) // [b, 1, s, hd]
-	cos := ConvertDType(Cos(angles), x.DType())
-	sin := ConvertDType(Sin(angles), x.DType())
+	cos = ConvertDType(Cos(angles), dtype)
+	sin = ConvertDType(Sin(angles), dtype)
 	if m := r.AttentionFactor(); m != 1 {
 		// Only rotated dims carry the factor; pass-through dims stay as they are, as in HF.
 		scale := make([]float32, hd)
@@ -138,8 +141,34 @@ func (r *RoPE) Rotate(x, pos *Node) *Node {
 				scale[i] = float32(m)
 			}
 		}
-		s := ConvertDType(Reshape(Const(g, scale), 1, 1, 1, hd), x.DType())
+		s := ConvertDType(Reshape(Const(g, scale), 1, 1, 1, hd), dtype)
 		cos, sin = Mul(cos, s), Mul(sin, s)
+	}
+	return cos, sin
+}
+
+// dimFreq is the frequency of each head dimension (both dims of a pair share one).
+func (r *RoPE) dimFreq() []float32 {
+	freq := make([]float32, r.HeadDim)
+	for i, f := range r.InvFreq() {
+		a, b := r.Pair(i)
+		freq[a], freq[b] = float32(f), float32(f)
+	}
+	return freq
+}
+
+// RotateWith rotates x [batch, heads, seq, headDim] by the angles whose cos and sin CosSin gave.
+func (r *RoPE) RotateWith(x, cos, sin *Node) *Node {
+	g := x.Graph()
+	hd := r.HeadDim
+	// The signed permutation P with (x·P)_a = -x_b, (x·P)_b = x_a, stored transposed (Pᵀ[j][i] =
+	// P[i][j]) so that the product contracts the constant's last axis, the order in which the
+	// pure-Go backend multiplies without first transposing the constant at every call.
+	permT := make([]float32, hd*hd)
+	for i := range r.RotaryDims() / 2 {
+		a, b := r.Pair(i)
+		permT[a*hd+b] = -1
+		permT[b*hd+a] = 1
 	}
 	pT := ConvertDType(Reshape(Const(g, permT), hd, hd), x.DType())
 	swapped := DotGeneral(x, []int{3}, nil, pT, []int{1}, nil)
