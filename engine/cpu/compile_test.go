@@ -75,6 +75,49 @@ func TestFusedChainEqualsOpByOp(t *testing.T) {
 	}
 }
 
+// (x − b₁)·b₂ + b₁ with broadcast operands b₁, b₂ is one fused step when each keeps contiguous
+// axes, and gives what the unfused ops give, bit for bit, in every case; the shape 3×700×5 makes
+// blocks of 512 start mid-row.
+func TestFusedBroadcastLeaves(t *testing.T) {
+	out := []int{3, 700, 5}
+	cases := []struct {
+		name   string
+		b1, b2 []int
+		fused  bool
+	}{
+		{"rows (RMSNorm's r)", []int{3, 700, 1}, []int{1, 1, 5}, true},
+		{"middle axis", []int{1, 700, 1}, []int{3, 700, 1}, true},
+		{"leading block", []int{3, 700, 5}, []int{3, 1, 1}, true},
+		{"scalar-shaped", []int{1, 1, 1}, []int{1, 700, 5}, true},
+		{"kept axes apart", []int{3, 1, 5}, []int{1, 1, 5}, false},
+	}
+	for _, c := range cases {
+		var results [2][]float32
+		for i, config := range []string{"", "fuse=false"} {
+			be := mustBackend(t, config)
+			op := must[backends.Op](t)
+			bld := be.Builder("bcast")
+			x := op(bld.Parameter("x", shapes.Make(dtypes.Float32, out...), nil))
+			b1 := op(bld.Parameter("b1", shapes.Make(dtypes.Float32, c.b1...), nil))
+			b2 := op(bld.Parameter("b2", shapes.Make(dtypes.Float32, c.b2...), nil))
+			y := op(bld.Add(op(bld.Mul(op(bld.Sub(x, b1)), b2)), b1))
+			exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
+			if config == "" && (len(exe.steps) == 1) != c.fused {
+				t.Errorf("%s: %d steps, fused = %v", c.name, len(exe.steps), c.fused)
+			}
+			r := rand.New(rand.NewPCG(5, 6))
+			ins := []backends.Buffer{randomBuffer(t, be, r, out...), randomBuffer(t, be, r, c.b1...), randomBuffer(t, be, r, c.b2...)}
+			outs := must[[]backends.Buffer](t)(exe.Execute(ins, nil, 0))
+			results[i] = append([]float32(nil), typed[float32](outs[0].(*Buffer).data)...)
+		}
+		for i := range results[0] {
+			if results[0][i] != results[1][i] {
+				t.Fatalf("%s, element %d: fused %g, op by op %g", c.name, i, results[0][i], results[1][i])
+			}
+		}
+	}
+}
+
 // Values whose lifetimes do not overlap share arena bytes: a chain of 8 transposes of a 4 KiB
 // matrix needs 2 buffers, not 8.
 func TestArenaReuse(t *testing.T) {

@@ -5,7 +5,11 @@ package cpu
 // op, each intermediate goes to memory and back. Fused, the tree runs block by block (a few
 // hundred elements that stay in L1) in one step: inputs are read once, the result written once.
 // A node joins its consumer's tree when it is float32 elementwise, has the consumer's shape, is
-// read by nothing else, and is not an output; leaves are full arrays of that shape or scalars.
+// read by nothing else, and is not an output; leaves are full arrays of that shape, scalars, or
+// arrays broadcast to it along size-1 axes when the axes they keep are contiguous (RMSNorm's
+// x·r with r [b, s, 1], its scale [1, 1, d], RoPE's cos [1, 1, s, d] against [1, h, s, d],
+// softmax's x − max): such a leaf's block is gathered with one division and one remainder
+// per element, so a norm or a rotation runs as one step instead of one per op.
 
 import (
 	"math"
@@ -27,17 +31,69 @@ var fusableOps = map[backends.OpType]bool{
 }
 
 // fusable reports whether n may be part of a fused tree: a float32 elementwise op whose operands
-// are of its shape or scalars.
+// are of its shape, scalars, or broadcast to it in a way a leaf can be (leafModeOf).
 func fusable(n *node) bool {
 	if !fusableOps[n.op] || n.shape.DType != dtypes.Float32 || n.shape.Size() < 2 {
 		return false
 	}
 	for _, in := range n.inputs {
-		if in.shape.Size() != 1 && !in.shape.Equal(n.shape) {
+		if _, ok := leafModeOf(in.shape.Dimensions, n.shape.Dimensions); !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// leafMode is how a leaf's values map onto the fused tree's elements: element i reads
+// leaf[(i / inner) % period] (full arrays: inner 1, period the size; scalars: period 1).
+// reg is the register a broadcast leaf is gathered into (-1: none needed).
+type leafMode struct{ inner, period, reg int }
+
+// leafModeOf finds the mode of a leaf of dims under a tree of dims out (same rank, each axis
+// equal or 1 in the leaf): the axes the leaf keeps must be contiguous once out's size-1 axes
+// are left aside.
+func leafModeOf(dims, out []int) (leafMode, bool) {
+	size := 1
+	for _, d := range out {
+		size *= d
+	}
+	if len(dims) != len(out) {
+		n := 1
+		for _, d := range dims {
+			n *= d
+		}
+		return leafMode{1, 1, -1}, n == 1 // a scalar of another rank
+	}
+	// Classify each axis of out (size-1 axes are neutral): kept (the leaf has it) or broadcast.
+	first, last := -1, -1
+	for a := range out {
+		switch {
+		case out[a] == 1:
+		case dims[a] == out[a]:
+			if first < 0 {
+				first = a
+			}
+			last = a
+		case dims[a] != 1:
+			return leafMode{}, false
+		}
+	}
+	if first < 0 {
+		return leafMode{1, 1, -1}, true // a scalar in disguise
+	}
+	period, inner := 1, 1
+	for a := range out {
+		switch {
+		case a >= first && a <= last:
+			if out[a] != 1 && dims[a] != out[a] {
+				return leafMode{}, false // a broadcast axis between kept ones
+			}
+			period *= out[a]
+		case a > last:
+			inner *= out[a]
+		}
+	}
+	return leafMode{inner, period, -1}, true
 }
 
 // fusion is a fused tree: its root, its members in evaluation order, and its leaves.
@@ -104,10 +160,20 @@ type fusedInstr struct {
 
 func lowerFusion(lw *lowering, f *fusion) stepFn {
 	leafIdx := map[int]int{}
-	scalar := make([]bool, len(f.leaves))
+	modes := make([]leafMode, len(f.leaves))
 	for k, l := range f.leaves {
 		leafIdx[l.id] = k
-		scalar[k] = l.shape.Size() == 1
+		modes[k], _ = leafModeOf(l.shape.Dimensions, f.root.shape.Dimensions)
+	}
+	// A broadcast leaf (neither scalar nor full) gets a register past the program's, for the
+	// blocks in which it must be gathered.
+	nRegs := len(f.members)
+	for k, m := range modes {
+		modes[k].reg = -1
+		if m.period > 1 && (m.inner > 1 || m.period < f.root.shape.Size()) {
+			modes[k].reg = nRegs
+			nRegs++
+		}
 	}
 	reg := map[int]int{}
 	prog := make([]fusedInstr, len(f.members))
@@ -129,7 +195,6 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 	out := lw.out
 	size := f.root.shape.Size()
 	p := lw.e.backend.pool
-	nRegs := len(prog)
 	return func(fr *frame) {
 		leaves := fr.leafViews(len(slots))
 		for k, s := range slots {
@@ -139,20 +204,20 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 		blocks := (size + fuseBlock - 1) / fuseBlock
 		if size < 2*elementwiseGrain {
 			regs := fr.fuseRegs(nRegs * fuseBlock)
-			evalBlocks(prog, regs, leaves, scalar, size, 0, blocks, dst)
+			evalBlocks(prog, regs, leaves, modes, size, 0, blocks, dst)
 			return
 		}
 		p.parallelFor(blocks, max(1, elementwiseGrain/fuseBlock), func(lo, hi int) {
-			evalBlocks(prog, make([]float32, nRegs*fuseBlock), leaves, scalar, size, lo, hi, dst)
+			evalBlocks(prog, make([]float32, nRegs*fuseBlock), leaves, modes, size, lo, hi, dst)
 		})
 	}
 }
 
-func evalBlocks(prog []fusedInstr, regs []float32, leaves [][]float32, scalar []bool, size, lo, hi int, dst []float32) {
+func evalBlocks(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, size, lo, hi int, dst []float32) {
 	for blk := lo; blk < hi; blk++ {
 		start := blk * fuseBlock
 		n := min(fuseBlock, size-start)
-		evalFused(prog, regs, leaves, scalar, start, n, dst[start:start+n])
+		evalFused(prog, regs, leaves, modes, start, n, dst[start:start+n])
 	}
 }
 
@@ -165,17 +230,39 @@ func (f *frame) fuseRegs(n int) []float32 {
 }
 
 // evalFused runs the program on elements [start, start+n); the last instruction writes dst.
-func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, scalar []bool, start, n int, dst []float32) {
-	// vec returns an operand's block, or (nil, value) for a scalar leaf.
+func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, start, n int, dst []float32) {
+	// vec returns an operand's block, or (nil, value) for a scalar leaf. A broadcast leaf is
+	// read in place when the block is one run of it, else gathered into its register.
 	vec := func(o int) ([]float32, float32) {
 		if o >= 0 {
 			return regs[o*fuseBlock : o*fuseBlock+n], 0
 		}
 		k := -1 - o
-		if scalar[k] {
-			return nil, leaves[k][0]
+		m, src := modes[k], leaves[k]
+		if m.period <= 1 {
+			return nil, src[0]
 		}
-		return leaves[k][start : start+n], 0
+		if s := start % m.period; m.inner == 1 && s+n <= m.period {
+			return src[s : s+n], 0
+		}
+		g := regs[m.reg*fuseBlock : m.reg*fuseBlock+n]
+		if m.inner == 1 {
+			for j := range g {
+				g[j] = src[(start+j)%m.period]
+			}
+			return g, 0
+		}
+		// Runs of inner equal values.
+		for i := start; i < start+n; {
+			q := i / m.inner
+			end := min(start+n, (q+1)*m.inner)
+			v := src[q%m.period]
+			for j := i - start; j < end-start; j++ {
+				g[j] = v
+			}
+			i = end
+		}
+		return g, 0
 	}
 	for i, in := range prog {
 		out := regs[i*fuseBlock : i*fuseBlock+n]
