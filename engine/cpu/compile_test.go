@@ -221,3 +221,43 @@ func TestPoolPanicReachesCaller(t *testing.T) {
 	})
 	t.Error("run returned normally")
 }
+
+// A product with many rows split over weight columns packs x once (runSharedA) and gives what a
+// float64 product gives, with the weight stored [n, k] (x·Wᵀ) or [k, n].
+func TestMatmulSharedA(t *testing.T) {
+	be := mustBackend(t, "threads=2")
+	const m, n, k = 40, 700, 300
+	for _, transW := range []bool{true, false} {
+		op := must[backends.Op](t)
+		bld := be.Builder("shared")
+		x := op(bld.Parameter("x", shapes.Make(dtypes.Float32, m, k), nil))
+		wDims := []int{k, n}
+		contract := 0
+		if transW {
+			wDims, contract = []int{n, k}, 1
+		}
+		w := op(bld.Parameter("w", shapes.Make(dtypes.Float32, wDims...), nil))
+		y := op(bld.DotGeneral(x, []int{1}, nil, w, []int{contract}, nil))
+		exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
+		r := rand.New(rand.NewPCG(9, 10))
+		xb, wb := randomBuffer(t, be, r, m, k), randomBuffer(t, be, r, wDims...)
+		xs, ws := append([]float32(nil), typed[float32](xb.data)...), append([]float32(nil), typed[float32](wb.data)...)
+		outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{xb, wb}, nil, 0))
+		got := typed[float32](outs[0].(*Buffer).data)
+		for i := range m {
+			for j := range n {
+				var want float64
+				for p := range k {
+					wv := ws[p*n+j]
+					if transW {
+						wv = ws[j*k+p]
+					}
+					want += float64(xs[i*k+p]) * float64(wv)
+				}
+				if d := want - float64(got[i*n+j]); d > 1e-3 || d < -1e-3 {
+					t.Fatalf("transW %v: y[%d][%d] = %g, want %g", transW, i, j, got[i*n+j], want)
+				}
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ package cpu
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/posformer/posformer/engine/cpu/kernels"
@@ -152,6 +153,10 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 }
 
 func (mm *matmul) run(a, b, c []float32) {
+	if mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.M*mm.nSize*mm.K > smallGemmMACs {
+		mm.runSharedA(a, b, c)
+		return
+	}
 	tiles := mm.mt * mm.nt
 	if mm.B*mm.M*mm.N*mm.K < minParallelMACs {
 		for task := range mm.B * tiles {
@@ -160,6 +165,57 @@ func (mm *matmul) run(a, b, c []float32) {
 		return
 	}
 	mm.pool.run(mm.B*tiles, func(task int) { mm.task(task, a, b, c) })
+}
+
+// runSharedA packs op(A) once and lets each task multiply it by its own columns of B: split
+// over N, every task would otherwise pack all of A (the rows of x) again.
+func (mm *matmul) runSharedA(a, b, c []float32) {
+	lda := mm.K
+	if mm.transA {
+		lda = mm.M
+	}
+	buf := getFloats(kernels.PackedASize(mm.M, mm.K))
+	defer putFloats(buf)
+	pa := kernels.PackA(mm.transA, mm.M, mm.K, 1, a, lda, buf)
+	mm.pool.run(mm.nt, func(t int) {
+		n0 := t * mm.nSize
+		n1 := min(mm.N, n0+mm.nSize)
+		if n0 >= n1 {
+			return
+		}
+		if mm.transB {
+			kernels.SgemmPacked(pa, true, n1-n0, b[n0*mm.K:], mm.K, 0, c[n0:], mm.N)
+		} else {
+			kernels.SgemmPacked(pa, false, n1-n0, b[n0:], mm.N, 0, c[n0:], mm.N)
+		}
+	})
+}
+
+// floats are scratch buffers (packed operands), reused across calls and kept across garbage
+// collections, like the GEMM's own packing buffers.
+var floats struct {
+	sync.Mutex
+	free [][]float32
+}
+
+func getFloats(n int) []float32 {
+	floats.Lock()
+	defer floats.Unlock()
+	for i, f := range floats.free {
+		if cap(f) >= n {
+			floats.free = slices.Delete(floats.free, i, i+1)
+			return f[:n]
+		}
+	}
+	return make([]float32, n)
+}
+
+func putFloats(f []float32) {
+	floats.Lock()
+	defer floats.Unlock()
+	if len(floats.free) < 8 {
+		floats.free = append(floats.free, f)
+	}
 }
 
 // task computes tile task%tiles of batch item task/tiles.

@@ -305,6 +305,13 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			w.d = typed[float32](f.slots[id])
 		}
 		y := typed[float32](f.slots[io])
+		var pa kernels.PackedA
+		if M > 4 {
+			// x is packed once; every panel of W is multiplied by it.
+			buf := getFloats(kernels.PackedASize(M, K))
+			defer putFloats(buf)
+			pa = kernels.PackA(false, M, K, 1, x, K, buf)
+		}
 		task := func(t int) {
 			n0 := t * rows
 			n1 := min(N, n0+rows)
@@ -316,7 +323,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			for p0 := n0; p0 < n1; p0 += panelFloats / K {
 				p1 := min(n1, p0+panelFloats/K)
 				w.dequant(p0, p1, panel)
-				kernels.Sgemm(false, true, M, p1-p0, K, 1, x, K, panel, K, 0, y[p0:], N)
+				kernels.SgemmPacked(pa, true, p1-p0, panel, K, 0, y[p0:], N)
 			}
 			putPanel(panel)
 		}

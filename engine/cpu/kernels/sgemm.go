@@ -76,10 +76,22 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		}
 	}
 	lv := level.Load()
-	mr, nr := tileOf(lv)
+	mr, _ := tileOf(lv)
 	sp := getScratch()
 	defer putScratch(sp)
 	ap, bp := sp[:blockM*blockK], sp[blockM*blockK:]
+	panelsOfA := func(pc, kc, ic, mc int) []float32 {
+		packA(ap, a, lda, transA, pc, kc, ic, mc, mr, alpha)
+		return ap
+	}
+	blocked(lv, m, n, k, panelsOfA, b, ldb, transB, beta, c, ldc, bp)
+}
+
+// blocked is the loop nest of Sgemm over K slices, column blocks of B and row blocks of A;
+// panelsOfA gives the packed panels of A's block (ic, mc) in K slice (pc, kc), packing them
+// or reading them from a PackedA.
+func blocked(lv int32, m, n, k int, panelsOfA func(pc, kc, ic, mc int) []float32, b []float32, ldb int, transB bool, beta float32, c []float32, ldc int, bp []float32) {
+	mr, nr := tileOf(lv)
 	var edge [maxMR * maxNR]float32
 	for pc := 0; pc < k; pc += blockK {
 		kc := min(blockK, k-pc)
@@ -89,7 +101,7 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 			packB(bp, b, ldb, transB, pc, kc, jc, nc, nr)
 			for ic := 0; ic < m; ic += blockM {
 				mc := min(blockM, m-ic)
-				packA(ap, a, lda, transA, pc, kc, ic, mc, mr, alpha)
+				ap := panelsOfA(pc, kc, ic, mc)
 				for jr := 0; jr < nc; jr += nr {
 					bpan := bp[(jr/nr)*kc*nr : (jr/nr+1)*kc*nr]
 					cols := min(nr, nc-jr)
@@ -121,6 +133,76 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	}
 }
 
+// PackedA is op(A) [m, k] packed once, in the layout Sgemm packs it into block by block, for
+// several products with different B: the rows of x against column slices of a weight matrix,
+// one slice per thread, would otherwise each pack all of x again.
+type PackedA struct {
+	lv   int32
+	m, k int
+	data []float32
+}
+
+// PackedASize is the number of floats PackA needs for op(A) [m, k] with the kernel set in use.
+func PackedASize(m, k int) int {
+	mr, _ := tileOf(level.Load())
+	return (m + mr - 1) / mr * mr * k
+}
+
+// PackA packs alpha·op(A) ([m, k]; A stored [k, m] when transA) into dst (PackedASize floats).
+func PackA(transA bool, m, k int, alpha float32, a []float32, lda int, dst []float32) PackedA {
+	lv := level.Load()
+	mr, _ := tileOf(lv)
+	rows := (m + mr - 1) / mr * mr
+	if !(m >= 0 && k >= 0 && len(dst) >= rows*k) {
+		fail("PackA: %d×%d needs %d floats, got %d", m, k, rows*k, len(dst))
+	}
+	if transA && !span(len(a), k, m, lda) || !transA && !span(len(a), m, k, lda) {
+		fail("PackA: A (%d×%d, stride %d, transposed %v) does not fit in %d", m, k, lda, transA, len(a))
+	}
+	for pc := 0; pc < k; pc += blockK {
+		kc := min(blockK, k-pc)
+		for ic := 0; ic < m; ic += blockM {
+			off := pc*rows + ic*kc
+			packA(dst[off:], a, lda, transA, pc, kc, ic, min(blockM, m-ic), mr, alpha)
+		}
+	}
+	return PackedA{lv: lv, m: m, k: k, data: dst[:rows*k]}
+}
+
+// SgemmPacked is Sgemm with op(A) packed by PackA: C = pa·op(B) + beta·C, C [m, n].
+func SgemmPacked(pa PackedA, transB bool, n int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	m, k := pa.m, pa.k
+	if !(n >= 0 && span(len(c), m, n, ldc)) {
+		fail("SgemmPacked: C (%d rows of %d, stride %d) does not fit in %d", m, n, ldc, len(c))
+	}
+	if transB && !span(len(b), n, k, ldb) || !transB && !span(len(b), k, n, ldb) {
+		fail("SgemmPacked: B (%d×%d, stride %d, transposed %v) does not fit in %d", k, n, ldb, transB, len(b))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		sgemm(false, transB, m, n, 0, 1, nil, 1, b, ldb, beta, c, ldc)
+		return
+	}
+	if beta != 0 && beta != 1 {
+		for i := range m {
+			row := c[i*ldc : i*ldc+n]
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	mr, _ := tileOf(pa.lv)
+	rows := (m + mr - 1) / mr * mr
+	sp := getScratch()
+	defer putScratch(sp)
+	panelsOfA := func(pc, kc, ic, mc int) []float32 {
+		return pa.data[pc*rows+ic*kc:]
+	}
+	blocked(pa.lv, m, n, k, panelsOfA, b, ldb, transB, beta, c, ldc, sp[blockM*blockK:])
+}
+
 // packA writes alpha·op(A)[ic:ic+mc, pc:pc+kc] as panels of mr rows: panel q holds, for each
 // p, the mr values op(A)[ic+q·mr+r, pc+p] (zero past the last row).
 func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha float32) {
@@ -142,8 +224,19 @@ func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha 
 			}
 			continue
 		}
-		// Row by row: each source row is read sequentially; the writes stay in the panel.
-		for r := range rows {
+		// Four rows at a time: four sequential reads, and each p writes four adjacent floats.
+		r := 0
+		for ; r+4 <= rows; r += 4 {
+			s0 := a[(r0+r)*lda+pc:][:kc]
+			s1 := a[(r0+r+1)*lda+pc:][:kc]
+			s2 := a[(r0+r+2)*lda+pc:][:kc]
+			s3 := a[(r0+r+3)*lda+pc:][:kc]
+			for p := range kc {
+				o := pan[p*mr+r:][:4]
+				o[0], o[1], o[2], o[3] = alpha*s0[p], alpha*s1[p], alpha*s2[p], alpha*s3[p]
+			}
+		}
+		for ; r < rows; r++ {
 			src := a[(r0+r)*lda+pc : (r0+r)*lda+pc+kc]
 			for p, v := range src {
 				pan[p*mr+r] = alpha * v
@@ -170,8 +263,20 @@ func packB(dst, b []float32, ldb int, trans bool, pc, kc, jc, nc, nr int) {
 		if cols < nr {
 			clear(pan)
 		}
-		// Row by row of the stored [n, k] matrix: sequential reads, writes within the panel.
-		for j := range cols {
+		// Rows of the stored [n, k] matrix four at a time: four sequential reads, and each p
+		// writes four adjacent floats of the panel.
+		j := 0
+		for ; j+4 <= cols; j += 4 {
+			s0 := b[(j0+j)*ldb+pc:][:kc]
+			s1 := b[(j0+j+1)*ldb+pc:][:kc]
+			s2 := b[(j0+j+2)*ldb+pc:][:kc]
+			s3 := b[(j0+j+3)*ldb+pc:][:kc]
+			for p := range kc {
+				o := pan[p*nr+j:][:4]
+				o[0], o[1], o[2], o[3] = s0[p], s1[p], s2[p], s3[p]
+			}
+		}
+		for ; j < cols; j++ {
 			src := b[(j0+j)*ldb+pc : (j0+j)*ldb+pc+kc]
 			for p, v := range src {
 				pan[p*nr+j] = v

@@ -16,6 +16,7 @@ type gemmCase struct {
 	m, n, k        int
 	transA, transB bool
 	alpha, beta    float32
+	packed         bool // through PackA and SgemmPacked
 }
 
 // runGemm sets up one case with random padding and offsets, runs Sgemm and checks it.
@@ -50,7 +51,12 @@ func runGemm(t *testing.T, r *rand.Rand, c gemmCase) {
 			orig[i*ldc+j] = canary
 		}
 	}
-	Sgemm(c.transA, c.transB, m, n, k, c.alpha, a, lda, b, ldb, c.beta, cs, ldc)
+	if c.packed {
+		pa := PackA(c.transA, m, k, c.alpha, a, lda, make([]float32, PackedASize(m, k)))
+		SgemmPacked(pa, c.transB, n, b, ldb, c.beta, cs, ldc)
+	} else {
+		Sgemm(c.transA, c.transB, m, n, k, c.alpha, a, lda, b, ldb, c.beta, cs, ldc)
+	}
 	ok(t)
 	at := func(i, p int) float64 {
 		if c.transA {
@@ -119,7 +125,32 @@ func TestSgemm(t *testing.T) {
 					continue // half the combinations for the big ones: time
 				}
 				v := ab[(i+tr)%len(ab)]
-				runGemm(t, r, gemmCase{d.m, d.n, d.k, tr&1 != 0, tr&2 != 0, v[0], v[1]})
+				runGemm(t, r, gemmCase{d.m, d.n, d.k, tr&1 != 0, tr&2 != 0, v[0], v[1], false})
+				if i%3 == 0 || big {
+					runGemm(t, r, gemmCase{d.m, d.n, d.k, tr&1 != 0, tr&2 != 0, v[0], v[1], true})
+				}
+			}
+		}
+	})
+}
+
+// A packed A gives Sgemm's result bit for bit, column slice by column slice (how the backend
+// uses it: x packed once, one slice of the weights per task).
+func TestSgemmPackedSlices(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(25, 26))
+		const m, n, k = 130, 700, 300
+		a, b := guarded(r, m*k, 0), guarded(r, n*k, 0)
+		want, got := make([]float32, m*n), make([]float32, m*n)
+		Sgemm(false, true, m, n, k, 1, a, k, b, k, 0, want, n)
+		pa := PackA(false, m, k, 1, a, k, make([]float32, PackedASize(m, k)))
+		for n0 := 0; n0 < n; n0 += 96 {
+			n1 := min(n, n0+96)
+			SgemmPacked(pa, true, n1-n0, b[n0*k:], k, 0, got[n0:], n)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("C[%d] = %g, Sgemm gives %g", i, got[i], want[i])
 			}
 		}
 	})
