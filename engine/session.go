@@ -103,12 +103,46 @@ func slotAxis(i int) int {
 	}
 }
 
+// deviceTensor is a zeroed tensor of shape sh made in the backend's memory when the backend
+// shares it with the host, so that donating it to the next step copies nothing (a host tensor
+// would be transferred, a copy of the whole cache at every growth).
+func (e *Engine) deviceTensor(sh shapes.Shape) (*tensors.Tensor, error) {
+	if !e.Backend.HasSharedBuffers() {
+		return tensors.FromShape(sh), nil
+	}
+	buf, flat, err := e.Backend.NewSharedBuffer(0, sh)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tensors.FromBuffer(e.Backend, buf)
+	if err != nil {
+		return nil, err
+	}
+	// Shared buffers may come from a pool: zero them (empty slots must read as zero).
+	switch f := flat.(type) {
+	case []float32:
+		clear(f)
+	case []int32:
+		clear(f)
+	case []bool:
+		clear(f)
+	default:
+		if err := t.MutableBytes(func(b []byte) { clear(b) }); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
 // grow enlarges the cache to window slots, keeping its content; new slots are zero (empty).
 func (s *Session) grow(window int) error {
 	prev := s.cache
 	s.cache = make([]*tensors.Tensor, len(s.e.cacheShapes(s.batch, window)))
 	for i, sh := range s.e.cacheShapes(s.batch, window) {
-		t := tensors.FromShape(sh)
+		t, err := s.e.deviceTensor(sh)
+		if err != nil {
+			return fmt.Errorf("growing the KV cache: %w", err)
+		}
 		if prev != nil {
 			old := prev[i]
 			axis := slotAxis(i)
