@@ -318,7 +318,7 @@ func (e *Engine) positionLimit() int {
 }
 
 // batchInputs pads ragged rows to [len(rows), Bucket(longest)] tensors.
-func batchInputs(tokens, positions [][]int) (tok, pos, valid *tensors.Tensor, seq int, err error) {
+func (e *Engine) batchInputs(tokens, positions [][]int) (tok, pos, valid *tensors.Tensor, seq int, err error) {
 	if len(tokens) == 0 || len(tokens) != len(positions) {
 		return nil, nil, nil, 0, fmt.Errorf("need one positions row per tokens row (got %d and %d)", len(tokens), len(positions))
 	}
@@ -334,9 +334,15 @@ func batchInputs(tokens, positions [][]int) (tok, pos, valid *tensors.Tensor, se
 	}
 	seq = Bucket(longest)
 	b := len(tokens)
-	tok = tensors.FromShape(shapes.Make(dtypes.Int32, b, seq))
-	pos = tensors.FromShape(shapes.Make(dtypes.Int32, b, seq))
-	valid = tensors.FromShape(shapes.Make(dtypes.Bool, b, seq))
+	if tok, err = e.deviceTensor(shapes.Make(dtypes.Int32, b, seq)); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	if pos, err = e.deviceTensor(shapes.Make(dtypes.Int32, b, seq)); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	if valid, err = e.deviceTensor(shapes.Make(dtypes.Bool, b, seq)); err != nil {
+		return nil, nil, nil, 0, err
+	}
 	tensors.MustMutableFlatData(tok, func(t []int32) {
 		tensors.MustMutableFlatData(pos, func(p []int32) {
 			tensors.MustMutableFlatData(valid, func(v []bool) {
@@ -380,7 +386,7 @@ func (e *Engine) Forward(tokens, positions [][]int) ([][][]float32, error) {
 	if err := e.checkPositions(positions); err != nil {
 		return nil, err
 	}
-	tok, pos, valid, _, err := batchInputs(tokens, positions)
+	tok, pos, valid, _, err := e.batchInputs(tokens, positions)
 	if err != nil {
 		return nil, err
 	}

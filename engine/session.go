@@ -233,7 +233,7 @@ func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, er
 	if err := s.e.checkPositions(positions); err != nil {
 		return nil, err
 	}
-	tok, pos, valid, seq, err := batchInputs(tokens, positions)
+	tok, pos, valid, seq, err := s.e.batchInputs(tokens, positions)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +242,10 @@ func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, er
 			return nil, err
 		}
 	}
-	slots := tensors.FromShape(shapes.Make(dtypes.Int32, s.batch, seq))
+	slots, err := s.e.deviceTensor(shapes.Make(dtypes.Int32, s.batch, seq))
+	if err != nil {
+		return nil, err
+	}
 	tensors.MustMutableFlatData(slots, func(flat []int32) {
 		for i := range s.batch {
 			for j := range seq {
@@ -253,7 +256,9 @@ func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, er
 	})
 	var last *tensors.Tensor
 	if pick && seq > 1 {
-		last = tensors.FromShape(shapes.Make(dtypes.Int32, s.batch))
+		if last, err = s.e.deviceTensor(shapes.Make(dtypes.Int32, s.batch)); err != nil {
+			return nil, err
+		}
 		tensors.MustMutableFlatData(last, func(flat []int32) {
 			for i, row := range tokens {
 				flat[i] = int32(max(len(row)-1, 0))
