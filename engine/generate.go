@@ -183,11 +183,9 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 			st.StopReason = "context full"
 			return st, nil
 		}
-		out, err := s.Append([][]int{{tok}}, [][]int{{pos}})
-		if err != nil {
+		if logits, err = s.appendOne(tok, pos); err != nil {
 			return st, err
 		}
-		logits = out[0][0]
 	}
 }
 

@@ -25,6 +25,7 @@ type Session struct {
 	window int
 	cache  []*tensors.Tensor // pos, valid, then K and V of each layer; nil until the first Append
 	Used   []int             // slots filled, per row
+	logits []float32         // appendOne's result, reused
 }
 
 // NewSession starts an empty cache for batch sequences.
@@ -187,6 +188,21 @@ func (s *Session) Append(tokens, positions [][]int) ([][][]float32, error) {
 	}
 	defer outs.FinalizeAll() // copied out: its buffer goes back to the backend's pool
 	return unpackLogits(outs, tokens), nil
+}
+
+// appendOne is Append for a one-row session and one token, returning its logits in a buffer
+// that the next call reuses: generation reads them once, and a fresh vocabulary-sized slice
+// per token (128 KB for a 32000-token vocabulary) kept the garbage collector busy.
+func (s *Session) appendOne(tok, pos int) ([]float32, error) {
+	outs, err := s.run([][]int{{tok}}, [][]int{{pos}}, false)
+	if err != nil {
+		return nil, err
+	}
+	defer outs.FinalizeAll()
+	tensors.MustConstFlatData(outs, func(flat []float32) {
+		s.logits = append(s.logits[:0], flat[:outs.Shape().Dim(2)]...)
+	})
+	return s.logits, nil
 }
 
 // AppendLast is Append returning only the logits of each row's last token (nil for an empty
