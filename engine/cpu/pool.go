@@ -100,7 +100,8 @@ func (j *job) work() {
 func (j *job) task(i int) {
 	defer func() {
 		if r := recover(); r != nil {
-			j.fault.CompareAndSwap(nil, &r)
+			fault := r // declared here so that only a panic allocates
+			j.fault.CompareAndSwap(nil, &fault)
 		}
 	}()
 	j.fn(i)
