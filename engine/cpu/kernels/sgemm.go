@@ -224,8 +224,32 @@ func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha 
 			}
 			continue
 		}
-		// Four rows at a time: four sequential reads, and each p writes four adjacent floats.
+		// Eight rows at a time (a whole AVX-512 panel row), else four: sequential reads, and
+		// each p writes adjacent floats.
 		r := 0
+		for ; mr == 8 && r+8 <= rows; r += 8 {
+			base := (r0+r)*lda + pc
+			s0 := a[base:][:kc]
+			s1 := a[base+lda:][:kc]
+			s2 := a[base+2*lda:][:kc]
+			s3 := a[base+3*lda:][:kc]
+			s4 := a[base+4*lda:][:kc]
+			s5 := a[base+5*lda:][:kc]
+			s6 := a[base+6*lda:][:kc]
+			s7 := a[base+7*lda:][:kc]
+			if alpha == 1 {
+				for p := range kc {
+					o := pan[p*8:][:8]
+					o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = s0[p], s1[p], s2[p], s3[p], s4[p], s5[p], s6[p], s7[p]
+				}
+				continue
+			}
+			for p := range kc {
+				o := pan[p*8:][:8]
+				o[0], o[1], o[2], o[3] = alpha*s0[p], alpha*s1[p], alpha*s2[p], alpha*s3[p]
+				o[4], o[5], o[6], o[7] = alpha*s4[p], alpha*s5[p], alpha*s6[p], alpha*s7[p]
+			}
+		}
 		for ; r+4 <= rows; r += 4 {
 			s0 := a[(r0+r)*lda+pc:][:kc]
 			s1 := a[(r0+r+1)*lda+pc:][:kc]
@@ -263,9 +287,32 @@ func packB(dst, b []float32, ldb int, trans bool, pc, kc, jc, nc, nr int) {
 		if cols < nr {
 			clear(pan)
 		}
-		// Rows of the stored [n, k] matrix four at a time: four sequential reads, and each p
-		// writes four adjacent floats of the panel.
+		// Blocks of 8 rows × 8 values of the stored [n, k] matrix, transposed in registers:
+		// each row is read 32 bytes at a time and each panel row written 32 bytes at a time.
 		j := 0
+		p8 := kc &^ 7
+		for ; j+8 <= cols; j += 8 {
+			for p := 0; p < p8; p += 8 {
+				base := (j0+j)*ldb + pc + p
+				s0 := b[base:][:8]
+				s1 := b[base+ldb:][:8]
+				s2 := b[base+2*ldb:][:8]
+				s3 := b[base+3*ldb:][:8]
+				s4 := b[base+4*ldb:][:8]
+				s5 := b[base+5*ldb:][:8]
+				s6 := b[base+6*ldb:][:8]
+				s7 := b[base+7*ldb:][:8]
+				for t := range 8 {
+					o := pan[(p+t)*nr+j:][:8]
+					o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = s0[t], s1[t], s2[t], s3[t], s4[t], s5[t], s6[t], s7[t]
+				}
+			}
+			for p := p8; p < kc; p++ {
+				for u := range 8 {
+					pan[p*nr+j+u] = b[(j0+j+u)*ldb+pc+p]
+				}
+			}
+		}
 		for ; j+4 <= cols; j += 4 {
 			s0 := b[(j0+j)*ldb+pc:][:kc]
 			s1 := b[(j0+j+1)*ldb+pc:][:kc]
