@@ -19,6 +19,17 @@ import (
 // blocked GEMM, whose packing costs more than it saves on products this small.
 const smallGemmMACs = 16 << 10
 
+// maxNTRows is the most rows of x multiplied without packing (prefill chunks, small batches);
+// beyond it (training batches) the blocked GEMM, which keeps blocks of x in cache too, wins.
+const maxNTRows = 256
+
+// minNTDepth is the shortest rows for which that pays: each output ends in a horizontal sum,
+// which short rows (attention heads) do not amortize; the GEMM has none.
+const minNTDepth = 128
+
+// l2Floats is the weight block (floats) that rows of x pass over while it stays in L2.
+const l2Floats = 64 << 10
+
 // minParallelMACs is the least work (multiply-adds) worth splitting over threads.
 const minParallelMACs = 64 << 10
 
@@ -153,7 +164,7 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 }
 
 func (mm *matmul) run(a, b, c []float32) {
-	if mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.M*mm.nSize*mm.K > smallGemmMACs {
+	if mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
 		mm.runSharedA(a, b, c)
 		return
 	}
@@ -241,13 +252,21 @@ func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
 		}
 		return
 	}
-	if mm.transB && !mm.transA && (m <= 4 || m*n*K <= smallGemmMACs) {
-		// Rows of x against rows of W: each weight row read once per row of x, no packing.
+	if mm.transB && !mm.transA && (m <= 4 || m*n*K <= smallGemmMACs || m <= maxNTRows && K >= minNTDepth) {
+		// Rows of x against rows of W (x·Wᵀ, W stored [n, k]): no packing at all. The
+		// kernel takes 8 rows of x at a time against every row of W it is given, so W goes
+		// in blocks that stay in L2 while all rows of x pass over them.
 		if m == 1 {
 			kernels.DotRows(b[n0*K:], K, a[m0*K:(m0+1)*K], c[m0*N+n0:m0*N+n1])
 			return
 		}
-		kernels.MatMulNT(m, n, K, a[m0*K:], K, b[n0*K:], K, c[m0*N+n0:], N)
+		step := n
+		if m > 8 {
+			step = max(16, l2Floats/K)
+		}
+		for j := n0; j < n1; j += step {
+			kernels.MatMulNT(m, min(step, n1-j), K, a[m0*K:], K, b[j*K:], K, c[m0*N+j:], N)
+		}
 		return
 	}
 	var aa, bb []float32
