@@ -306,7 +306,8 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		}
 		y := typed[float32](f.slots[io])
 		var pa kernels.PackedA
-		if M > 4 {
+		noPack := M <= maxNTRows && K >= minNTDepth // as for float32 weights (dot.go)
+		if M > 4 && !noPack {
 			// x is packed once; every panel of W is multiplied by it.
 			buf := getFloats(kernels.PackedASize(M, K))
 			defer putFloats(buf)
@@ -323,7 +324,11 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			for p0 := n0; p0 < n1; p0 += panelFloats / K {
 				p1 := min(n1, p0+panelFloats/K)
 				w.dequant(p0, p1, panel)
-				kernels.SgemmPacked(pa, true, p1-p0, panel, K, 0, y[p0:], N)
+				if noPack {
+					kernels.MatMulNT(M, p1-p0, K, x, K, panel, K, y[p0:], N)
+				} else {
+					kernels.SgemmPacked(pa, true, p1-p0, panel, K, 0, y[p0:], N)
+				}
 			}
 			putPanel(panel)
 		}
