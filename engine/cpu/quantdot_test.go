@@ -22,7 +22,13 @@ import (
 func TestQuantizedProduct(t *testing.T) {
 	be := mustBackend(t, "")
 	r := rand.New(rand.NewPCG(7, 8))
-	const N, K = 100, 96
+	const N = 100
+	for _, K := range []int{96, 160} { // rows shorter and longer than the no-packing path's minimum
+		testQuantizedProduct(t, be, r, N, K)
+	}
+}
+
+func testQuantizedProduct(t *testing.T, be *Backend, r *rand.Rand, N, K int) {
 	wf := make([]float32, N*K)
 	for i := range wf {
 		wf[i] = float32(r.NormFloat64())
@@ -31,7 +37,7 @@ func TestQuantizedProduct(t *testing.T) {
 		parts, deq := quantParts(t, typ, wf, N, K)
 		for _, lead := range [][]int{{1}, {3}, {7}, {40}, {2, 5}} {
 			for _, alsoOutput := range []bool{false, true} {
-				name := fmt.Sprintf("%v/x%v/output=%v", typ, lead, alsoOutput)
+				name := fmt.Sprintf("%v/k=%d/x%v/output=%v", typ, K, lead, alsoOutput)
 				t.Run(name, func(t *testing.T) {
 					M := 1
 					for _, d := range lead {
