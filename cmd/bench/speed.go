@@ -36,7 +36,9 @@ import (
 	"github.com/posformer/posformer/benchmarks/plot"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/quant"
 )
 
 // shapes are the standard random models: llama2.c's stories260K and stories15M architectures.
@@ -60,6 +62,7 @@ func llamaConfig(dim, hidden, layers, heads, kvHeads, vocab, seq int) models.Con
 type speedOptions struct {
 	models, shapes, prompts, batches string
 	backend, out, cpuprofile, child  string
+	weights                          string // --weights: the matrices' type in memory
 	n, ctxSize, reps                 int
 }
 
@@ -73,6 +76,7 @@ func speedFlags(o *speedOptions) *flag.FlagSet {
 	fs.IntVar(&o.ctxSize, "c", 0, "context size, the KV-cache capacity (0: the model's max_seq_len)")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each prefill measurement (the fastest is kept)")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
+	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory: "+layers.WeightTypes+" (default: as the checkpoint stores them)")
 	fs.StringVar(&o.out, "o", "", "directory for speed.csv, speed-positions.csv and speed.png (default: none written)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to FILE (with several models: FILE.<model>)")
 	fs.StringVar(&o.child, "speed-child", "", "internal: measure this one model and print the result as JSON")
@@ -111,6 +115,11 @@ func runSpeed(args []string) error {
 		return fmt.Errorf("-reps must be >= 1, got %d", o.reps)
 	case o.ctxSize < 0:
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
+	}
+	if o.weights != "" {
+		if t, err := quant.Parse(o.weights); err != nil || t == quant.F16 {
+			return fmt.Errorf("--weights %q: unknown weight type (valid: %s)", o.weights, layers.WeightTypes)
+		}
 	}
 	if o.child != "" {
 		r, err := measure(o.child, o)
@@ -245,7 +254,10 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 	if err != nil {
 		return r, err
 	}
-	r.WeightBytes = 4 * r.Params
+	r.WeightBytes = 0
+	for v := range e.Ctx.In(models.Scope).IterVariablesInScope() {
+		r.WeightBytes += int64(v.Shape().Memory()) // as held: 4, 2, 1.125 or 0.5625 bytes a weight
+	}
 	r.KVBytes = e.KVBytes(1)
 
 	// Time to first token: a 16-token prompt (or what fits), on the cold engine.
@@ -361,13 +373,29 @@ func measure(target string, o speedOptions) (r speedResult, err error) {
 const bos = 1
 
 func openModel(target string, o speedOptions) (*engine.Engine, error) {
-	return engine.Load(target, o.backend, o.ctxSize)
+	weights := engine.StoredWeightType(target)
+	if o.weights != "" {
+		var err error
+		if weights, err = quant.Parse(o.weights); err != nil {
+			return nil, err
+		}
+	}
+	return engine.LoadAs(target, o.backend, o.ctxSize, weights)
 }
 
+// countParams counts the checkpoint's parameters, whatever type its matrices are held in.
 func countParams(e *engine.Engine) (int64, error) {
 	var n int64
 	for v := range e.Ctx.In(models.Scope).IterVariablesInScope() {
-		n += int64(v.Shape().Size())
+		name, shape := models.CheckpointTensor(v)
+		if name == "" {
+			continue // a quantized matrix's scales
+		}
+		size := int64(1)
+		for _, d := range shape {
+			size *= int64(d)
+		}
+		n += size
 	}
 	return n, nil
 }
