@@ -144,22 +144,27 @@ func printIDs(out io.Writer) func(int) {
 // their neighbours (SentencePiece drops the space before a sequence's first word; a character
 // may span tokens, and is held back while its bytes are incomplete).
 func printText(out io.Writer, tok tokenizer.Tokenizer, prompt []int) func(int) {
+	// Incremental detokenization over a sliding window (as vLLM does): the new text is the
+	// decoding of ids[prefix:] minus that of ids[prefix:read], so a piece's leading space,
+	// which a SentencePiece decoder drops at the start of a text, survives, and each token
+	// costs a few tokens' decoding rather than the whole sequence's.
 	ids := append([]int(nil), prompt...)
-	printed := tok.Decode(ids)
+	prefix, read := max(0, len(ids)-5), len(ids)
 	held := 0
 	return func(t int) {
 		ids = append(ids, t)
-		text := tok.Decode(ids)
+		before := tok.Decode(ids[prefix:read])
+		text := tok.Decode(ids[prefix:])
 		if strings.HasSuffix(text, "\uFFFD") && held < 4 {
-			held++
+			held++ // an incomplete UTF-8 character: wait for its other bytes
 			return
 		}
 		held = 0
-		n := 0 // the common prefix; all of printed, except where a held character changed it
-		for n < len(printed) && n < len(text) && printed[n] == text[n] {
+		n := 0 // the common prefix: all of before, unless decoding in context changed it
+		for n < len(before) && n < len(text) && before[n] == text[n] {
 			n++
 		}
 		fmt.Fprint(out, text[n:])
-		printed = text
+		prefix, read = read, len(ids)
 	}
 }
