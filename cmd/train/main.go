@@ -169,6 +169,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.resume && tr.GlobalStep() >= o.steps {
+		// Nothing left to train: say so rather than run zero steps and report their NaN loss.
+		fmt.Fprintf(os.Stderr, "train: %s already reached step %d of -steps %d; nothing to do (raise -steps to train further)\n", o.out, tr.GlobalStep(), o.steps)
+		return nil
+	}
 	sampler := corpus.NewSampler(data.Train, o.seed+int64(tr.GlobalStep()))
 	maskRNG := rand.New(rand.NewPCG(uint64(o.seed), uint64(tr.GlobalStep())))
 	posRNG := rand.New(rand.NewPCG(uint64(o.seed)+7, uint64(tr.GlobalStep())))

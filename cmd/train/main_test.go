@@ -80,6 +80,16 @@ func TestTaskIsRecorded(t *testing.T) {
 	if err := json.Unmarshal(data, &info); err != nil || info.Task != "copy" || info.Kind != "decoder" {
 		t.Errorf("train.json task %q kind %q (err %v), want copy decoder", info.Task, info.Kind, err)
 	}
+	// Resuming a run that reached -steps has nothing to do and is no error; its train.json
+	// (which zero steps overwrote with NaN losses) stays as it was.
+	o.resume = true
+	if err := run(o); err != nil {
+		t.Errorf("resuming a finished run: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "train.json")); string(after) != string(data) {
+		t.Errorf("resuming a finished run rewrote train.json:\n%s", after)
+	}
+	o.resume = false
 	o.task, o.out = "lmx", t.TempDir()
 	if err := run(o); err == nil || !strings.Contains(err.Error(), "valid: lm, copy, passkey, mlm") {
 		t.Errorf("unknown task: %v", err)
