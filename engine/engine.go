@@ -160,11 +160,11 @@ func IsLlama2C(path string) bool {
 }
 
 // New wraps a model whose variables are in ctx; they must not change while the engine is in
-// use (decoding steps hold on to their buffers, see direct.go). On a backend that parallelizes its products
-// (PacksWeights) the engine reads its matrices packed (layers.SetPacked): a context that holds no model variables yet is marked so and used
-// as is (its variables are then created packed, with random values); one that holds
-// variables in the checkpoint layout, as a trainer leaves them, is copied, and ctx is left
-// unchanged for its owner.
+// use (decoding steps hold on to their buffers, see direct.go). On a backend that parallelizes
+// its products (PacksWeights) the engine reads its matrices packed (layers.SetPacked): a
+// context that holds no model variables yet is marked so and used as is (its variables are
+// then created packed, with random values); one that holds variables in the checkpoint layout,
+// as a trainer leaves them, is copied, and ctx is left unchanged for its owner.
 func New(backend backends.Backend, m *models.Model, ctx *context.Context, capacity int) (*Engine, error) {
 	if capacity <= 0 {
 		capacity = m.Config.MaxSeqLen
