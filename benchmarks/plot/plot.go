@@ -216,6 +216,9 @@ func (r raster) DataRange() (xmin, xmax, ymin, ymax float64) {
 type Series struct {
 	Label string
 	X, Y  []float64
+	// Lo and Hi, when set (as long as Y), are the ends of an error bar at each point, e.g. a 95%
+	// interval over seeds; a NaN end, or Lo == Hi, draws no bar there.
+	Lo, Hi []float64
 	// Style picks the colour and dash pattern: 1 + an index shared across panels, so a curve
 	// keeps its look from panel to panel; 0 means the series' position in its panel.
 	Style int
@@ -269,6 +272,17 @@ func (l Lines) draw(c draw.Canvas) error {
 		line.Dashes = plotutil.Dashes(style / len(plotutil.DefaultColors))
 		line.Width = vg.Points(1.2)
 		p.Add(line)
+		if s.Lo != nil || s.Hi != nil {
+			bars, err := errorBars(s, l)
+			if err != nil {
+				return err
+			}
+			if bars != nil {
+				bars.Color = line.Color
+				bars.Width = vg.Points(1)
+				p.Add(bars)
+			}
+		}
 		if s.Label != "" && len(l.Series) <= orDefault(l.MaxLegend, 8) {
 			p.Legend.Add(s.Label, line)
 		}
@@ -291,6 +305,37 @@ func (l Lines) draw(c draw.Canvas) error {
 	p.Draw(c)
 	return nil
 }
+
+// errorBars draws a series' intervals. Bars are clamped to a fixed y range, since unlike lines
+// gonum draws them past the axes.
+func errorBars(s Series, l Lines) (*plotter.YErrorBars, error) {
+	if len(s.Lo) != len(s.Y) || len(s.Hi) != len(s.Y) {
+		return nil, fmt.Errorf("plot: series %q has %d values but %d and %d interval ends", s.Label, len(s.Y), len(s.Lo), len(s.Hi))
+	}
+	var pts errPoints
+	for k := range s.Y {
+		lo, hi := s.Lo[k], s.Hi[k]
+		if math.IsNaN(lo) || math.IsNaN(hi) || lo == hi {
+			continue
+		}
+		if l.YMax > l.YMin {
+			lo, hi = min(max(lo, l.YMin), l.YMax), min(max(hi, l.YMin), l.YMax)
+		}
+		pts = append(pts, errPoint{s.X[k], s.Y[k], s.Y[k] - lo, hi - s.Y[k]})
+	}
+	if len(pts) == 0 {
+		return nil, nil
+	}
+	return plotter.NewYErrorBars(pts)
+}
+
+// errPoints is one series' points with the distances from each to its bar's ends.
+type errPoint struct{ x, y, down, up float64 }
+type errPoints []errPoint
+
+func (e errPoints) Len() int                        { return len(e) }
+func (e errPoints) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
+func (e errPoints) YError(i int) (float64, float64) { return e[i].down, e[i].up }
 
 // log2Ticks labels a log-scale axis at the powers of two inside its range.
 type log2Ticks struct{}

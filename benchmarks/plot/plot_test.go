@@ -114,3 +114,40 @@ func TestLogXTicksAndErrors(t *testing.T) {
 		t.Errorf("x = 0 on a log axis: %v", err)
 	}
 }
+
+// Error bars are drawn in the series' colour: with a bar at x = 8 from 0.2 to 0.8 on a flat line
+// at 0.5, the column through x = 8 has coloured pixels well above and below the line, and a
+// series without intervals has none there.
+func TestErrorBars(t *testing.T) {
+	draw := func(lo, hi []float64) image.Image {
+		ln := Lines{Series: []Series{{X: []float64{1, 8, 15}, Y: []float64{0.5, 0.5, 0.5}, Lo: lo, Hi: hi}}, YMin: 0, YMax: 1}
+		data, err := Figure{Rows: [][]Panel{{ln}}, CellWidth: 400, CellHeight: 400}.PNG()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decode(t, data)
+	}
+	span := func(img image.Image) int {
+		b := img.Bounds()
+		best := 0
+		for x := b.Min.X; x < b.Max.X; x++ {
+			n := 0
+			for y := b.Min.Y; y < b.Max.Y; y++ {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if r > g+0x3000 && r > bl+0x3000 { // the first series colour is red
+					n++
+				}
+			}
+			best = max(best, n)
+		}
+		return best
+	}
+	with := span(draw([]float64{0.5, 0.2, 0.5}, []float64{0.5, 0.8, 0.5}))
+	without := span(draw(nil, nil))
+	if with < 100 || without > 10 {
+		t.Errorf("tallest red column: %d px with a bar spanning 60%% of a ~300 px axis, %d without", with, without)
+	}
+	if _, err := (Figure{Rows: [][]Panel{{Lines{Series: []Series{{X: []float64{1}, Y: []float64{1}, Lo: []float64{0, 1}, Hi: []float64{2}}}}}}}).PNG(); err == nil || !strings.Contains(err.Error(), "interval ends") {
+		t.Errorf("mismatched interval lengths: %v", err)
+	}
+}

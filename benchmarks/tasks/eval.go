@@ -28,6 +28,12 @@ type Scores struct {
 // Add accumulates one sequence's per-position results. nll[j] and right[j] are ignored where
 // weight[j] == 0; positions j >= trainLen also count toward the "beyond L" sums.
 func (s *Scores) Add(nll []float64, right []bool, weight []float32, trainLen int) {
+	s.AddAt(nll, right, weight, trainLen, 0)
+}
+
+// AddAt is Add for a window that starts at position offset of its sequence (Sliding): position
+// j counts as beyond L when offset+j >= trainLen.
+func (s *Scores) AddAt(nll []float64, right []bool, weight []float32, trainLen, offset int) {
 	all := true
 	for j, w := range weight {
 		if w <= 0 {
@@ -35,7 +41,7 @@ func (s *Scores) Add(nll []float64, right []bool, weight []float32, trainLen int
 		}
 		s.NLL += nll[j]
 		s.N++
-		if j >= trainLen {
+		if offset+j >= trainLen {
 			s.NLLBeyond += nll[j]
 			s.NBeyond++
 		}
@@ -71,7 +77,8 @@ func ratio(a float64, n int) float64 {
 }
 
 // Score runs f over exs in batches of batch rows (positions 0..len-1) and accumulates into s,
-// with positions >= trainLen counted as beyond L. done, if not nil, is called after each batch
+// with positions Offset+j >= trainLen counted as beyond L. Rows of a batch may differ in length
+// only if f accepts that (engine.Engine pads them). done, if not nil, is called after each batch
 // with the number of examples scored so far.
 func Score(f Forwarder, exs []Example, batch, trainLen int, s *Scores, done func(int)) error {
 	for start := 0; start < len(exs); start += batch {
@@ -89,7 +96,7 @@ func Score(f Forwarder, exs []Example, batch, trainLen int, s *Scores, done func
 		}
 		for i, ex := range chunk {
 			nll, right := PerPosition(logits[i], ex.Target, ex.Weight)
-			s.Add(nll, right, ex.Weight, trainLen)
+			s.AddAt(nll, right, ex.Weight, trainLen, ex.Offset)
 		}
 		if done != nil {
 			done(start + len(chunk))
@@ -121,4 +128,70 @@ func PerPosition(logits [][]float32, target []int32, weight []float32) (nll []fl
 		right[j] = best == int(target[j])
 	}
 	return nll, right
+}
+
+// Uniform is a model that knows a task's answers and nothing else: at every position it gives
+// them equal logits (and every other token a much lower one). It scores chance: log2(k) bits
+// per answer and, since a tie counts only for the first answer, accuracy 1/k on uniform answers.
+type Uniform struct {
+	Answers []int32
+	Vocab   int
+}
+
+// Forward returns the same logits at every position.
+func (u Uniform) Forward(tokens, positions [][]int) ([][][]float32, error) {
+	row := make([]float32, u.Vocab)
+	for i := range row {
+		row[i] = -1e9
+	}
+	for _, a := range u.Answers {
+		row[a] = 0
+	}
+	out := make([][][]float32, len(tokens))
+	for i, toks := range tokens {
+		out[i] = make([][]float32, len(toks))
+		for j := range toks {
+			out[i][j] = row
+		}
+	}
+	return out, nil
+}
+
+// Bag is a position-blind model: at position j it sees only how often each answer occurred in
+// tokens 0..j, not where, and predicts answer a with probability proportional to count(a)+1/2.
+// It is what one attention layer without positions can compute (uniform weights over the
+// prefix), and the baseline that says how much of a task is solvable from content alone: on
+// passkey and mqar the key's digits or the wanted value are a few among many, so it stays near
+// chance; on copy and reverse the letters still to come are the ones seen once, so it gains a
+// little.
+type Bag struct {
+	Answers []int32
+	Vocab   int
+}
+
+// Forward returns the prefix-count logits.
+func (b Bag) Forward(tokens, positions [][]int) ([][][]float32, error) {
+	isAnswer := map[int]bool{}
+	for _, a := range b.Answers {
+		isAnswer[int(a)] = true
+	}
+	out := make([][][]float32, len(tokens))
+	for i, toks := range tokens {
+		counts := map[int]float64{}
+		out[i] = make([][]float32, len(toks))
+		for j, t := range toks {
+			if isAnswer[t] {
+				counts[t]++
+			}
+			row := make([]float32, b.Vocab)
+			for k := range row {
+				row[k] = -1e9
+			}
+			for _, a := range b.Answers {
+				row[a] = float32(math.Log(counts[int(a)] + 0.5))
+			}
+			out[i][j] = row
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -11,13 +12,14 @@ func pcg(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }
 
 // The same seed gives the same examples; another seed gives different ones.
 func TestGeneratorsAreDeterministic(t *testing.T) {
-	for _, task := range []string{Copy, Passkey} {
-		a, err := NewGenerator(task, 64, 7, 0)
+	hay := Haystack([]byte(strings.Repeat("func main() { return x + y }\n", 20)))
+	for _, task := range []string{Copy, Reverse, Passkey, MQAR} {
+		a, err := NewGenerator(task, 64, 7, 0, hay)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := NewGenerator(task, 64, 7, 0)
-		c, _ := NewGenerator(task, 64, 8, 0)
+		b, _ := NewGenerator(task, 64, 7, 0, hay)
+		c, _ := NewGenerator(task, 64, 8, 0, hay)
 		ba, bb, bc := a.Batch(8), b.Batch(8), c.Batch(8)
 		if !reflect.DeepEqual(ba, bb) {
 			t.Errorf("%s: same seed, different batches", task)
@@ -60,49 +62,130 @@ func TestCopyExampleStructure(t *testing.T) {
 	}
 }
 
-// The passkey's digits are stored once after '=' and scored after '?', at the depth asked.
+// The passkey (version 2): "$ddddd" once, after round(depth·filler) filler bytes, among
+// Distractors(length) "#ddddd" numbers; the filler has no digits; the answer after the final '?'
+// is the key, and only its digits are scored.
 func TestPasskeyExampleStructure(t *testing.T) {
 	r := pcg(2)
-	for _, length := range []int{MinPasskeyLength, 64, 200} {
-		for _, depth := range []float64{0, 0.5, 1} {
-			ex := PasskeyExample(r, length, depth)
-			if len(ex.Input) != length {
-				t.Fatalf("len %d: input has %d tokens", length, len(ex.Input))
-			}
-			seq := append(append([]int32(nil), ex.Input...), ex.Target[len(ex.Target)-1])
-			at := -1
-			for j, c := range seq {
-				if c == keyMark {
-					if at >= 0 {
-						t.Fatalf("two keys")
-					}
-					at = j
+	hay := Haystack([]byte(strings.Repeat("x := 42 // a $5 #tag? for i := 0; i < 10; i++ {}\n", 40)))
+	if strings.ContainsAny(string(hay), "0123456789$#?") {
+		t.Fatalf("Haystack kept a reserved byte: %q", hay[:80])
+	}
+	for _, h := range [][]byte{hay, nil} {
+		for _, length := range []int{MinPasskeyLength, 64, 200, 1024} {
+			for _, depth := range []float64{0, 0.5, 1} {
+				ex := PasskeyExample(r, h, length, depth)
+				if len(ex.Input) != length {
+					t.Fatalf("len %d: input has %d tokens", length, len(ex.Input))
 				}
-			}
-			q := length - KeyDigits
-			if seq[q] != queryMark {
-				t.Fatalf("len %d: no '?' at %d", length, q)
-			}
-			if !reflect.DeepEqual(seq[at+1:at+1+KeyDigits], seq[q+1:]) {
-				t.Errorf("len %d depth %g: answer %v differs from key %v", length, depth, seq[q+1:], seq[at+1:at+1+KeyDigits])
-			}
-			filler := length + 1 - 2*(1+KeyDigits)
-			if want := int(depth*float64(filler) + 0.5); at != want {
-				t.Errorf("len %d depth %g: key at %d, want %d (filler bytes before it)", length, depth, at, want)
-			}
-			var scored int
-			for j, w := range ex.Weight {
-				if w > 0 {
-					scored++
-					if j < q {
-						t.Errorf("scored position %d before the question", j)
+				seq := append(append([]int32(nil), ex.Input...), ex.Target[len(ex.Target)-1])
+				at, marks, fillerBefore, fillerAll := -1, 0, 0, 0
+				for j := 0; j < len(seq)-1-KeyDigits; {
+					switch c := seq[j]; {
+					case c == keyMark || c == distractorMark:
+						for _, d := range seq[j+1 : j+1+KeyDigits] {
+							if d < '0' || d > '9' {
+								t.Fatalf("len %d: mark at %d not followed by %d digits: %q", length, j, KeyDigits, string(rune(d)))
+							}
+						}
+						if c == keyMark {
+							if at >= 0 {
+								t.Fatalf("len %d: two keys", length)
+							}
+							at, fillerBefore = j, fillerAll
+						} else {
+							marks++
+						}
+						j += 1 + KeyDigits
+					case c >= '0' && c <= '9':
+						t.Fatalf("len %d: a digit in the filler at %d", length, j)
+					default:
+						fillerAll++
+						j++
 					}
 				}
-			}
-			if scored != KeyDigits {
-				t.Errorf("%d scored tokens, want %d", scored, KeyDigits)
+				q := length - KeyDigits
+				if at < 0 || seq[q] != queryMark {
+					t.Fatalf("len %d depth %g: key at %d, '?' at %d is %q", length, depth, at, q, string(rune(seq[q])))
+				}
+				if marks != Distractors(length) {
+					t.Errorf("len %d: %d distractors, want %d", length, marks, Distractors(length))
+				}
+				if want := int(depth*float64(fillerAll) + 0.5); fillerBefore != want {
+					t.Errorf("len %d depth %g: %d filler bytes before the key, want %d of %d", length, depth, fillerBefore, want, fillerAll)
+				}
+				if !reflect.DeepEqual(seq[at+1:at+1+KeyDigits], seq[q+1:]) {
+					t.Errorf("len %d depth %g: answer %v differs from key %v", length, depth, seq[q+1:], seq[at+1:at+1+KeyDigits])
+				}
+				for j, w := range ex.Weight {
+					if (w > 0) != (j >= q) {
+						t.Fatalf("len %d: position %d scored %v", length, j, w > 0)
+					}
+				}
 			}
 		}
+	}
+	// Version 1 (the shipped v1 checkpoints): one digit after '=', asked for after '?'.
+	ex := PasskeyDigitExample(r, 64, 0)
+	if ex.Input[0] != '=' || ex.Input[63] != queryMark || ex.Target[63] != ex.Input[1] || ex.Weight[63] != 1 {
+		t.Errorf("version 1 passkey at depth 0: %q -> %q", ex.Input, string(rune(ex.Target[63])))
+	}
+}
+
+// mqar: distinct keys, each answered once with its own value after the pairs, only the answers scored.
+func TestMQARExampleStructure(t *testing.T) {
+	r := pcg(9)
+	for _, c := range []struct{ length, pairs int }{{MinMQARLength(1), 1}, {64, 16}, {MinMQARLength(8), 8}, {1024, 8}} {
+		ex := MQARExample(r, c.length, c.pairs)
+		if len(ex.Input) != c.length {
+			t.Fatalf("%+v: %d tokens", c, len(ex.Input))
+		}
+		seq := append(append([]int32(nil), ex.Input...), ex.Target[len(ex.Target)-1])
+		value := map[int32]int32{}
+		for i := 0; i < 2*c.pairs; i += 2 {
+			k, v := seq[i], seq[i+1]
+			if k < mqarKeyBase || v < mqarValueBase || v >= mqarKeyBase {
+				t.Fatalf("%+v: pair %d is %d %d", c, i/2, k, v)
+			}
+			if _, dup := value[k]; dup {
+				t.Fatalf("%+v: key %d twice", c, k)
+			}
+			value[k] = v
+		}
+		asked := map[int32]bool{}
+		for j := 2 * c.pairs; j < c.length; j++ {
+			k := seq[j]
+			if k >= mqarKeyBase {
+				if ex.Weight[j] != 1 || ex.Target[j] != value[k] || asked[k] {
+					t.Fatalf("%+v: query %d at %d: weight %v, target %d, want %d once", c, k, j, ex.Weight[j], ex.Target[j], value[k])
+				}
+				asked[k] = true
+			} else if ex.Weight[j] != 0 && j > 0 && seq[j] < mqarKeyBase {
+				t.Fatalf("%+v: position %d scored but not a query", c, j)
+			}
+		}
+		if len(asked) != c.pairs {
+			t.Errorf("%+v: %d keys asked, want all %d", c, len(asked), c.pairs)
+		}
+	}
+}
+
+// Reverse: the scored targets are the string backwards.
+func TestReverseExampleStructure(t *testing.T) {
+	ex := ReverseExample(pcg(3), 6)
+	var scored []int32
+	for j, w := range ex.Weight {
+		if w > 0 {
+			scored = append(scored, ex.Target[j])
+		}
+	}
+	for i, c := range scored {
+		if c != ex.Input[5-i] {
+			t.Fatalf("answer %d is %q, want %q (input %q)", i, string(rune(c)), string(rune(ex.Input[5-i])), ex.Input)
+		}
+	}
+	if len(scored) != 6 || ex.Input[6] != copySep {
+		t.Errorf("%d scored, separator %q", len(scored), string(rune(ex.Input[6])))
 	}
 }
 
@@ -208,7 +291,7 @@ func TestCopyScoringByHand(t *testing.T) {
 }
 
 func TestBatchPadsAfterScoredTokens(t *testing.T) {
-	g, _ := NewGenerator(Copy, 64, 1, 0)
+	g, _ := NewGenerator(Copy, 64, 1, 0, nil)
 	b := g.Batch(16)
 	for i, row := range b.Inputs {
 		if len(row) != 64 {
@@ -226,7 +309,7 @@ func TestBatchPadsAfterScoredTokens(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewGenerator(Passkey, MinPasskeyLength-1, 1, 0); err == nil {
+	if _, err := NewGenerator(Passkey, MinPasskeyLength-1, 1, 0, nil); err == nil {
 		t.Error("passkey below MinPasskeyLength: no error")
 	}
 	if err := Check("nope"); err == nil {

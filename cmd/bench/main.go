@@ -1,18 +1,22 @@
-// Command bench is the extrapolation benchmark (issue 7): every positional scheme, trained alike
-// on each task at length L, scored at lengths past L. It evaluates the checkpoints shipped in
-// weights/bench (or retrains them with --full), writes benchmarks/results/<task>.csv, PNG plots
-// and benchmarks/RESULTS.md, all atomically, and shows a progress bar.
+// Command bench is the extrapolation benchmark (issues 7 and 17): every positional scheme, trained
+// alike on each task at length L, scored at lengths past L. It evaluates the checkpoints in
+// weights/bench, or trains and evaluates the whole grid of the recipe with --full; it writes
+// benchmarks/results/<task>.csv, PNG plots with 95% intervals and benchmarks/RESULTS.md, all
+// atomically, with a progress bar.
 //
-//	go run ./cmd/bench                  # evaluate the shipped checkpoints at every length
+//	go run ./cmd/bench                  # evaluate the checkpoints in weights/bench at every length
 //	go run ./cmd/bench --quick          # fewer lengths and examples, < 60 s; tables on stdout
-//	go run ./cmd/bench --full           # retrain every model, then evaluate (ETA shown first)
+//	go run ./cmd/bench --full -plan     # the grid and its estimated wall time, without running it
+//	go run ./cmd/bench --full           # train and evaluate every cell not done yet (rerun to resume)
 //	go run ./cmd/bench -task lm -scheme rope,alibi
 //	go run ./cmd/bench -m DIR -task copy    # one checkpoint, tables on stdout
 //	go run ./cmd/bench -report              # rewrite RESULTS.md and plots from the CSVs
 //	go run ./cmd/bench -task lm -scheme rope --rope-scaling yarn --rope-scale 8   # an extra RoPE row
 //
-// Tasks and their metrics are in benchmarks/tasks; the training recipe, identical for every
-// scheme of a task, is in recipe.go.
+// The logic lives in benchmarks/: tasks (generators and scorers), recipe (the models and their
+// training command), eval (rows, cells, baselines), stats, report (tables, plots, RESULTS.md and
+// its "against the papers" section) and grid (the resumable --full runner). This command holds
+// the flags and the wiring.
 package main
 
 import (
@@ -22,9 +26,12 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 )
 
@@ -35,13 +42,13 @@ var modes = map[string]func(args []string) error{}
 
 type options struct {
 	quick, full, resume bool
-	reportOnly          bool
+	reportOnly, plan    bool
 	tasks, schemes      []string
 	lengths             []int
 	weights, out        string
 	model               string
 	backend             string
-	seeds, jobs         int
+	seeds, jobs, steps  int
 }
 
 func main() {
@@ -75,10 +82,11 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&o.quick, "quick", false, "re-evaluate the shipped checkpoints on fewer lengths and examples (< 60 s); tables on stdout, CSVs in benchmarks/results/quick")
-	fs.BoolVar(&o.full, "full", false, "retrain every selected model from scratch (into -weights), then evaluate")
+	fs.BoolVar(&o.full, "full", false, "train (into -weights) and evaluate every cell of the recipe's grid not done yet; a rerun resumes")
+	fs.BoolVar(&o.plan, "plan", false, "with --full: print the grid and its estimated wall time, run nothing")
 	fs.BoolVar(&o.reportOnly, "report", false, "only rewrite RESULTS.md and the plots from the CSVs in <o>/results (no evaluation)")
-	fs.BoolVar(&o.resume, "resume", false, "with --full: keep finished models and resume interrupted ones")
-	fs.StringVar(&taskList, "task", "", "comma-separated tasks (default all): "+strings.Join(taskNames(), ", "))
+	fs.BoolVar(&o.resume, "resume", false, "with --full: accepted for old commands; --full always keeps finished cells and resumes interrupted ones")
+	fs.StringVar(&taskList, "task", "", "comma-separated tasks (default all): "+strings.Join(tasks.Names(), ", "))
 	fs.StringVar(&schemeList, "scheme", "", "comma-separated schemes (default all): see positional.Names()")
 	fs.StringVar(&lengthList, "lengths", "", "comma-separated evaluation lengths in tokens (default: per task, 1x..16x L)")
 	fs.StringVar(&o.weights, "weights", "weights/bench", "checkpoint root: <weights>/<task>/<scheme>[-seedN]/")
@@ -86,8 +94,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	userRope = ropeflags.Register(fs)
-	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per model (0: the recipe's, 3 for copy and 1 otherwise)")
-	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "with --full: models trained at once, each on NumCPU/jobs cores (tiny models train faster one per core)")
+	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per (task, scheme) (0: the recipe's, 3)")
+	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "with --full: cells run at once, each on NumCPU/jobs cores (small models train faster one per core)")
+	fs.IntVar(&o.steps, "steps", 0, "with --full: cap every model at this many steps instead of the recipe's (a pilot; such models are not the benchmark's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stderr)
@@ -105,6 +114,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.resume && !o.full {
 		return o, fmt.Errorf("-resume continues an interrupted --full run; add --full")
+	}
+	if (o.plan || o.steps != 0 || o.seeds != 0) && !o.full {
+		return o, fmt.Errorf("-plan, -steps and -seeds shape the --full grid; add --full")
 	}
 	var err error
 	if o.tasks, err = pickTasks(taskList); err != nil {
@@ -131,6 +143,12 @@ func parseFlags(args []string) (options, error) {
 	if o.seeds < 0 {
 		return o, fmt.Errorf("-seeds %d: want 0 (the recipe's) or more", o.seeds)
 	}
+	if o.steps < 0 {
+		return o, fmt.Errorf("-steps %d: want 0 (the recipe's caps) or more", o.steps)
+	}
+	if o.full && (o.model != "" || o.lengths != nil || userRope.Given()) {
+		return o, fmt.Errorf("--full runs the recipe's grid; -m, -lengths and the --rope-* flags are for evaluating checkpoints (drop them or --full)")
+	}
 	return o, nil
 }
 
@@ -149,6 +167,36 @@ func parseLengths(s string) ([]int, error) {
 			return nil, fmt.Errorf("-lengths: %d is below 1; lengths are token counts, e.g. 64,256,1024", n)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+func pickTasks(list string) ([]string, error) {
+	if list == "" {
+		return tasks.Names(), nil
+	}
+	var out []string
+	for _, t := range strings.Split(list, ",") {
+		t = strings.TrimSpace(t)
+		if err := tasks.Check(t); err != nil {
+			return nil, fmt.Errorf("-task: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func pickSchemes(list string) ([]string, error) {
+	if list == "" {
+		return recipe.Schemes(), nil
+	}
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(recipe.Schemes(), s) {
+			return nil, fmt.Errorf("-scheme: unknown scheme %q (valid: %s)", s, strings.Join(recipe.Schemes(), ", "))
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }

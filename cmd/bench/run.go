@@ -1,152 +1,152 @@
-// run ties the benchmark together: train (--full), evaluate every task's rows on its cells,
-// write CSVs, plots, RESULTS.md and the manifest.
+// Wiring: evaluate checkpoints (default, --quick, -m), run the --full grid, write the report.
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"sort"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/posformer/posformer/benchmarks/corpus"
+	"github.com/posformer/posformer/benchmarks/eval"
+	"github.com/posformer/posformer/benchmarks/grid"
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/report"
 	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/progress"
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 )
 
-func run(o options) error {
-	start := time.Now()
-	if o.reportOnly {
-		return writeReport(o.out)
-	}
-	if o.full {
-		var jobs []trainJob
-		for _, task := range o.tasks {
-			seeds := seedsPerTask[task]
-			if o.seeds > 0 {
-				seeds = o.seeds
-			}
-			for _, s := range o.schemes {
-				if !applies(task, s) {
-					continue
-				}
-				for seed := 1; seed <= max(seeds, 1); seed++ {
-					dir := modelDir(o.weights, task, s, seed)
-					if _, err := readTrainInfo(dir); err == nil && o.resume {
-						continue
-					}
-					jobs = append(jobs, trainJob{task, s, seed, dir})
-				}
-			}
-		}
-		err := train(o, jobs)
-		if merr := writeManifest(o.weights); merr != nil && err == nil {
-			err = merr
-		}
-		if err != nil {
-			return err
-		}
-	}
+// userRope holds the --rope-* / --yarn-* flags (unset: none): one more row per RoPE decoder.
+var userRope *ropeflags.Flags
 
+func run(o options) error {
+	switch {
+	case o.reportOnly:
+		return report.WriteReport(o.out)
+	case o.full:
+		return runFull(o)
+	}
+	return runEval(o)
+}
+
+// needsCorpus reports whether a task reads the corpus at evaluation: lm and mlm score its text,
+// passkey hides its key in it, and every baseline of lm and mlm is its unigram model.
+func needsCorpus(taskList []string) bool {
+	return slices.ContainsFunc(taskList, func(t string) bool { return t == tasks.LM || t == tasks.MLM || t == tasks.Passkey })
+}
+
+// runEval scores finished checkpoints: -m one of them, else every one under -weights.
+func runEval(o options) error {
+	start := time.Now()
 	backend, err := engine.NewBackend(o.backend)
 	if err != nil {
 		return err
 	}
-	b := fullBudget
+	b := eval.Full
 	if o.quick {
-		b = quickBudget
+		b = eval.Quick
 	}
 	var data *corpus.Corpus
-	for _, t := range o.tasks {
-		if t == tasks.LM || t == tasks.MLM {
-			if data, err = loadCorpus(o.quick); err != nil {
-				return err
-			}
-			break
+	if needsCorpus(o.tasks) {
+		if data, err = eval.LoadCorpus(o.quick); err != nil {
+			return err
 		}
+	} else {
+		data = &corpus.Corpus{}
 	}
-	var evalData, trainData []byte
-	if data != nil {
-		evalData, trainData = data.Eval, data.Train
-	}
-
 	type work struct {
 		task  string
-		rows  []row
-		cells []cell
+		group eval.Group
+		cells []eval.Cell
 	}
 	var todo []work
 	total := 0
 	for _, task := range o.tasks {
-		cells, err := plan(task, b, o.lengths, evalData)
-		if err != nil {
-			return err
-		}
-		var rows []row
+		var rows []eval.Row
 		if o.model != "" {
-			ti, err := checkTask(o.model, task)
+			ti, err := recipe.CheckTask(o.model, task)
 			if err != nil {
 				return err
 			}
-			rows = []row{{Model: filepath.Base(o.model), Scheme: ti.Scheme, Seed: ti.Seed, TrainLen: ti.SeqLen, Dir: o.model}}
-			rows = append(rows, variantRows(task, rows[0])...)
-		} else if rows, err = findRows(o.weights, task, o.schemes); err != nil {
+			rows = eval.RowsFor(task, ti, o.model, b)
+		} else if rows, err = eval.FindRows(o.weights, task, o.schemes, b); err != nil {
 			return err
 		}
+		rows = append(rows, userRows(task, rows)...)
 		if len(rows) == 0 {
 			fmt.Fprintf(os.Stderr, "bench: no finished %s checkpoints under %s for the chosen schemes; train them with --full -task %s\n", task, filepath.Join(o.weights, task), task)
 			continue
 		}
-		for _, c := range cells {
-			total += len(rows) * len(c.exs)
+		for _, g := range eval.Groups(rows) {
+			cells, err := eval.Plan(task, g.Version, g.TrainLen, b, o.lengths, data.Eval)
+			if err != nil {
+				return err
+			}
+			total += eval.Units(g.Rows, cells)
+			todo = append(todo, work{task, g, cells})
 		}
-		todo = append(todo, work{task, rows, cells})
 	}
 	if len(todo) == 0 {
 		return fmt.Errorf("nothing to evaluate: no finished checkpoints under %s (run with --full to train them)", o.weights)
 	}
-
+	if o.lengths != nil && o.model == "" && !o.quick {
+		return fmt.Errorf("-lengths changes the table's columns; use it with --quick or -m (tables on stdout)")
+	}
 	bar := progress.New(os.Stderr, "bench", total)
+	byTask := map[string][]report.Result{}
+	var order []string
 	done := 0
 	for _, w := range todo {
-		rs, err := evaluate(backend, w.task, w.rows, w.cells, b, bar, &done)
+		base := done
+		rs, err := eval.Evaluate(backend, w.task, w.group.Rows, w.cells, b, func(n int, status string) { bar.Set(base+n, status) })
 		if err != nil {
 			return err
 		}
-		rs = append(baseline(w.task, w.cells, trainData, w.rows[0].TrainLen), rs...)
+		done = base + eval.Units(w.group.Rows, w.cells)
+		bl, err := eval.Baselines(w.task, w.group.Version, w.cells, data.Train, w.group.TrainLen)
+		if err != nil {
+			return err
+		}
+		if _, seen := byTask[w.task]; !seen {
+			order = append(order, w.task)
+		}
+		byTask[w.task] = append(byTask[w.task], append(bl, rs...)...)
+	}
+	bar.Finish()
+	for _, task := range order {
+		rs := byTask[task]
 		switch {
 		case o.model != "":
-			printTables(w.task, rs)
+			printTables(task, rs)
 		case o.quick:
-			printTables(w.task, rs)
-			if err := writeCSV(filepath.Join(o.out, "results", "quick", w.task+".csv"), rs); err != nil {
+			printTables(task, rs)
+			if err := report.WriteCSV(filepath.Join(o.out, "results", "quick", task+".csv"), rs); err != nil {
 				return err
 			}
 		default:
-			old, err := readCSV(csvPath(o.out, w.task))
+			old, err := report.ReadCSV(report.CSVPath(o.out, task))
 			if err != nil {
 				return err
 			}
-			if o.lengths != nil {
-				return fmt.Errorf("-lengths changes the table's columns; use it with --quick or -m (tables on stdout)")
-			}
-			if err := writeCSV(csvPath(o.out, w.task), merge(old, rs)); err != nil {
+			if err := report.WriteCSV(report.CSVPath(o.out, task), report.Merge(old, rs)); err != nil {
 				return err
 			}
 		}
 	}
-	bar.Finish()
 	if o.model == "" && !o.quick {
-		if err := writeReport(o.out); err != nil {
+		if err := report.WriteReport(o.out); err != nil {
 			return err
 		}
-		if err := writeManifest(o.weights); err != nil {
+		if err := recipe.WriteManifest(o.weights); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "bench: wrote %s and %s in %s\n", filepath.Join(o.out, "RESULTS.md"), filepath.Join(o.out, "results"), time.Since(start).Round(time.Second))
@@ -156,103 +156,159 @@ func run(o options) error {
 	return nil
 }
 
-func printTables(task string, rs []result) {
-	for _, m := range metricsOf(task) {
-		fmt.Printf("\n%s %s\n\n%s", task, m, table(rs, m))
-	}
-}
-
-// manifestEntry is one checkpoint in weights/bench/MANIFEST.json.
-type manifestEntry struct {
-	Task          string  `json:"task"`
-	Scheme        string  `json:"scheme"`
-	Dir           string  `json:"dir"`
-	Steps         int     `json:"steps"`
-	Seed          int     `json:"seed"`
-	WallSeconds   float64 `json:"wall_seconds"`
-	Cores         int     `json:"cores,omitempty"`
-	FinalLoss     float64 `json:"final_loss"`
-	FinalEvalLoss float64 `json:"final_eval_loss"`
-	Bytes         int64   `json:"bytes"`
-	Command       string  `json:"command"`
-}
-
-func readManifest(weights string) []manifestEntry {
-	var es []manifestEntry
-	data, err := os.ReadFile(filepath.Join(weights, "MANIFEST.json"))
-	if err == nil {
-		json.Unmarshal(data, &es) // A damaged manifest only costs the ETA its history.
-	}
-	return es
-}
-
-// writeManifest rebuilds MANIFEST.json and MANIFEST.md from every finished checkpoint's train.json.
-func writeManifest(weights string) error {
-	var es []manifestEntry
-	for _, task := range tasks.Names() {
-		entries, _ := os.ReadDir(filepath.Join(weights, task))
-		for _, e := range entries {
-			dir := filepath.Join(weights, task, e.Name())
-			ti, err := readTrainInfo(dir)
-			if err != nil || !e.IsDir() {
-				continue
-			}
-			var size int64
-			for _, f := range []string{models.ConfigFile, models.WeightsFile, "train.json"} {
-				if st, err := os.Stat(filepath.Join(dir, f)); err == nil {
-					size += st.Size()
-				}
-			}
-			es = append(es, manifestEntry{Task: ti.Task, Scheme: ti.Scheme, Dir: filepath.ToSlash(filepath.Join(task, e.Name())), Steps: ti.Steps, Seed: ti.Seed,
-				WallSeconds: ti.WallSeconds, Cores: ti.GOMAXPROCS, FinalLoss: ti.FinalLoss, FinalEvalLoss: ti.FinalEvalLoss, Bytes: size, Command: ti.Command})
-		}
-	}
-	if len(es) == 0 {
+// userRows is the row the --rope-* flags ask for, for each plain RoPE decoder row.
+func userRows(task string, rows []eval.Row) []eval.Row {
+	if !userRope.Given() || tasks.Kind(task) != models.Decoder {
 		return nil
 	}
-	sort.SliceStable(es, func(i, j int) bool {
-		if es[i].Task != es[j].Task {
-			return taskIndex(es[i].Task) < taskIndex(es[j].Task)
+	var out []eval.Row
+	for _, r := range rows {
+		if r.Scheme == "rope" && r.Variant == "" {
+			v := r
+			v.Variant = userRope.Describe()
+			v.Override = func(_ int, c *models.Config) error { return userRope.Apply(c.Positional) }
+			out = append(out, v)
 		}
-		return schemeOrder(es[i].Scheme)*100+es[i].Seed < schemeOrder(es[j].Scheme)*100+es[j].Seed
-	})
-	js, err := json.MarshalIndent(es, "", "  ")
-	if err != nil {
-		return fmt.Errorf("writing the manifest: %w", err)
 	}
-	if err := models.WriteFileAtomic(filepath.Join(weights, "MANIFEST.json"), append(js, '\n')); err != nil {
-		return err
-	}
-	var b strings.Builder
-	var totalBytes int64
-	var totalWall float64
-	b.WriteString("# Benchmark checkpoints\n\nWritten by `go run ./cmd/bench` from each checkpoint's `train.json` (also as MANIFEST.json).\n" +
-		"Every model of a task was trained by the same `cmd/train` command except for `-scheme` and `-seed`\n" +
-		"(see `cmd/bench/recipe.go`). Wall times are on a 2-core machine, pure-Go backend, on `cores` cores (GOMAXPROCS;\n" +
-		"`-`: not recorded, both cores shared with other runs), and vary with the load.\n" +
-		"Losses are nats per scored token (copy and passkey: the scored answer tokens only).\n\n")
-	b.WriteString("| task | checkpoint | scheme | steps | seed | wall s | cores | final loss | final eval loss | size KB |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, e := range es {
-		cores := "-"
-		if e.Cores > 0 {
-			cores = strconv.Itoa(e.Cores)
-		}
-		fmt.Fprintf(&b, "| %s | `%s` | `%s` | %d | %d | %.0f | %s | %.3f | %.3f | %d |\n", e.Task, e.Dir, e.Scheme, e.Steps, e.Seed, e.WallSeconds, cores, e.FinalLoss, e.FinalEvalLoss, e.Bytes/1024)
-		totalBytes += e.Bytes
-		totalWall += e.WallSeconds
-	}
-	fmt.Fprintf(&b, "\n%d checkpoints, %.1f MB, %.0f min of training in total.\n", len(es), float64(totalBytes)/1e6, math.Round(totalWall/60))
-	if len(es) > 0 {
-		fmt.Fprintf(&b, "\nCommand of the first (the others differ in -task, -scheme, -seed, -o, -steps):\n\n```sh\n%s\n```\n", es[0].Command)
-	}
-	return models.WriteFileAtomic(filepath.Join(weights, "MANIFEST.md"), []byte(b.String()))
+	return out
 }
 
-func taskIndex(t string) int {
-	for i, n := range tasks.Names() {
-		if n == t {
-			return i
+func printTables(task string, rs []report.Result) {
+	for _, m := range tasks.Metrics(task) {
+		fmt.Printf("\n%s %s\n\n%s", task, m, report.Table(task, rs, m, report.AllSubs))
+	}
+}
+
+// runFull trains and evaluates the recipe's grid, cell by cell, resumably.
+func runFull(o options) error {
+	start := time.Now()
+	r := recipe.V2
+	if o.steps > 0 {
+		r.StepCap = cloneCaps(r.StepCap, o.steps)
+	}
+	var cells []grid.Cell
+	for _, m := range r.Models(o.weights, o.tasks, o.schemes, o.seeds) {
+		cells = append(cells, grid.Cell{Model: m})
+	}
+	if len(cells) == 0 {
+		return grid.ErrNothing
+	}
+	for _, t := range o.tasks {
+		cells = append(cells, grid.BaselineCell(t))
+	}
+	cores := runtime.NumCPU()
+	if o.plan {
+		grid.Plan(os.Stdout, o.out, cells, o.jobs, cores)
+		return nil
+	}
+	grid.Plan(os.Stderr, o.out, cells, o.jobs, cores)
+	bin := filepath.Join(os.TempDir(), fmt.Sprintf("posformer-bench-train-%d", os.Getpid()))
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/train").CombinedOutput(); err != nil {
+		return fmt.Errorf("building cmd/train (run bench from the repository root): %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	defer os.Remove(bin)
+	logs := filepath.Join(o.out, "results", "cells", "logs")
+	fmt.Fprintf(os.Stderr, "bench: each model's training log is in %s/<task>-<model>.log\n", logs)
+	data, err := eval.LoadCorpus(false)
+	if err != nil {
+		return err
+	}
+	var (
+		planMu sync.Mutex
+		plans  = map[string][]eval.Cell{}
+	)
+	cellsFor := func(task string, version, L int) ([]eval.Cell, error) {
+		planMu.Lock()
+		defer planMu.Unlock()
+		key := fmt.Sprintf("%s/%d/%d", task, version, L)
+		if c, ok := plans[key]; ok {
+			return c, nil
+		}
+		c, err := eval.Plan(task, version, L, eval.Full, nil, data.Eval)
+		plans[key] = c
+		return c, err
+	}
+	backendName := func(threads int) string {
+		if o.backend != "" {
+			return o.backend
+		}
+		return "cpu:threads=" + strconv.Itoa(threads)
+	}
+	var bar *progress.Bar
+	var barMu sync.Mutex
+	runner := &grid.Runner{
+		Out: o.out, Jobs: o.jobs, Cores: cores,
+		Train: grid.TrainWith(bin, logs),
+		Evaluate: func(m recipe.Model, threads int, frac func(float64)) ([]report.Result, error) {
+			backend, err := engine.NewBackend(backendName(threads))
+			if err != nil {
+				return nil, err
+			}
+			defer backend.Finalize() // one per cell: its worker pool goes with it
+			ti, err := recipe.CheckTask(m.Dir, m.Task)
+			if err != nil {
+				return nil, err
+			}
+			var out []report.Result
+			for _, g := range eval.Groups(eval.RowsFor(m.Task, ti, m.Dir, eval.Full)) {
+				cs, err := cellsFor(m.Task, g.Version, g.TrainLen)
+				if err != nil {
+					return nil, err
+				}
+				units := float64(max(eval.Units(g.Rows, cs), 1))
+				rs, err := eval.Evaluate(backend, m.Task, g.Rows, cs, eval.Full, func(n int, _ string) { frac(float64(n) / units) })
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, rs...)
+			}
+			return out, nil
+		},
+		Baselines: func(task string) ([]report.Result, error) {
+			L := r.TrainLen[task]
+			cs, err := cellsFor(task, tasks.Version(task), L)
+			if err != nil {
+				return nil, err
+			}
+			return eval.Baselines(task, tasks.Version(task), cs, data.Train, L)
+		},
+		Progress: func(done, total float64, status string) {
+			barMu.Lock()
+			defer barMu.Unlock()
+			if bar == nil {
+				// Units are estimated one-core seconds of work, so the rate and ETA are in time.
+				bar = progress.New(os.Stderr, "bench --full", int(total))
+			}
+			bar.Set(int(done), status)
+		},
+	}
+	runErr := runner.Run(cells)
+	if bar != nil {
+		bar.Finish()
+	}
+	for _, t := range o.tasks {
+		if err := grid.Assemble(o.out, t, cells); err != nil && runErr == nil {
+			runErr = err
 		}
 	}
-	return len(tasks.Names())
+	if err := report.WriteReport(o.out); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := recipe.WriteManifest(o.weights); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	fmt.Fprintf(os.Stderr, "bench: grid done in %s; wrote %s\n", time.Since(start).Round(time.Second), filepath.Join(o.out, "RESULTS.md"))
+	return nil
+}
+
+// cloneCaps is caps with every value set to steps, without touching the recipe's own map.
+func cloneCaps(caps map[string]int, steps int) map[string]int {
+	out := map[string]int{}
+	for t := range caps {
+		out[t] = steps
+	}
+	return out
 }

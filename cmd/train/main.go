@@ -27,6 +27,7 @@ import (
 	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/progress"
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/positional"
@@ -48,6 +49,10 @@ type options struct {
 	resume                     bool
 	randomPositions            int
 	nopeLayers                 string
+	plateau                    int     // evaluations without improvement that end the run (0: cosine schedule over -steps)
+	plateauTol                 float64 // relative improvement that counts
+	init                       string  // start from this checkpoint's weights (a fine-tune)
+	rope                       *ropeflags.Flags
 }
 
 func main() {
@@ -79,6 +84,10 @@ func main() {
 	flag.BoolVar(&o.resume, "resume", false, "continue from the checkpoint in -o")
 	flag.IntVar(&o.randomPositions, "random-positions", 0, "randomized positions (Ruoss et al. 2023): each training sequence gets a sorted random subset of [0, N); 0 is off")
 	flag.StringVar(&o.nopeLayers, "nope-layers", "", "comma-separated blocks (from 0) that skip the scheme's attention hooks, e.g. 1,3")
+	flag.IntVar(&o.plateau, "plateau", 0, "train until the eval loss has not improved for N evaluations, then cool down (warmup-stable-decay); -steps is the cap. 0: cosine decay over -steps")
+	flag.Float64Var(&o.plateauTol, "plateau-tol", 0.01, "with -plateau: relative eval-loss improvement that counts as progress")
+	flag.StringVar(&o.init, "init", "", "start from this checkpoint's weights with a fresh optimizer (a fine-tune); -seq, -pe and the --rope-* flags edit its config, the shape flags are ignored")
+	o.rope = ropeflags.Register(flag.CommandLine)
 	// One-line errors for bad flags, the full list only for -h.
 	flag.CommandLine.Init("train", flag.ContinueOnError)
 	flag.CommandLine.SetOutput(io.Discard)
@@ -108,6 +117,10 @@ func run(o options) error {
 		return fmt.Errorf("-steps, -batch must be >= 1 and -seq >= 2")
 	case o.randomPositions != 0 && o.randomPositions < o.seq:
 		return fmt.Errorf("-random-positions %d must be 0 (off) or >= -seq %d: it is the range the %d positions are drawn from", o.randomPositions, o.seq, o.seq)
+	case o.plateau < 0 || o.plateauTol < 0:
+		return fmt.Errorf("-plateau %d and -plateau-tol %g must be >= 0 (-plateau 0 is off)", o.plateau, o.plateauTol)
+	case o.evalEvery < 1 || o.saveEvery < 1:
+		return fmt.Errorf("-eval-every and -save-every must be >= 1")
 	}
 	if o.task != "" {
 		if err := tasks.Check(o.task); err != nil {
@@ -131,6 +144,11 @@ func run(o options) error {
 	for k, v := range o.pe {
 		pe[k] = v
 	}
+	if o.rope != nil && o.init == "" {
+		if err := o.rope.Apply(pe); err != nil {
+			return err
+		}
+	}
 	cfg := models.Config{
 		Kind: o.kind, VocabSize: tok.VocabSize(), Dim: o.dim, NumLayers: o.layers, NumHeads: o.heads,
 		NumKVHeads: o.kv, HiddenDim: o.hidden, TieEmbeddings: true, MaxSeqLen: o.ctxLen, TrainSeqLen: o.seq,
@@ -147,6 +165,11 @@ func run(o options) error {
 			return fmt.Errorf("resuming: %w", err)
 		}
 		cfg = m.Config
+	} else if o.init != "" {
+		if m, ctx, err = models.Load(o.init, backend, o.initEdit()); err != nil {
+			return fmt.Errorf("-init: %w", err)
+		}
+		cfg = m.Config
 	} else if m, err = models.New(cfg); err != nil {
 		return err
 	}
@@ -158,7 +181,10 @@ func run(o options) error {
 		return err
 	}
 	maxBytes := o.maxBytes
-	if o.task == tasks.Copy || o.task == tasks.Passkey {
+	switch {
+	case o.task == tasks.Passkey:
+		maxBytes = 1 << 20 // the haystack's text: enough that windows rarely repeat
+	case tasks.Synthetic(o.task):
 		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
 	}
 	data, err := corpus.Load(root, maxBytes)
@@ -169,9 +195,30 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if o.resume && tr.GlobalStep() >= o.steps {
+	first := tr.GlobalStep()
+	// The loss curve so far; with -plateau its evaluations replay the plateau decisions.
+	var curve []curvePoint
+	if o.resume {
+		if curve, err = readCurve(o.out, first); err != nil {
+			return err
+		}
+	}
+	var plat *plateau
+	end := o.steps
+	if o.plateau > 0 {
+		plat = newPlateau(o.plateau, o.plateauTol, o.steps, o.evalEvery)
+		for _, c := range curve {
+			plat.observe(c.Step, c.EvalLoss)
+		}
+		end = plat.end
+	}
+	if o.resume && first >= end {
 		// Nothing left to train: say so rather than run zero steps and report their NaN loss.
-		fmt.Fprintf(os.Stderr, "train: %s already reached step %d of -steps %d; nothing to do (raise -steps to train further)\n", o.out, tr.GlobalStep(), o.steps)
+		why := fmt.Sprintf("-steps %d", o.steps)
+		if plat != nil && plat.end < o.steps {
+			why = plat.stopReason()
+		}
+		fmt.Fprintf(os.Stderr, "train: %s already finished at step %d (%s); nothing to do (raise -steps to train further)\n", o.out, first, why)
 		return nil
 	}
 	sampler := corpus.NewSampler(data.Train, o.seed+int64(tr.GlobalStep()))
@@ -181,11 +228,11 @@ func run(o options) error {
 	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.maskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
 	// Synthetic tasks draw their batches from a seeded generator instead of the corpus.
 	var gen *tasks.Generator
-	if o.task == tasks.Copy || o.task == tasks.Passkey {
-		if gen, err = tasks.NewGenerator(o.task, cfg.TrainSeqLen, o.seed, tr.GlobalStep()); err != nil {
+	if tasks.Synthetic(o.task) {
+		if gen, err = tasks.NewGenerator(o.task, cfg.TrainSeqLen, o.seed, tr.GlobalStep(), tasks.Haystack(data.Train)); err != nil {
 			return err
 		}
-		if evalBatch, err = tasks.EvalBatch(o.task, cfg.TrainSeqLen, o.evalWindows); err != nil {
+		if evalBatch, err = tasks.EvalBatch(o.task, cfg.TrainSeqLen, o.evalWindows, tasks.Haystack(data.Eval)); err != nil {
 			return err
 		}
 	}
@@ -193,10 +240,14 @@ func run(o options) error {
 		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.steps, o.batch, cfg.TrainSeqLen)
 
 	start := time.Now()
-	first := tr.GlobalStep()
+	prevSeconds := 0.0
+	if len(curve) > 0 {
+		prevSeconds = curve[len(curve)-1].Seconds
+	}
 	bar := progress.New(os.Stderr, "train "+cfg.SchemeName()+" "+cfg.Kind, o.steps-first)
 	var loss, evalLoss float64 = math.NaN(), math.NaN()
-	for step := first; step < o.steps; step++ {
+	lossSum, lossN := 0.0, 0
+	for step := first; step < end; step++ {
 		var b engine.Batch
 		if gen != nil {
 			b = gen.Batch(o.batch)
@@ -207,16 +258,32 @@ func run(o options) error {
 		if o.randomPositions > 0 {
 			randomizePositions(b.Positions, o.randomPositions, posRNG)
 		}
-		if loss, err = tr.Step(b, schedule(step, o)); err != nil {
+		lr := schedule(step, o)
+		if plat != nil {
+			lr = plat.lr(step, o.lr, o.warmup)
+			end = plat.end
+		}
+		if loss, err = tr.Step(b, lr); err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
 		}
+		lossSum, lossN = lossSum+loss, lossN+1
 		done := step + 1
-		if done%o.evalEvery == 0 || done == o.steps {
+		if done%o.evalEvery == 0 || done == end {
 			if evalLoss, err = tr.Eval(evalBatch); err != nil {
 				return err
 			}
+			curve = append(curve, curvePoint{Step: done, TrainLoss: lossSum / float64(lossN), EvalLoss: evalLoss, LR: lr,
+				Seconds: prevSeconds + time.Since(start).Seconds()})
+			lossSum, lossN = 0, 0
+			if plat != nil {
+				plat.observe(done, evalLoss)
+				end = plat.end
+			}
+			if err := writeCurve(o.out, curve); err != nil {
+				return err
+			}
 		}
-		if done%o.saveEvery == 0 || done == o.steps {
+		if done%o.saveEvery == 0 || done == end {
 			if err := save(o.out, cfg, ctx); err != nil {
 				return err
 			}
@@ -226,12 +293,24 @@ func run(o options) error {
 	}
 	bar.Finish()
 	wall := time.Since(start)
+	stop := fmt.Sprintf("-steps %d", o.steps)
+	if plat != nil {
+		stop = plat.stopReason()
+	}
+	taskVersion := 0
+	if o.task != "" {
+		taskVersion = tasks.Version(o.task)
+	}
 	summary := map[string]any{
 		"command":            "go run ./cmd/train " + strings.Join(os.Args[1:], " "),
 		"task":               o.task,
 		"scheme":             cfg.SchemeName(),
 		"kind":               cfg.Kind,
-		"steps":              o.steps,
+		"steps":              end,
+		"step_cap":           o.steps,
+		"stop":               stop,
+		"task_version":       taskVersion,
+		"init":               o.init,
 		"batch":              o.batch,
 		"seq_len":            cfg.TrainSeqLen,
 		"seed":               o.seed,
@@ -254,6 +333,35 @@ func run(o options) error {
 	fmt.Fprintf(os.Stderr, "train: done in %s: loss %.4f, eval loss %.4f nats (%.3f bits/byte); checkpoint in %s\n",
 		wall.Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.out)
 	return nil
+}
+
+// initEdit turns the -init checkpoint's config into the fine-tune's: the training length -seq,
+// the -pe options and the --rope-* flags. A rope_scaling block added here keeps the checkpoint's
+// own training length as its original context, which is what it extends (the config's
+// train_seq_len becomes -seq, the default original context otherwise).
+func (o options) initEdit() models.Edit {
+	return func(c *models.Config) error {
+		orig := c.TrainSeqLen
+		if c.Positional == nil {
+			c.Positional = map[string]any{"name": "none"}
+		}
+		for k, v := range o.pe {
+			c.Positional[k] = v
+		}
+		if o.rope != nil {
+			if err := o.rope.Apply(c.Positional); err != nil {
+				return err
+			}
+		}
+		if block, ok := c.Positional["rope_scaling"].(map[string]any); ok {
+			if _, set := block["original_max_position_embeddings"]; !set {
+				block["original_max_position_embeddings"] = float64(orig)
+			}
+		}
+		c.TrainSeqLen = o.seq
+		c.MaxSeqLen = max(c.MaxSeqLen, o.seq)
+		return nil
+	}
 }
 
 // kindSet reports whether -kind was given on the command line.

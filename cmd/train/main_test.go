@@ -91,7 +91,7 @@ func TestTaskIsRecorded(t *testing.T) {
 	}
 	o.resume = false
 	o.task, o.out = "lmx", t.TempDir()
-	if err := run(o); err == nil || !strings.Contains(err.Error(), "valid: lm, copy, passkey, mlm") {
+	if err := run(o); err == nil || !strings.Contains(err.Error(), "valid: lm, copy, reverse, passkey, mqar, mlm") {
 		t.Errorf("unknown task: %v", err)
 	}
 }

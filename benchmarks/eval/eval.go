@@ -1,0 +1,439 @@
+// Package eval scores checkpoints on the benchmark's tasks: which rows (a checkpoint, or the
+// checkpoint with its positional config edited, or run through sliding windows) are scored on
+// which examples at which lengths, and the model-free baselines that sit in the same tables.
+// Every row of a task sees the same examples, fixed by (task, version, length, depth or pairs).
+package eval
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/posformer/posformer/benchmarks/corpus"
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/report"
+	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/models"
+)
+
+// Row is one line of a results table: a checkpoint, optionally with an edit of its config.
+type Row struct {
+	Model       string // the checkpoint's folder name (seeds of one label are grouped by Scheme+Variant)
+	Scheme      string
+	Variant     string // "" or a label such as "yarn s=4", "sliding L", "randpos"
+	Seed        int
+	TrainLen    int // L: the checkpoint's training length
+	TaskVersion int
+	Dir         string
+	// Override edits the checkpoint's config for an evaluation length (nil: as trained).
+	Override func(length int, c *models.Config) error
+	// Sliding scores the row through windows of L sliding by L/2 (tasks.Sliding).
+	Sliding bool
+	// MaxLength skips longer cells (0: none skipped): only bias schemes run lm at 32L.
+	MaxLength int
+}
+
+// Budget is how much each task evaluates; Quick shrinks it.
+type Budget struct {
+	Factors      []int // lengths in units of L
+	BiasFactors  []int // more, for Recipe.BiasSchemes on lm
+	CorpusBytes  int   // bytes of the eval split scored per length (lm, mlm)
+	StringN      int   // copy and reverse sequences per length
+	PasskeyN     int   // sequences per (length, depth)
+	Depths       []float64
+	MQARN        int // sequences per (length, pairs)
+	Pairs        []int
+	RopeFactors  []float64 // RoPE-scaling rows at these fixed factors
+	TokensPerRun int       // rows per forward pass: TokensPerRun / length
+}
+
+// Full is the budget of the published tables.
+var Full = Budget{
+	Factors: recipe.V2.Factors, BiasFactors: recipe.V2.BiasFactors,
+	CorpusBytes: 32768, StringN: 100, PasskeyN: 20, Depths: []float64{0, 0.25, 0.5, 0.75, 1}, MQARN: 32, Pairs: []int{4, 8, 16},
+	RopeFactors: recipe.V2.RopeFactors, TokensPerRun: 4096,
+}
+
+// Quick re-scores the shipped checkpoints in well under a minute: two lengths, a few examples.
+var Quick = Budget{
+	Factors:     []int{1, 4},
+	CorpusBytes: 1024, StringN: 8, PasskeyN: 4, Depths: []float64{0, 1}, MQARN: 4, Pairs: []int{4, 16},
+	RopeFactors: []float64{4}, TokensPerRun: 4096,
+}
+
+// Cell is one (length, depth or pairs) of a task, with its examples.
+type Cell struct {
+	Length int
+	Depth  float64 // passkey; NaN elsewhere
+	Pairs  int     // mqar; 0 elsewhere
+	Exs    []tasks.Example
+}
+
+// minLength is the shortest sequence a task can be scored on.
+func minLength(task string, version int) int {
+	switch {
+	case task == tasks.Copy || task == tasks.Reverse:
+		return 2
+	case task == tasks.Passkey && version == 1:
+		return tasks.MinPasskeyDigitLength
+	case task == tasks.Passkey:
+		return tasks.MinPasskeyLength
+	case task == tasks.MQAR:
+		return tasks.MinMQARLength(1)
+	}
+	return 1
+}
+
+// seedOf gives each cell its own fixed example stream, disjoint from the training generators'
+// (seeded by small integers).
+func seedOf(task string, version, length int, sub float64) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "eval/%s/v%d/%d/%g", task, version, length, sub)
+	return h.Sum64()
+}
+
+// Plan builds a task's cells at the given lengths (nil: the budget's factors of L, and the
+// bias factors on lm). evalData is the corpus's evaluation split (lm, mlm, and passkey's hay).
+func Plan(task string, version, trainLen int, b Budget, lengths []int, evalData []byte) ([]Cell, error) {
+	if lengths == nil {
+		fs := b.Factors
+		if task == tasks.LM {
+			fs = append(slices.Clone(fs), b.BiasFactors...)
+		}
+		for _, f := range fs {
+			lengths = append(lengths, f*trainLen)
+		}
+	}
+	var hay []byte
+	if task == tasks.Passkey && version >= 2 {
+		hay = tasks.Haystack(evalData)
+	}
+	var cells []Cell
+	for _, n := range lengths {
+		if n < minLength(task, version) {
+			return nil, fmt.Errorf("-lengths: %s needs lengths >= %d, got %d", task, minLength(task, version), n)
+		}
+		switch task {
+		case tasks.Passkey:
+			for _, d := range b.Depths {
+				r := rand.New(rand.NewPCG(seedOf(task, version, n, d), 2))
+				c := Cell{Length: n, Depth: d}
+				for range b.PasskeyN {
+					if version == 1 {
+						c.Exs = append(c.Exs, tasks.PasskeyDigitExample(r, n, d))
+					} else {
+						c.Exs = append(c.Exs, tasks.PasskeyExample(r, hay, n, d))
+					}
+				}
+				cells = append(cells, c)
+			}
+		case tasks.MQAR:
+			for _, p := range b.Pairs {
+				if n < tasks.MinMQARLength(p) {
+					continue // too short for this many pairs
+				}
+				r := rand.New(rand.NewPCG(seedOf(task, version, n, float64(p)), 2))
+				c := Cell{Length: n, Depth: math.NaN(), Pairs: p}
+				for range b.MQARN {
+					c.Exs = append(c.Exs, tasks.MQARExample(r, n, p))
+				}
+				cells = append(cells, c)
+			}
+		default:
+			r := rand.New(rand.NewPCG(seedOf(task, version, n, math.NaN()), 2))
+			c := Cell{Length: n, Depth: math.NaN()}
+			switch task {
+			case tasks.LM:
+				c.Exs = tasks.LMExamples(evalData[:min(len(evalData), b.CorpusBytes+1)], n, 0)
+			case tasks.MLM:
+				data := evalData[:min(len(evalData), b.CorpusBytes)]
+				for k := 0; (k+1)*n <= len(data); k++ {
+					c.Exs = append(c.Exs, tasks.MaskedExample(r, data[k*n:(k+1)*n], 0.15))
+				}
+			case tasks.Copy, tasks.Reverse:
+				for range b.StringN {
+					if task == tasks.Copy {
+						c.Exs = append(c.Exs, tasks.CopyExample(r, n/2))
+					} else {
+						c.Exs = append(c.Exs, tasks.ReverseExample(r, n/2))
+					}
+				}
+			}
+			if len(c.Exs) == 0 {
+				return nil, fmt.Errorf("-lengths: %d is longer than the %d bytes of eval text scored; use shorter lengths", n, b.CorpusBytes)
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells, nil
+}
+
+// FindRows lists the finished checkpoints of a task under weights for the chosen schemes, with
+// the rows each adds (RowsFor).
+func FindRows(weights, task string, schemes []string, b Budget) ([]Row, error) {
+	entries, err := os.ReadDir(filepath.Join(weights, task))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("listing %s: %w", filepath.Join(weights, task), err)
+	}
+	var rows []Row
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(weights, task, e.Name())
+		ti, err := recipe.ReadTrainInfo(dir)
+		if err != nil {
+			continue // unfinished: --full completes it
+		}
+		if !slices.Contains(schemes, ti.Scheme) {
+			continue
+		}
+		if _, err := recipe.CheckTask(dir, task); err != nil {
+			return nil, err
+		}
+		rows = append(rows, RowsFor(task, ti, dir, b)...)
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if oi, oj := recipe.SchemeOrder(rows[i].Scheme), recipe.SchemeOrder(rows[j].Scheme); oi != oj {
+			return oi < oj
+		}
+		return rows[i].Variant < rows[j].Variant
+	})
+	return rows, nil
+}
+
+// RowsFor is a checkpoint's row and the evaluation-only rows it adds: on lm the sliding-window
+// row of a plain model; for a plain RoPE decoder on lm and passkey the RoPE-scaling rows at the budget's fixed
+// factors. Only bias schemes are scored past the recipe's largest factor.
+func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
+	base := Row{Model: filepath.Base(dir), Scheme: ti.Scheme, Variant: ti.Variant(), Seed: ti.Seed, TrainLen: ti.SeqLen, TaskVersion: ti.TaskVersion, Dir: dir}
+	if base.Variant != "" && ti.Init != "" {
+		// A fine-tune trains at s·L; its L for the tables is the base model's.
+		base.TrainLen = ti.SeqLen / max(1, int(math.Round(factorOf(ti.Positional))))
+	}
+	if len(b.Factors) > 0 && !slices.Contains(recipe.V2.BiasSchemes, ti.Scheme) {
+		base.MaxLength = slices.Max(b.Factors) * base.TrainLen
+	}
+	rows := []Row{base}
+	if task == tasks.LM && base.Variant == "" {
+		s := base
+		s.Variant, s.Sliding = recipe.SlidingVariant, true
+		rows = append(rows, s)
+	}
+	if ti.Scheme == "rope" && base.Variant == "" && slices.Contains(recipe.V2.RopeTasks, task) && tasks.Kind(task) == models.Decoder {
+		for _, t := range recipe.V2.RopeTypes {
+			for _, f := range b.RopeFactors {
+				v := base
+				v.Variant = recipe.ScalingVariant(t, f)
+				v.Override = func(_ int, c *models.Config) error {
+					c.Positional["rope_scaling"] = map[string]any{"rope_type": t, "factor": f, "original_max_position_embeddings": float64(base.TrainLen)}
+					return nil
+				}
+				rows = append(rows, v)
+			}
+		}
+	}
+	return rows
+}
+
+func factorOf(pe map[string]any) float64 {
+	block, _ := pe["rope_scaling"].(map[string]any)
+	f, _ := block["factor"].(float64)
+	return max(f, 1)
+}
+
+// loadRow loads a checkpoint with the row's edit of its config for this length.
+func loadRow(backend backends.Backend, r Row, length int) (*engine.Engine, error) {
+	var edits []models.Edit
+	if r.Override != nil {
+		edits = append(edits, func(c *models.Config) error { return r.Override(length, c) })
+	}
+	edits = append(edits, func(c *models.Config) error {
+		// The engine's context must hold the longest evaluation.
+		c.MaxSeqLen = max(c.MaxSeqLen, length)
+		return nil
+	})
+	m, ctx, err := models.Load(r.Dir, backend, edits...)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(backend, m, ctx, 0)
+}
+
+// Progress is told after each batch how many examples of the whole evaluation are done.
+type Progress func(done int, status string)
+
+// Units is the work Evaluate reports through Progress: examples scored over rows and cells.
+func Units(rows []Row, cells []Cell) int {
+	n := 0
+	for _, r := range rows {
+		for _, c := range cells {
+			if r.MaxLength == 0 || c.Length <= r.MaxLength {
+				n += len(c.Exs)
+			}
+		}
+	}
+	return n
+}
+
+// Evaluate scores every row on every cell (up to its MaxLength). A scheme that refuses a length
+// (a learned table too short, xPos past its float32 range) gets empty (NaN) cells and the reason
+// once on stderr.
+func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b Budget, progress Progress) ([]report.Result, error) {
+	var out []report.Result
+	done := 0
+	for _, r := range rows {
+		var e *engine.Engine
+		for i, c := range cells {
+			if r.MaxLength > 0 && c.Length > r.MaxLength {
+				continue
+			}
+			// A row without an override keeps one engine (and its compiled graphs) for every
+			// length; an override may differ per length, so it is reloaded (weights are small).
+			if e == nil || (r.Override != nil && (i == 0 || cells[i-1].Length != c.Length)) {
+				var err error
+				if e, err = loadRow(backend, r, c.Length); err != nil {
+					return nil, err
+				}
+			}
+			exs := c.Exs
+			if r.Sliding {
+				exs = nil
+				for _, ex := range c.Exs {
+					exs = append(exs, tasks.Sliding(ex, r.TrainLen, max(1, r.TrainLen/2))...)
+				}
+			}
+			var s tasks.Scores
+			batch := max(1, b.TokensPerRun/min(c.Length, len(exs[0].Input)))
+			base := done
+			scale := float64(len(c.Exs)) / float64(len(exs))
+			err := tasks.Score(e, exs, batch, r.TrainLen, &s, func(n int) {
+				if progress != nil {
+					progress(base+int(float64(n)*scale), fmt.Sprintf("%s %s len %d", task, label(r), c.Length))
+				}
+			})
+			done = base + len(c.Exs)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "\nbench: %s %s at length %d: %v\n", task, label(r), c.Length, err)
+				s = tasks.Scores{}
+			}
+			out = append(out, metrics(task, r, c, s)...)
+		}
+	}
+	return out, nil
+}
+
+func label(r Row) string {
+	if r.Variant != "" {
+		return r.Model + " + " + r.Variant
+	}
+	return r.Model
+}
+
+// metrics turns a cell's scores into the task's CSV lines.
+func metrics(task string, r Row, c Cell, s tasks.Scores) []report.Result {
+	mk := func(metric string, v float64, n int) report.Result {
+		return report.Result{Task: task, Model: r.Model, Scheme: r.Scheme, Variant: r.Variant, Seed: r.Seed, TrainLen: r.TrainLen,
+			Length: c.Length, Depth: c.Depth, Pairs: c.Pairs, Metric: metric, Value: v, N: n}
+	}
+	ms := tasks.Metrics(task)
+	switch task {
+	case tasks.LM, tasks.MLM:
+		return []report.Result{mk(ms[0], s.BitsPerToken(), s.N), mk(ms[1], s.BitsBeyond(), s.NBeyond)}
+	default:
+		return []report.Result{mk(ms[0], s.ExactMatch(), s.Seqs), mk(ms[1], s.TokenAccuracy(), s.N)}
+	}
+}
+
+// Baselines scores what needs no model: the unigram model of the training split's bytes for lm
+// and mlm (every byte predicted by its frequency); for the synthetic tasks, chance (uniform
+// guessing among the answers, tasks.Chance) and the position-blind bag model (tasks.Bag), run
+// through the same scorer as the models.
+func Baselines(task string, version int, cells []Cell, train []byte, trainLen int) ([]report.Result, error) {
+	var out []report.Result
+	switch task {
+	case tasks.LM, tasks.MLM:
+		var logp, counts [256]float64
+		for _, b := range train {
+			counts[b]++
+		}
+		best := 0
+		for i := range counts {
+			logp[i] = math.Log((counts[i] + 1) / (float64(len(train)) + 256))
+			if counts[i] > counts[best] {
+				best = i
+			}
+		}
+		r := Row{Model: "unigram", Scheme: "unigram", TrainLen: trainLen}
+		for _, c := range cells {
+			var s tasks.Scores
+			for _, ex := range c.Exs {
+				nll, right := make([]float64, len(ex.Target)), make([]bool, len(ex.Target))
+				for j, t := range ex.Target {
+					if t >= 0 && t < 256 {
+						nll[j], right[j] = -logp[t], int(t) == best
+					}
+				}
+				s.Add(nll, right, ex.Weight, trainLen)
+			}
+			out = append(out, metrics(task, r, c, s)...)
+		}
+		return out, nil
+	}
+	bag := Row{Model: "bag", Scheme: "bag", TrainLen: trainLen}
+	for _, c := range cells {
+		exact, token := tasks.Chance(task, version, c.Length, c.Pairs)
+		out = append(out,
+			report.Result{Task: task, Model: "chance", Scheme: "chance", TrainLen: trainLen, Length: c.Length, Depth: c.Depth, Pairs: c.Pairs, Metric: "exact_match", Value: exact},
+			report.Result{Task: task, Model: "chance", Scheme: "chance", TrainLen: trainLen, Length: c.Length, Depth: c.Depth, Pairs: c.Pairs, Metric: "token_accuracy", Value: token})
+		var s tasks.Scores
+		if err := tasks.Score(tasks.Bag{Answers: tasks.Alphabet(task), Vocab: 260}, c.Exs, 64, trainLen, &s, nil); err != nil {
+			return nil, err
+		}
+		out = append(out, metrics(task, bag, c, s)...)
+	}
+	return out, nil
+}
+
+// LoadCorpus reads the corpus splits: the evaluation split for lm, mlm and passkey's hay, the
+// training split for the unigram baseline.
+func LoadCorpus(quick bool) (*corpus.Corpus, error) {
+	root, err := corpus.GoRoot()
+	if err != nil {
+		return nil, err
+	}
+	maxBytes := 0
+	if quick {
+		// Enough eval text for the quick budget and a unigram estimate a few hundredths of a
+		// bit from the full one, in a fraction of the load time.
+		maxBytes = 4 << 20
+	}
+	return corpus.Load(root, maxBytes)
+}
+
+// Group is rows that share their cells: one training length and task version.
+type Group struct {
+	TrainLen, Version int
+	Rows              []Row
+}
+
+// Groups splits a task's rows by (L, version), keeping their order.
+func Groups(rows []Row) []Group {
+	var out []Group
+	for _, r := range rows {
+		i := slices.IndexFunc(out, func(g Group) bool { return g.TrainLen == r.TrainLen && g.Version == r.TaskVersion })
+		if i < 0 {
+			out = append(out, Group{TrainLen: r.TrainLen, Version: r.TaskVersion})
+			i = len(out) - 1
+		}
+		out[i].Rows = append(out[i].Rows, r)
+	}
+	return out
+}

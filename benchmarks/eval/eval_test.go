@@ -1,0 +1,173 @@
+package eval
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/models"
+)
+
+var text = []byte(strings.Repeat("func f(x int) int {\n\treturn x*2 + 1 // 42\n}\n", 200))
+
+// checkpoint writes a tiny random-weight decoder with the train.json cmd/train would write.
+func checkpoint(t *testing.T, dir, task, scheme string, L int) *recipe.TrainInfo {
+	t.Helper()
+	cfg := models.Config{Kind: models.Decoder, VocabSize: 260, Dim: 16, NumLayers: 1, NumHeads: 2, NumKVHeads: 1, HiddenDim: 16,
+		TieEmbeddings: true, MaxSeqLen: 512, TrainSeqLen: L, Tokenizer: "byte", Positional: map[string]any{"name": scheme}}
+	backend, err := engine.NewBackend("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := models.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(backend, m, context.New(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Forward([][]int{{1, 2}}, [][]int{{0, 1}}); err != nil { // creates the variables
+		t.Fatal(err)
+	}
+	if err := models.Save(dir, cfg, e.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(map[string]any{"task": task, "task_version": tasks.Version(task), "scheme": scheme, "kind": "decoder", "seq_len": L, "seed": 1})
+	if err := os.WriteFile(filepath.Join(dir, "train.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ti, err := recipe.ReadTrainInfo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ti
+}
+
+// Cells: the budget's factors of L (and 32L on lm), passkey's version decides its examples,
+// mqar leaves out pair counts a length cannot hold; the examples are the same on every call.
+func TestPlan(t *testing.T) {
+	lm, err := Plan(tasks.LM, 1, 16, Full, nil, text)
+	if err != nil || len(lm) != 6 || lm[5].Length != 32*16 {
+		t.Fatalf("lm cells: %d (err %v), want 6 up to 512", len(lm), err)
+	}
+	v1, _ := Plan(tasks.Passkey, 1, 64, Quick, []int{64}, text)
+	v2, _ := Plan(tasks.Passkey, 2, 64, Quick, []int{64}, text)
+	if len(v1) != len(Quick.Depths) || v1[0].Exs[0].Input[0] != '=' || !strings.Contains(string(toBytes(v2[0].Exs[0].Input)), "$") {
+		t.Errorf("passkey v1 %q / v2 %q", toBytes(v1[0].Exs[0].Input), toBytes(v2[0].Exs[0].Input))
+	}
+	mq, _ := Plan(tasks.MQAR, 1, 32, Full, []int{32, 64}, nil)
+	var pairs []int
+	for _, c := range mq {
+		pairs = append(pairs, c.Pairs)
+	}
+	if len(mq) != 5 || mq[0].Pairs != 4 || mq[1].Pairs != 8 || mq[2].Length != 64 { // 16 pairs need 63 tokens
+		t.Errorf("mqar cells: %v", pairs)
+	}
+	again, _ := Plan(tasks.MQAR, 1, 32, Full, []int{32, 64}, nil)
+	if string(toBytes(again[3].Exs[7].Input)) != string(toBytes(mq[3].Exs[7].Input)) {
+		t.Error("examples differ between calls")
+	}
+	if _, err := Plan(tasks.Passkey, 2, 64, Quick, []int{tasks.MinPasskeyLength - 1}, text); err == nil || !strings.Contains(err.Error(), ">= 18") {
+		t.Errorf("short passkey: %v", err)
+	}
+}
+
+func toBytes(xs []int32) []byte {
+	var b []byte
+	for _, x := range xs {
+		b = append(b, byte(x))
+	}
+	return b
+}
+
+// Rows: lm adds a sliding-window row; a RoPE decoder on lm adds five scaling types at each fixed
+// factor; only bias schemes go past the largest factor; a fine-tune is tabled at its base's L.
+func TestRowsFor(t *testing.T) {
+	rope := &recipe.TrainInfo{Task: tasks.LM, Scheme: "rope", SeqLen: 128, Seed: 2, TaskVersion: 1}
+	rows := RowsFor(tasks.LM, rope, "w/lm/rope-seed2", Full)
+	if len(rows) != 2+5*len(Full.RopeFactors) || rows[1].Variant != recipe.SlidingVariant || !rows[1].Sliding || rows[0].MaxLength != 16*128 {
+		t.Fatalf("%d rows: %+v", len(rows), rows[:2])
+	}
+	alibi := &recipe.TrainInfo{Task: tasks.LM, Scheme: "alibi", SeqLen: 128}
+	if r := RowsFor(tasks.LM, alibi, "w", Full); len(r) != 2 || r[0].MaxLength != 0 {
+		t.Errorf("alibi rows %+v", r)
+	}
+	if r := RowsFor(tasks.Copy, &recipe.TrainInfo{Task: tasks.Copy, Scheme: "rope", SeqLen: 64}, "w", Full); len(r) != 1 {
+		t.Errorf("copy rope: %d rows, want 1 (no scaling rows off lm and passkey)", len(r))
+	}
+	pi := &recipe.TrainInfo{Task: tasks.LM, Scheme: "rope", SeqLen: 512, Init: "w/lm/rope",
+		Positional: map[string]any{"name": "rope", "rope_scaling": map[string]any{"rope_type": "linear", "factor": 4.0}}}
+	if r := RowsFor(tasks.LM, pi, "w/lm/rope-pi4", Full); len(r) != 1 || r[0].TrainLen != 128 || r[0].Variant != "PI s=4 ft" {
+		t.Errorf("PI rows %+v", r)
+	}
+}
+
+// A tiny random model through the whole evaluation path: finite bits per byte, the sliding
+// window equal to the plain row at L (one window covers it) and lower-or-equal context past it,
+// a RoPE-scaling row that changes the numbers, and a beyond-L metric only past L.
+func TestEvaluateTinyModel(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rope")
+	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
+	b := Quick
+	b.CorpusBytes = 512
+	cells, err := Plan(tasks.LM, 1, 16, b, nil, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := RowsFor(tasks.LM, ti, dir, b)
+	backend, _ := engine.NewBackend("")
+	last := 0
+	rs, err := Evaluate(backend, tasks.LM, rows, cells, b, func(n int, _ string) { last = n })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != Units(rows, cells) {
+		t.Errorf("progress ended at %d of %d", last, Units(rows, cells))
+	}
+	get := func(variant, metric string, length int) float64 {
+		for _, r := range rs {
+			if r.Variant == variant && r.Metric == metric && r.Length == length {
+				return r.Value
+			}
+		}
+		t.Fatalf("no %q %s at %d", variant, metric, length)
+		return 0
+	}
+	plain, slid := get("", "bits_per_byte", 16), get(recipe.SlidingVariant, "bits_per_byte", 16)
+	if math.IsNaN(plain) || plain < 1 || math.Abs(plain-slid) > 1e-9 {
+		t.Errorf("at L: plain %v, sliding %v; want equal and finite", plain, slid)
+	}
+	if !math.IsNaN(get("", "bits_per_byte_beyond_L", 16)) || math.IsNaN(get("", "bits_per_byte_beyond_L", 64)) {
+		t.Error("beyond-L metric at L should be NaN, past L a number")
+	}
+	if y := get(recipe.ScalingVariant("yarn", 4), "bits_per_byte", 16); y == plain || math.IsNaN(y) {
+		t.Errorf("yarn s=4 at L: %v, plain %v; want a different number", y, plain)
+	}
+}
+
+// Baselines by hand: chance rows from tasks.Chance and the bag row for a synthetic task; the
+// unigram model of "aab" predicts a with (2+1)/(3+256), b with (1+1)/(3+256).
+func TestBaselines(t *testing.T) {
+	cells, _ := Plan(tasks.Copy, 1, 8, Quick, []int{8}, nil)
+	rs, err := Baselines(tasks.Copy, 1, cells, nil, 8)
+	if err != nil || len(rs) != 4 {
+		t.Fatalf("%d rows, %v", len(rs), err)
+	}
+	if rs[0].Label() != "chance" || math.Abs(rs[0].Value-math.Pow(26, -4)) > 1e-18 || rs[1].Value != 1.0/26 || rs[2].Label() != "bag" {
+		t.Errorf("%+v", rs[:3])
+	}
+	lmCells := []Cell{{Length: 2, Depth: math.NaN(), Exs: []tasks.Example{{Input: []int32{'a', 'a'}, Target: []int32{'a', 'b'}, Weight: []float32{1, 1}}}}}
+	rs, _ = Baselines(tasks.LM, 1, lmCells, []byte("aab"), 1)
+	want := -(math.Log2(3.0/259) + math.Log2(2.0/259)) / 2
+	if rs[0].Metric != "bits_per_byte" || math.Abs(rs[0].Value-want) > 1e-12 || math.Abs(rs[1].Value+math.Log2(2.0/259)) > 1e-12 {
+		t.Errorf("unigram %v / %v, want %v / %v", rs[0].Value, rs[1].Value, want, -math.Log2(2.0/259))
+	}
+}

@@ -1,0 +1,340 @@
+// Package grid runs the benchmark's full grid (cmd/bench --full): every model of the recipe is
+// trained, evaluated, and its results written to a file of its own, atomically (a temporary file
+// renamed), so that a rerun of the same command skips every finished cell and an interrupted
+// one resumes its training from its last checkpoint. Cells run -jobs at a time, each on
+// NumCPU/jobs cores; one progress callback covers the whole grid, weighted by each cell's
+// estimated time, so that its rate and ETA mean something.
+package grid
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/report"
+)
+
+// Cell is one unit of the grid: a model to train and evaluate, or (Baseline) a task's
+// model-free baseline rows.
+type Cell struct {
+	recipe.Model
+	Baseline bool
+}
+
+// BaselineCell is a task's baseline cell (it needs no model).
+func BaselineCell(task string) Cell {
+	return Cell{Model: recipe.Model{Task: task, Name: "_baselines", EvalSeconds: 5}, Baseline: true}
+}
+
+// CellPath is where a cell's results are written: <out>/results/cells/<task>/<name>.csv.
+func CellPath(out string, c Cell) string {
+	return filepath.Join(out, "results", "cells", c.Task, c.Name+".csv")
+}
+
+// Done reports whether a cell's results file exists (it is only ever written whole).
+func Done(out string, c Cell) bool {
+	_, err := os.Stat(CellPath(out, c))
+	return err == nil
+}
+
+// Runner holds how to do each part of a cell; tests replace them.
+type Runner struct {
+	Out  string
+	Jobs int
+	// Train trains a model (resume: continue from the checkpoint in its folder) on procs cores,
+	// reporting its progress as the fraction of its step cap done.
+	Train func(m recipe.Model, resume bool, procs int, progress func(frac float64)) error
+	// Evaluate scores a trained model on threads cores.
+	Evaluate func(m recipe.Model, threads int, progress func(frac float64)) ([]report.Result, error)
+	// Baselines scores a task's model-free rows.
+	Baselines func(task string) ([]report.Result, error)
+	// Progress is told the estimated seconds done and in total, and what runs.
+	Progress func(done, total float64, status string)
+	// Cores is the number of cores shared by the lanes (runtime.NumCPU()).
+	Cores int
+}
+
+// Run runs every unfinished cell, Jobs at a time, each when the cell it starts from (Needs) is
+// done. On the first failure no new cell starts; the running ones finish and the error names
+// the cell and says how to continue.
+func (r *Runner) Run(cells []Cell) error {
+	var todo []Cell
+	for _, c := range cells {
+		if !Done(r.Out, c) {
+			todo = append(todo, c)
+		}
+	}
+	total := 0.0
+	for _, c := range todo {
+		total += c.Seconds()
+	}
+	lanes := min(max(r.Jobs, 1), max(len(todo), 1))
+	procs := max(r.Cores/lanes, 1)
+	var (
+		mu       sync.Mutex
+		cond     = sync.NewCond(&mu)
+		finished = map[string]bool{}
+		running  = map[string]float64{} // estimated seconds done of each running cell
+		status   = map[string]string{}  // what each running cell is doing
+		doneSec  float64
+		firstErr error
+		next     int
+		started  = make([]bool, len(todo))
+	)
+	for _, c := range cells {
+		if Done(r.Out, c) {
+			finished[c.ID()] = true
+		}
+	}
+	tell := func() {
+		if r.Progress == nil {
+			return
+		}
+		d := doneSec
+		var what []string
+		for id, s := range running {
+			d += s
+			what = append(what, status[id])
+		}
+		sort.Strings(what)
+		r.Progress(d, total, strings.Join(what, " · "))
+	}
+	ready := func(c Cell) bool { return c.Needs == "" || finished[c.Task+"/"+c.Needs] }
+	// pick returns the index of the first unstarted ready cell, -1 if none is ready yet, or
+	// len(todo) when nothing is left (or a failure stops the grid). Called with mu held.
+	pick := func() int {
+		for {
+			if firstErr != nil {
+				return len(todo)
+			}
+			waiting := false
+			for i := next; i < len(todo); i++ {
+				if started[i] {
+					continue
+				}
+				if ready(todo[i]) {
+					started[i] = true
+					return i
+				}
+				waiting = true
+			}
+			for next < len(todo) && started[next] {
+				next++
+			}
+			if !waiting {
+				return len(todo)
+			}
+			if len(running) == 0 {
+				// Nothing runs that could make a waiting cell ready: its base is not in the grid.
+				for i := next; i < len(todo); i++ {
+					if !started[i] {
+						firstErr = fmt.Errorf("%s starts from %s/%s, which is neither finished nor in the grid; run its task without -scheme filters", todo[i].ID(), todo[i].Task, todo[i].Needs)
+						break
+					}
+				}
+				return len(todo)
+			}
+			cond.Wait()
+		}
+	}
+	var wg sync.WaitGroup
+	for range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := pick()
+				if i == len(todo) {
+					mu.Unlock()
+					return
+				}
+				c := todo[i]
+				id := c.ID()
+				running[id], status[id] = 0, id
+				tell()
+				mu.Unlock()
+				err := r.runCell(c, procs, func(frac float64, phase string) {
+					mu.Lock()
+					running[id], status[id] = frac*c.Seconds(), id+" "+phase
+					tell()
+					mu.Unlock()
+				})
+				mu.Lock()
+				delete(running, id)
+				delete(status, id)
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("%s: %w (rerun the same command to continue; finished cells are kept)", id, err)
+				}
+				if err == nil {
+					finished[id] = true
+					doneSec += c.Seconds()
+				}
+				tell()
+				cond.Broadcast()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// runCell trains (unless a finished checkpoint of the same command is there) and evaluates one
+// cell, then writes its results file.
+func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase string)) error {
+	var rs []report.Result
+	var err error
+	if c.Baseline {
+		if rs, err = r.Baselines(c.Task); err != nil {
+			return err
+		}
+		return report.WriteCSV(CellPath(r.Out, c), rs)
+	}
+	trainShare := c.TrainSeconds / max(c.Seconds(), 1e-9)
+	ti, infoErr := recipe.ReadTrainInfo(c.Dir)
+	if infoErr != nil || !recipe.SameCommand(ti.Command, c.Args) {
+		_, stateErr := os.Stat(filepath.Join(c.Dir, StateFile))
+		resume := stateErr == nil && infoErr != nil // interrupted (no train.json yet), same folder
+		if !resume {
+			// A finished model of another command (an older recipe), or debris: start afresh.
+			if err := os.RemoveAll(c.Dir); err != nil {
+				return fmt.Errorf("clearing %s: %w", c.Dir, err)
+			}
+		}
+		if err := r.Train(c.Model, resume, procs, func(f float64) { progress(trainShare*f, "train") }); err != nil {
+			return err
+		}
+		// The optimizer state doubles the checkpoint and is only needed to resume.
+		os.Remove(filepath.Join(c.Dir, StateFile))
+	}
+	progress(trainShare, "eval")
+	if rs, err = r.Evaluate(c.Model, procs, func(f float64) { progress(trainShare+(1-trainShare)*f, "eval") }); err != nil {
+		return err
+	}
+	return report.WriteCSV(CellPath(r.Out, c), rs)
+}
+
+// StateFile is cmd/train's optimizer state, present while a run can be resumed.
+const StateFile = "train_state.safetensors"
+
+// TrainWith returns a Runner.Train that runs the cmd/train binary bin with GOMAXPROCS=procs,
+// its output to <logs>/<task>-<name>.log, polling the model's loss.csv for progress.
+func TrainWith(bin, logs string) func(m recipe.Model, resume bool, procs int, progress func(float64)) error {
+	return func(m recipe.Model, resume bool, procs int, progress func(float64)) error {
+		args := m.Args
+		if resume {
+			args = append(append([]string(nil), m.Args...), "-resume")
+		}
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return err
+		}
+		logPath := filepath.Join(logs, m.Task+"-"+m.Name+".log")
+		f, err := os.Create(logPath)
+		if err != nil {
+			return fmt.Errorf("creating the training log: %w", err)
+		}
+		defer f.Close()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting cmd/train: %w", err)
+		}
+		stop := make(chan struct{})
+		go func() {
+			t := time.NewTicker(2 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					if step := LastStep(m.Dir); step > 0 && m.Steps > 0 {
+						progress(min(1, float64(step)/float64(m.Steps)))
+					}
+				}
+			}
+		}()
+		err = cmd.Wait()
+		close(stop)
+		if err != nil {
+			return fmt.Errorf("training: %w (log in %s)", err, logPath)
+		}
+		progress(1)
+		return nil
+	}
+}
+
+// LastStep is the last step a run's loss.csv records (0 if none).
+func LastStep(dir string) int {
+	data, err := os.ReadFile(filepath.Join(dir, "loss.csv"))
+	if err != nil {
+		return 0
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	last := string(lines[len(lines)-1])
+	step, _, _ := strings.Cut(last, ",")
+	n, _ := strconv.Atoi(step)
+	return n
+}
+
+// Assemble writes a task's results file from its cells' files (the order of cells), so the
+// report sees one CSV per task. Cells not finished yet are left out.
+func Assemble(out, task string, cells []Cell) error {
+	var all []report.Result
+	for _, c := range cells {
+		if c.Task != task {
+			continue
+		}
+		rs, err := report.ReadCSV(CellPath(out, c))
+		if err != nil {
+			return err
+		}
+		all = append(all, rs...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return report.WriteCSV(report.CSVPath(out, task), all)
+}
+
+// Plan describes the grid before it runs: cells, how many are done, the estimated wall time on
+// the given cores with the given lanes (the training part at the step caps: an upper bound).
+func Plan(w io.Writer, out string, cells []Cell, jobs, cores int) {
+	var todo, done int
+	var secs float64
+	perTask := map[string]float64{}
+	var order []string
+	for _, c := range cells {
+		if Done(out, c) {
+			done++
+			continue
+		}
+		todo++
+		secs += c.Seconds()
+		if _, ok := perTask[c.Task]; !ok {
+			order = append(order, c.Task)
+		}
+		perTask[c.Task] += c.Seconds()
+	}
+	lanes := max(1, min(jobs, cores))
+	fmt.Fprintf(w, "grid: %d cells (%d done, %d to run); estimated %s on %d cores with %d at a time (%s of one-core work, training at the step caps)\n",
+		len(cells), done, todo, recipe.Hours(secs/float64(lanes)), cores, lanes, recipe.Hours(secs))
+	for _, t := range order {
+		fmt.Fprintf(w, "  %-8s %s of one-core work\n", t, recipe.Hours(perTask[t]))
+	}
+}
+
+// ErrNothing is returned when the filters leave no cell.
+var ErrNothing = errors.New("the -task and -scheme filters leave no model to train")

@@ -1,0 +1,170 @@
+package grid
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/report"
+)
+
+// fake records what the runner asked for and writes what cmd/train would leave behind.
+type fake struct {
+	mu        sync.Mutex
+	trained   []string
+	resumed   []string
+	evaluated []string
+	failOn    string
+	active    int
+	maxActive int
+	doneAt    map[string]time.Time
+	startAt   map[string]time.Time
+}
+
+func (f *fake) train(m recipe.Model, resume bool, procs int, progress func(float64)) error {
+	f.mu.Lock()
+	f.trained = append(f.trained, m.ID())
+	if resume {
+		f.resumed = append(f.resumed, m.ID())
+	}
+	f.startAt[m.ID()] = time.Now()
+	f.active++
+	f.maxActive = max(f.maxActive, f.active)
+	fail := m.ID() == f.failOn
+	f.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	progress(0.5)
+	f.mu.Lock()
+	f.active--
+	f.doneAt[m.ID()] = time.Now()
+	f.mu.Unlock()
+	if fail {
+		return errors.New("boom")
+	}
+	os.MkdirAll(m.Dir, 0o755)
+	js, _ := json.Marshal(map[string]any{"task": m.Task, "scheme": m.Scheme, "seed": m.Seed, "command": "go run ./cmd/train " + strings.Join(m.Args, " ")})
+	return os.WriteFile(filepath.Join(m.Dir, "train.json"), js, 0o644)
+}
+
+func (f *fake) evaluate(m recipe.Model, threads int, progress func(float64)) ([]report.Result, error) {
+	f.mu.Lock()
+	f.evaluated = append(f.evaluated, m.ID())
+	f.mu.Unlock()
+	progress(1)
+	return []report.Result{{Task: m.Task, Model: m.Name, Scheme: m.Scheme, Seed: m.Seed, TrainLen: 64, Length: 64, Depth: math.NaN(), Metric: "exact_match", Value: float64(m.Seed)}}, nil
+}
+
+func newFake() *fake { return &fake{doneAt: map[string]time.Time{}, startAt: map[string]time.Time{}} }
+
+func grid(weights string) []Cell {
+	var cells []Cell
+	for _, m := range recipe.V2.Models(weights, []string{"lm"}, []string{"rope", "alibi"}, 2) {
+		cells = append(cells, Cell{Model: m})
+	}
+	return append(cells, BaselineCell("lm"))
+}
+
+// Every cell is trained and evaluated once, two at a time; a fine-tune starts only after its
+// base is done; the progress ends at the total; each cell's results are in a file of its own.
+func TestRunTrainsEvaluatesAndRespectsNeeds(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))
+	f := newFake()
+	var last, total float64
+	r := &Runner{Out: dir, Jobs: 2, Cores: 2, Train: f.train, Evaluate: f.evaluate,
+		Baselines: func(task string) ([]report.Result, error) {
+			return []report.Result{{Task: task, Model: "unigram", Scheme: "unigram", Depth: math.NaN(), Metric: "bits_per_byte", Value: 5}}, nil
+		},
+		Progress: func(done, tot float64, _ string) { last, total = done, tot }}
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	// rope, alibi × 2 seeds, plus the PI fine-tune of each rope seed.
+	if len(f.trained) != 6 || len(f.evaluated) != 6 || f.maxActive != 2 {
+		t.Fatalf("trained %v, evaluated %v, at most %d at once; want 6, 6, 2", f.trained, f.evaluated, f.maxActive)
+	}
+	for _, c := range cells {
+		if c.Needs != "" && !f.startAt[c.ID()].After(f.doneAt["lm/"+c.Needs]) {
+			t.Errorf("%s started before its base %s finished", c.ID(), c.Needs)
+		}
+		if !Done(dir, c) {
+			t.Errorf("%s has no results file", c.ID())
+		}
+	}
+	if math.Abs(last-total) > 1e-6 || total <= 0 {
+		t.Errorf("progress ended at %v of %v", last, total)
+	}
+	if err := Assemble(dir, "lm", cells); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := report.ReadCSV(report.CSVPath(dir, "lm"))
+	if err != nil || len(rs) != 7 {
+		t.Fatalf("assembled %d results (err %v), want 7", len(rs), err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "results", "cells", "lm", ".*"))
+	if len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
+
+// A failure stops the grid with the cell's name and how to continue; a rerun runs only what is
+// not finished, resumes an interrupted training, and keeps a finished checkpoint of the same
+// command without retraining it.
+func TestRerunSkipsFinishedCells(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[:2] // rope seed 1 and its PI fine-tune
+	f := newFake()
+	f.failOn = cells[1].ID()
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
+	err := r.Run(cells)
+	if err == nil || !strings.Contains(err.Error(), cells[1].ID()) || !strings.Contains(err.Error(), "rerun the same command") {
+		t.Fatalf("failure: %v", err)
+	}
+	// The fine-tune was interrupted with its optimizer state on disk.
+	os.MkdirAll(cells[1].Dir, 0o755)
+	os.WriteFile(filepath.Join(cells[1].Dir, StateFile), []byte("x"), 0o644)
+	// And the first cell's results are lost, but its checkpoint is finished.
+	os.Remove(CellPath(dir, cells[0]))
+	g := newFake()
+	r.Train, r.Evaluate = g.train, g.evaluate
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.trained) != 1 || g.trained[0] != cells[1].ID() || len(g.resumed) != 1 || len(g.evaluated) != 2 {
+		t.Errorf("rerun trained %v (resumed %v), evaluated %v; want only the fine-tune trained, resumed, and both evaluated", g.trained, g.resumed, g.evaluated)
+	}
+	h := newFake()
+	r.Train, r.Evaluate = h.train, h.evaluate
+	if err := r.Run(cells); err != nil || len(h.trained)+len(h.evaluated) != 0 {
+		t.Errorf("third run did work: %v %v (%v)", h.trained, h.evaluated, err)
+	}
+}
+
+// A cell whose base is neither finished nor in the grid is an error, not a hang.
+func TestMissingBaseIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[1:2] // the PI fine-tune alone
+	f := newFake()
+	err := (&Runner{Out: dir, Jobs: 2, Cores: 2, Train: f.train, Evaluate: f.evaluate}).Run(cells)
+	if err == nil || !strings.Contains(err.Error(), "neither finished nor in the grid") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestLastStep(t *testing.T) {
+	dir := t.TempDir()
+	if LastStep(dir) != 0 {
+		t.Error("no loss.csv: want 0")
+	}
+	os.WriteFile(filepath.Join(dir, "loss.csv"), []byte("step,train_loss,eval_loss,lr,seconds\n200,1,1,0.001,3\n400,1,1,0.001,6\n"), 0o644)
+	if got := LastStep(dir); got != 400 {
+		t.Errorf("LastStep %d, want 400", got)
+	}
+}

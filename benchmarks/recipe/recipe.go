@@ -1,0 +1,283 @@
+// Package recipe is the benchmark's training recipe: which models the grid holds (task ×
+// scheme × seed, plus the variants that test published claims), the one cmd/train command that
+// trains each of them (identical but for the scheme, the seed and the variant's own flag), and
+// what a finished checkpoint records about its training (train.json).
+//
+// Version 2 (issue 17): 4-layer decoders and encoders of width 128 (about 1.05 M parameters),
+// L = 64 tokens for the synthetic tasks and 128 bytes for lm and mlm, trained until the held-out
+// loss at L flattens (cmd/train -plateau, with a step cap), three seeds per (task, scheme).
+package recipe
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/positional"
+)
+
+// Recipe is everything the grid's training shares.
+type Recipe struct {
+	Name string
+	// Shape, Optim and Stop are cmd/train flags every model of the grid gets.
+	Shape, Optim, Stop []string
+	TrainLen           map[string]int // L per task, in tokens the model reads
+	StepCap            map[string]int // -steps: the cap on a plateau run
+	Batch              int            // sequences per step (also in Optim)
+	Seeds              int
+	// Factors are the evaluation lengths in units of L; BiasFactors are added for BiasSchemes on
+	// lm (ALiBi's claim is about long inputs, and these schemes are cheap to run there).
+	Factors, BiasFactors []int
+	BiasSchemes          []string
+	// RandPos trains RandPosSchemes on RandPosTasks again with randomized positions drawn from
+	// [0, RandPosFactor·L) (Ruoss et al. 2023).
+	RandPosTasks, RandPosSchemes []string
+	RandPosFactor                int
+	// PI fine-tunes each RoPE model of PITasks at PIFactor·L with linear position interpolation
+	// for PISteps steps (Chen et al. 2023 fine-tune for 1000 steps; ours is as short, relative
+	// to pretraining), PIBatch sequences of PIFactor·L tokens (the pretraining tokens per step).
+	PITasks                []string
+	PIFactor, PISteps      int
+	PIBatch                int
+	PILR                   float64
+	RopeTypes              []string  // RoPE context-extension rows, evaluated without retraining
+	RopeFactors            []float64 // at these fixed factors s
+	RopeTasks              []string
+	StepSeconds            map[string]float64 // seconds per step on one core, rope (the pilot; for the ETA)
+	SchemeCost             map[string]float64 // a step's cost relative to rope (v1 wall times)
+	EvalSeconds            map[string]float64 // evaluating one model, on one core (estimate)
+	EvalSecondsPerRopeRows float64            // the RoPE-scaling rows of one model
+}
+
+// V2 is the recipe of issue 17.
+var V2 = Recipe{
+	Name:  "v2",
+	Shape: []string{"-dim", "128", "-layers", "4", "-heads", "4", "-kv-heads", "4", "-hidden", "512", "-ctx", "4096"},
+	Optim: []string{"-batch", "32", "-lr", "1e-3", "-warmup", "200", "-wd", "0.01"},
+	// An evaluation every 100 steps on 64 held-out sequences at L; a plateau is five of them
+	// (500 steps) without a 1% improvement.
+	Stop:     []string{"-plateau", "5", "-plateau-tol", "0.01", "-eval-every", "100", "-save-every", "200", "-eval-windows", "64"},
+	TrainLen: map[string]int{tasks.LM: 128, tasks.MLM: 128, tasks.Copy: 64, tasks.Reverse: 64, tasks.Passkey: 64, tasks.MQAR: 64},
+	// The caps: lm and mlm at 5,000 steps of 32×128 bytes, 20 M tokens, about 20 per parameter
+	// (Hoffmann et al. 2022's compute-optimal ratio); the synthetic tasks at 3,000 steps (the
+	// pilot's copy model reached 0.12 nats in 300).
+	StepCap: map[string]int{tasks.LM: 5000, tasks.MLM: 5000, tasks.Copy: 3000, tasks.Reverse: 3000, tasks.Passkey: 3000, tasks.MQAR: 3000},
+	Batch:   32,
+	Seeds:   3,
+	Factors: []int{1, 2, 4, 8, 16},
+	// FIRE is a bias scheme too, but its MLP holds [seq, keys, 32] floats per layer: 2 GiB at
+	// 4,096 tokens, more than a shared 2-core machine should spend on one row.
+	BiasFactors:    []int{32},
+	BiasSchemes:    []string{"alibi", "kerple", "t5"},
+	RandPosTasks:   []string{tasks.Copy, tasks.Reverse},
+	RandPosSchemes: []string{"sinusoidal", "rope"},
+	RandPosFactor:  16,
+	PITasks:        []string{tasks.LM, tasks.Passkey},
+	PIFactor:       4,
+	PISteps:        300,
+	PIBatch:        8,
+	PILR:           2e-4,
+	RopeTypes:      []string{"linear", "ntk", "dynamic", "yarn", "llama3"},
+	RopeFactors:    []float64{4, 16},
+	RopeTasks:      []string{tasks.LM, tasks.Passkey},
+	// Measured by the pilot (benchmarks/README.md): one core per model, two models at once, batch
+	// 32, evaluations and checkpoints included: copy (rope) 0.18 s a step, lm (alibi, none) 0.39;
+	// mlm is taken equal to lm (same shape and length), the other synthetic tasks to copy.
+	StepSeconds: map[string]float64{tasks.LM: 0.39, tasks.MLM: 0.39, tasks.Copy: 0.19, tasks.Reverse: 0.19, tasks.Passkey: 0.19, tasks.MQAR: 0.19},
+	// A step's time relative to rope's at the v2 shape (copy, 60-step probes on one core, two at
+	// a time, compilation included: ±20%); schemes not listed measured within noise of rope.
+	SchemeCost: map[string]float64{"fire": 2.6, "t5": 1.8, "shaw": 1.6, "xl": 1.55, "floater": 1.45, "deberta": 1.3, "kerple": 1.15},
+	// The pilot: a copy model's evaluation 20 s, an lm model's 55 s (with its sliding rows and,
+	// for alibi, 32L); passkey and mqar score more sequences at each length than copy.
+	EvalSeconds: map[string]float64{tasks.LM: 55, tasks.MLM: 40, tasks.Copy: 20, tasks.Reverse: 20, tasks.Passkey: 40, tasks.MQAR: 40},
+	// Ten rows (five types at two factors); dynamic NTK's per-query rotation dominates.
+	EvalSecondsPerRopeRows: 300,
+}
+
+// Applies reports whether a scheme can be trained for a task (xPos is decoder-only).
+func Applies(task, scheme string) bool {
+	return !(scheme == "xpos" && tasks.Kind(task) == models.Encoder)
+}
+
+// Model is one cell of the grid: a checkpoint to train (or fine-tune) and evaluate.
+type Model struct {
+	Task, Scheme string
+	Variant      string // "" or the label of a trained variant ("randpos", "PI s=4 ft")
+	Seed         int
+	Name         string   // the checkpoint's folder: <scheme>[-<variant>][-seedN]
+	Dir          string   // <weights>/<task>/<Name>
+	Args         []string // cmd/train's arguments, -o Dir last
+	Needs        string   // the Name of the model this one starts from (-init), "" if none
+	Steps        int      // the step cap, for the estimate
+	TrainSeconds float64  // estimated training time on one core, at the cap (an upper bound)
+	EvalSeconds  float64  // estimated evaluation time on one core
+}
+
+// Seconds is the model's estimated time on one core.
+func (m Model) Seconds() float64 { return m.TrainSeconds + m.EvalSeconds }
+
+// ID names a cell: <task>/<name>.
+func (m Model) ID() string { return m.Task + "/" + m.Name }
+
+// ModelName is the folder of a (scheme, variant tag, seed): seed 1 has no suffix, as in v1.
+func ModelName(scheme, tag string, seed int) string {
+	name := scheme
+	if tag != "" {
+		name += "-" + tag
+	}
+	if seed != 1 {
+		name += "-seed" + strconv.Itoa(seed)
+	}
+	return name
+}
+
+// Variant labels, shared by the evaluation rows, the tables and the papers section.
+const (
+	RandPosVariant = "randpos"
+	SlidingVariant = "sliding L"
+)
+
+// PIVariant labels a RoPE model fine-tuned with linear interpolation by factor s.
+func PIVariant(s int) string { return fmt.Sprintf("PI s=%d ft", s) }
+
+// ScalingVariant labels a RoPE-scaling row at a fixed factor.
+func ScalingVariant(typ string, s float64) string { return fmt.Sprintf("%s s=%g", typ, s) }
+
+// Models lists the grid's cells for the chosen tasks and schemes, seeds 1..seeds (0: the
+// recipe's), each model's -init base before it.
+func (r Recipe) Models(weights string, taskList, schemes []string, seeds int) []Model {
+	if seeds <= 0 {
+		seeds = r.Seeds
+	}
+	var out []Model
+	for _, task := range taskList {
+		L := r.TrainLen[task]
+		for _, scheme := range schemes {
+			if !Applies(task, scheme) {
+				continue
+			}
+			for seed := 1; seed <= seeds; seed++ {
+				base := r.model(weights, task, scheme, "", "", seed, nil)
+				out = append(out, base)
+				if slices.Contains(r.RandPosTasks, task) && slices.Contains(r.RandPosSchemes, scheme) {
+					out = append(out, r.model(weights, task, scheme, RandPosVariant, "randpos", seed,
+						[]string{"-random-positions", strconv.Itoa(r.RandPosFactor * L)}))
+				}
+				if scheme == "rope" && slices.Contains(r.PITasks, task) {
+					m := Model{Task: task, Scheme: scheme, Variant: PIVariant(r.PIFactor), Seed: seed, Needs: base.Name, Steps: r.PISteps}
+					m.Name = ModelName(scheme, fmt.Sprintf("pi%d", r.PIFactor), seed)
+					m.Dir = filepath.Join(weights, task, m.Name)
+					m.Args = []string{"-task", task, "-init", base.Dir, "--rope-scaling", "linear", "--rope-scale", strconv.Itoa(r.PIFactor),
+						"-seq", strconv.Itoa(r.PIFactor * L), "-batch", strconv.Itoa(r.PIBatch), "-lr", strconv.FormatFloat(r.PILR, 'g', -1, 64),
+						"-warmup", "20", "-steps", strconv.Itoa(r.PISteps), "-eval-every", "50", "-save-every", "50", "-eval-windows", "16",
+						"-seed", strconv.Itoa(seed), "-o", m.Dir}
+					// As many tokens per step as pretraining; attention over 4x longer rows costs more.
+					m.TrainSeconds = float64(r.PISteps) * r.stepSeconds(task, scheme) * float64(r.PIFactor*r.PIBatch) / float64(r.Batch) * 1.3
+					m.EvalSeconds = r.EvalSeconds[task]
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (r Recipe) model(weights, task, scheme, variant, tag string, seed int, extra []string) Model {
+	L := r.TrainLen[task]
+	m := Model{Task: task, Scheme: scheme, Variant: variant, Seed: seed, Name: ModelName(scheme, tag, seed), Steps: r.StepCap[task]}
+	m.Dir = filepath.Join(weights, task, m.Name)
+	m.Args = []string{"-task", task, "-scheme", scheme}
+	if scheme == "learned" {
+		// The table must cover the longest evaluated length; rows past L stay at their
+		// initialization, which is exactly what the benchmark shows.
+		m.Args = append(m.Args, "-pe", "max_positions="+strconv.Itoa(L*slices.Max(r.Factors)))
+	}
+	m.Args = append(m.Args, r.Shape...)
+	m.Args = append(m.Args, r.Optim...)
+	m.Args = append(m.Args, r.Stop...)
+	m.Args = append(m.Args, extra...)
+	m.Args = append(m.Args, "-seq", strconv.Itoa(L), "-steps", strconv.Itoa(m.Steps), "-seed", strconv.Itoa(seed), "-o", m.Dir)
+	m.TrainSeconds = float64(m.Steps) * r.stepSeconds(task, scheme)
+	m.EvalSeconds = r.EvalSeconds[task]
+	if scheme == "rope" && slices.Contains(r.RopeTasks, task) && variant == "" {
+		m.EvalSeconds += r.EvalSecondsPerRopeRows
+	}
+	return m
+}
+
+func (r Recipe) stepSeconds(task, scheme string) float64 {
+	c := r.SchemeCost[scheme]
+	if c == 0 {
+		c = 1
+	}
+	return r.StepSeconds[task] * c
+}
+
+// EvalFactors are the lengths (units of L) a scheme is evaluated at on a task.
+func (r Recipe) EvalFactors(task, scheme string) []int {
+	if task == tasks.LM && slices.Contains(r.BiasSchemes, scheme) {
+		return append(slices.Clone(r.Factors), r.BiasFactors...)
+	}
+	return r.Factors
+}
+
+// SameCommand reports whether a finished checkpoint was trained by exactly these arguments
+// (its train.json records the command), so that a rerun keeps it instead of retraining.
+func SameCommand(recorded string, args []string) bool {
+	return strings.TrimSpace(strings.TrimPrefix(recorded, "go run ./cmd/train")) == strings.Join(args, " ")
+}
+
+// Schemes lists every positional scheme in table order: none, absolute, rotary, biases, relative.
+func Schemes() []string {
+	out := slices.Clone(order)
+	for _, n := range positional.Names() {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var order = []string{"none", "sinusoidal", "learned", "multiplicative", "floater", "rope", "xpos", "alibi", "kerple", "fire", "t5", "shaw", "xl", "deberta"}
+
+// SchemeOrder is a scheme's place in the tables (baselines first, unknown names last).
+func SchemeOrder(s string) int {
+	switch s {
+	case "chance", "unigram":
+		return -2
+	case "bag":
+		return -1
+	}
+	if i := slices.Index(order, s); i >= 0 {
+		return i
+	}
+	return len(order)
+}
+
+// Describe summarizes the recipe in one paragraph, for RESULTS.md and -plan.
+func (r Recipe) Describe() string {
+	return fmt.Sprintf("Recipe %s: every model `%s %s %s` (about 1.05 M parameters), L = %d tokens for the synthetic tasks and %d bytes for lm and mlm, "+
+		"trained until the held-out loss at L has not improved by 1%% for five evaluations (one per 100 steps), then cooled down (caps: %d steps for lm and mlm, %d for the synthetic tasks); "+
+		"%d seeds per (task, scheme); evaluated at %s L (and %s L for %s on lm).",
+		r.Name, strings.Join(r.Shape, " "), strings.Join(r.Optim, " "), strings.Join(r.Stop[:4], " "), r.TrainLen[tasks.Copy], r.TrainLen[tasks.LM],
+		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), strings.Join(r.BiasSchemes, ", "))
+}
+
+func joinInts(xs []int) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.Itoa(x))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Hours formats seconds as hours and minutes.
+func Hours(seconds float64) string {
+	m := int(math.Round(seconds / 60))
+	return fmt.Sprintf("%d h %02d min", m/60, m%60)
+}

@@ -1,0 +1,168 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/models"
+)
+
+const (
+	readingBegin = "<!-- reading:begin (hand-written; cmd/bench keeps this block) -->"
+	readingEnd   = "<!-- reading:end -->"
+)
+
+// CSVPath is where a task's merged results live under the output root.
+func CSVPath(out, task string) string { return filepath.Join(out, "results", task+".csv") }
+
+// about describes each task's data and scoring for RESULTS.md; passkey's depends on the version
+// its results were measured on (v1: one digit).
+func about(task string, rs []Result) string {
+	switch task {
+	case tasks.LM:
+		return "Next-byte prediction on held-out Go source (files with fnv32a(path) % 10 == 0), the same text cut into\n" +
+			"non-overlapping windows at each length (Press et al. 2022). Bits per byte over all positions, and over positions\n" +
+			">= L only (what extrapolation alone must predict). `unigram`: the training split's byte frequencies.\n" +
+			"`+ sliding L`: the same model never run past L (windows of L sliding by L/2, each byte predicted once with at least\n" +
+			"L/2 bytes of context): what a model gets without extrapolating. RoPE rows `+ <type> s=<f>`: the RoPE checkpoint\n" +
+			"with its context extended by a fixed factor, no retraining; `+ PI s=4 ft`: fine-tuned with linear interpolation at 4L."
+	case tasks.Copy, tasks.Reverse:
+		what := "the string again"
+		if task == tasks.Reverse {
+			what = "the string reversed"
+		}
+		return "A random string of length/2 letters, `|`, " + what + "; trained on strings of 1..L/2 letters. Scored on the\n" +
+			"second half, teacher-forced: exact match (every answer letter is the argmax, i.e. greedy decoding reproduces it) and\n" +
+			"per-token accuracy. `chance`: 1/26 per letter; `bag`: a position-blind predictor from the counts of the letters seen\n" +
+			"so far. `+ randpos`: trained with randomized positions (Ruoss et al. 2023)."
+	case tasks.Passkey:
+		for _, r := range rs {
+			if r.Label() == "chance" && r.Metric == "exact_match" && r.Value > 0.05 {
+				return "Version 1: random letters with `=d` (one random digit) hidden at a depth (0: the start, 1: just before the\n" +
+					"question), ending in `?d`. Accuracy: the digit is the argmax, averaged over depths; per-depth tables below. `chance`: 0.1."
+			}
+		}
+		return fmt.Sprintf("Held-out Go source (digits removed) with a %d-digit key `$ddddd` at a depth (0: the start, 1: just before the\n", tasks.KeyDigits) +
+			"question) among distractor numbers `#ddddd` (one per 32 tokens), ending in `?` and the key. Exact match: all digits\n" +
+			"right; token accuracy: per digit. Averaged over depths; the needle-in-a-haystack grid (per depth) is below.\n" +
+			"`chance`: 10^-5 and 0.1; `bag`: a position-blind predictor from the counts of the digits seen."
+	case tasks.MQAR:
+		return "Multi-query associative recall (Arora et al. 2023): D key-value pairs (64 key and 64 value tokens), then every key\n" +
+			"again in another order, spread uniformly among noise letters over the rest of the sequence, each to be answered\n" +
+			"with its value. Exact match: all D answers right. Averaged over D; per-D tables below. `chance`: 1/64 per answer."
+	case tasks.MLM:
+		return "Encoders: 15% of the bytes of held-out windows replaced by `<mask>` (same masks for every model),\n" +
+			"bits per masked byte, over all masked positions and over those >= L. xPos is decoder-only."
+	}
+	return ""
+}
+
+// SummaryCSV is the tables as data: per label, length, depth or pairs ("" for the mean over
+// them) and metric, the number of seeds, the mean and its 95% interval (equal to the mean for
+// one seed).
+func SummaryCSV(rs []Result) []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write([]string{"label", "length", "sub", "metric", "seeds", "mean", "lo95", "hi95"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	metrics := map[string]bool{}
+	var order []string
+	for _, r := range rs {
+		if !metrics[r.Metric] {
+			metrics[r.Metric] = true
+			order = append(order, r.Metric)
+		}
+	}
+	for _, metric := range order {
+		for _, sub := range append([]float64{AllSubs}, Subs(rs, metric)...) {
+			ss, lengths := Aggregate(rs, metric, sub)
+			subText := ""
+			if sub != AllSubs {
+				subText = f(sub)
+			}
+			for _, s := range ss {
+				for _, l := range lengths {
+					if c, ok := s.Cells[l]; ok {
+						w.Write([]string{s.Label, strconv.Itoa(l), subText, metric, strconv.Itoa(c.N), f(c.Mean), f(c.Lo), f(c.Hi)})
+					}
+				}
+			}
+		}
+	}
+	w.Flush()
+	return buf.Bytes()
+}
+
+// WriteReport regenerates RESULTS.md and the plots from every task's CSV under out, keeping
+// the hand-written reading between its markers.
+func WriteReport(out string) error {
+	path := filepath.Join(out, "RESULTS.md")
+	reading := "(No reading yet: write one between these markers.)"
+	if old, err := os.ReadFile(path); err == nil {
+		if _, rest, ok := strings.Cut(string(old), readingBegin); ok {
+			if body, _, ok := strings.Cut(rest, readingEnd); ok {
+				reading = strings.TrimSpace(body)
+			}
+		}
+	}
+	byTask := map[string][]Result{}
+	for _, task := range tasks.Names() {
+		rs, err := ReadCSV(CSVPath(out, task))
+		if err != nil {
+			return err
+		}
+		byTask[task] = rs
+	}
+	var b strings.Builder
+	b.WriteString("# Extrapolation benchmark\n\n")
+	b.WriteString("Generated by `go run ./cmd/bench` (issues 7 and 17) from `benchmarks/results/*.csv`; the checkpoints, their\n" +
+		"training commands and loss curves are listed in `weights/bench/MANIFEST.md`. Every model of a task has the same\n" +
+		"size, data, optimizer, stopping rule and seeds; only the positional scheme differs. Lengths are the tokens the\n" +
+		"model reads. A cell is the mean over seeds ± the half width of its 95% interval (Student t; no interval for one\n" +
+		"seed). A ranking is called only between groups whose intervals do not overlap. Only the text between the reading\n" +
+		"markers is written by hand.\n\n")
+	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
+	b.WriteString("\n## Against the papers\n\n" + PapersSection(Papers(byTask)))
+	for _, task := range tasks.Names() {
+		rs := byTask[task]
+		if len(rs) == 0 {
+			fmt.Fprintf(&b, "\n## %s\n\nNot evaluated yet: `go run ./cmd/bench -task %s`.\n", task, task)
+			continue
+		}
+		if err := models.WriteFileAtomic(filepath.Join(out, "results", task+"-summary.csv"), SummaryCSV(rs)); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "\n## %s\n\nL = %d. %s Per-seed values: `results/%s.csv`; means and intervals: `results/%s-summary.csv`.\n",
+			task, TrainLen(rs), about(task, rs), task, task)
+		for _, metric := range tasks.Metrics(task) {
+			png, err := PlotMetric(rs, task, metric)
+			if err != nil {
+				return fmt.Errorf("plotting %s %s: %w", task, metric, err)
+			}
+			name := task + "-" + metric + ".png"
+			if png != nil {
+				if err := models.WriteFileAtomic(filepath.Join(out, "results", name), png); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(&b, "\n### %s\n\n", metric)
+			if png != nil {
+				fmt.Fprintf(&b, "![%s %s vs length](results/%s)\n\n", task, metric, name)
+			}
+			b.WriteString(Table(task, rs, metric, AllSubs))
+			if r := Ranking(task, rs, metric); r != "" {
+				b.WriteString("\n" + r)
+			}
+		}
+		if sub := tasks.Sub(task); sub != "" {
+			fmt.Fprintf(&b, "\n### exact_match by %s\n\n%s", sub, SubTables(task, rs, "exact_match"))
+		}
+	}
+	return models.WriteFileAtomic(path, []byte(b.String()))
+}

@@ -1,0 +1,242 @@
+package report
+
+import (
+	"bytes"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/stats"
+)
+
+func res(task, scheme, variant string, seed, length int, metric string, v float64) Result {
+	return Result{Task: task, Model: recipe.ModelName(scheme, variant, seed), Scheme: scheme, Variant: variant, Seed: seed, TrainLen: 64,
+		Length: length, Depth: math.NaN(), Metric: metric, Value: v}
+}
+
+// Seeds become mean ± the Student-t half width; depths are averaged per seed first.
+func TestTableShowsIntervals(t *testing.T) {
+	var rs []Result
+	for seed, v := range map[int]float64{1: 0.2, 2: 0.4, 3: 0.6} {
+		rs = append(rs, res("copy", "rope", "", seed, 128, "exact_match", v))
+	}
+	rs = append(rs, res("copy", "chance", "", 0, 128, "exact_match", 1e-9))
+	for _, d := range []float64{0, 1} {
+		r := res("passkey", "alibi", "", 1, 128, "exact_match", d) // 0 at depth 0, 1 at depth 1
+		r.Depth = d
+		rs = append(rs, r)
+	}
+	tab := Table("copy", rs[:4], "exact_match", AllSubs)
+	half := stats.TQuantile(0.975, 2) * 0.2 / math.Sqrt(3)
+	if want := "| `rope` (3 seeds) | 0.400 ± " + Num(half) + " |"; !strings.Contains(tab, want) {
+		t.Errorf("table lacks %q:\n%s", want, tab)
+	}
+	if !strings.Contains(tab, "| `chance` | 1e-09 |") || !strings.Contains(tab, "128 (2L)") {
+		t.Errorf("baseline or header wrong:\n%s", tab)
+	}
+	if pk := Table("passkey", rs[4:], "exact_match", AllSubs); !strings.Contains(pk, "| `alibi` | 0.500 |") {
+		t.Errorf("depths not averaged:\n%s", pk)
+	}
+	if sub := SubTables("passkey", rs[4:], "exact_match"); !strings.Contains(sub, "Key at depth 1") || !strings.Contains(sub, "| `alibi` | 1.000 |") {
+		t.Errorf("per-depth tables:\n%s", sub)
+	}
+}
+
+// A ranking separates only disjoint intervals.
+func TestRanking(t *testing.T) {
+	var rs []Result
+	for seed := 1; seed <= 3; seed++ {
+		d := 0.01 * float64(seed)
+		rs = append(rs, res("copy", "none", "", seed, 128, "token_accuracy", 0.9+d), res("copy", "t5", "", seed, 128, "token_accuracy", 0.88+d),
+			res("copy", "learned", "", seed, 128, "token_accuracy", 0.1+d))
+	}
+	got := Ranking("copy", rs, "token_accuracy")
+	if !strings.Contains(got, "- 2L: none, t5 **>** learned") {
+		t.Errorf("ranking:\n%s", got)
+	}
+}
+
+// Results survive a round trip through CSV; v1 files (no pairs column) are still read; Merge
+// replaces a model's lines.
+func TestCSV(t *testing.T) {
+	dir := t.TempDir()
+	r := res("mqar", "rope", "", 2, 256, "token_accuracy", 0.25)
+	r.Pairs, r.N = 8, 400
+	path := filepath.Join(dir, "x", "mqar.csv")
+	if err := WriteCSV(path, []Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCSV(path)
+	if err != nil || len(back) != 1 || back[0].Pairs != 8 || back[0].Value != 0.25 || back[0].N != 400 || !math.IsNaN(back[0].Depth) {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	v1 := "task,model,scheme,variant,seed,train_len,length,depth,metric,value,n\npasskey,rope,rope,,1,64,128,0.5,exact_match,1,20\n"
+	os.WriteFile(path, []byte(v1), 0o644)
+	back, err = ReadCSV(path)
+	if err != nil || len(back) != 1 || back[0].Depth != 0.5 || back[0].Metric != "exact_match" || back[0].N != 20 {
+		t.Fatalf("v1 file: %+v, %v", back, err)
+	}
+	os.WriteFile(path, []byte("a,b\n1,2\n"), 0o644)
+	if _, err := ReadCSV(path); err == nil || !strings.Contains(err.Error(), "not a results file") {
+		t.Errorf("foreign file: %v", err)
+	}
+	m := Merge([]Result{r, res("mqar", "none", "", 1, 256, "token_accuracy", 0.1)}, []Result{res("mqar", "none", "", 1, 256, "token_accuracy", 0.3)})
+	if len(m) != 2 || m[1].Value != 0.3 {
+		t.Errorf("merge: %+v", m)
+	}
+}
+
+// lmResults builds lm results: each scheme's bits per byte at L and 16L for three seeds, the
+// rise 16L-L given per scheme.
+func lmResults(rise map[string]float64) []Result {
+	var rs []Result
+	for scheme, d := range rise {
+		for seed := 1; seed <= 3; seed++ {
+			noise := 0.005 * float64(seed)
+			rs = append(rs, res("lm", scheme, "", seed, 64, "bits_per_byte", 3+noise), res("lm", scheme, "", seed, 1024, "bits_per_byte", 3+d+2*noise))
+		}
+	}
+	return rs
+}
+
+// The ALiBi finding, decided by hand: reproduced when the four bias schemes rise by less than
+// 0.1 bit and the others by more; not reproduced when FIRE rises by 0.5; inconclusive when
+// T5's interval straddles 0.1, or with one seed.
+func TestFlatFinding(t *testing.T) {
+	good := map[string]float64{"alibi": -0.03, "t5": 0.02, "kerple": 0, "fire": 0.05, "sinusoidal": 0.5, "learned": 0.3, "rope": 1.2}
+	if f := flatFinding(lmResults(good)); f.Verdict != Reproduced {
+		t.Errorf("expected reproduced: %+v", f)
+	}
+	bad := map[string]float64{}
+	for k, v := range good {
+		bad[k] = v
+	}
+	bad["fire"] = 0.5
+	if f := flatFinding(lmResults(bad)); f.Verdict != NotReproduced || !strings.Contains(f.Reason, "fire rises by 0.5") {
+		t.Errorf("expected not reproduced because of fire: %+v", f)
+	}
+	unsure := lmResults(good)
+	for i := range unsure {
+		if unsure[i].Scheme == "t5" && unsure[i].Length == 1024 {
+			unsure[i].Value += 0.08 * float64(unsure[i].Seed-2) // seeds spread: rises about 0.03, 0.11, 0.2
+			unsure[i].Value += 0.08
+		}
+	}
+	if f := flatFinding(unsure); f.Verdict != Inconclusive || !strings.Contains(f.Reason, "t5") {
+		t.Errorf("expected inconclusive on t5: %+v", f)
+	}
+	var one []Result
+	for _, r := range lmResults(good) {
+		if r.Seed == 1 {
+			one = append(one, r)
+		}
+	}
+	if f := flatFinding(one); f.Verdict != Inconclusive || !strings.Contains(f.Reason, "1 seed") {
+		t.Errorf("one seed: %+v", f)
+	}
+}
+
+// Kazemnejad et al. and Ruoss et al. by hand: NoPE and T5 above sinusoidal and learned on both
+// tasks; randomized positions above plain, and the reverse case.
+func TestCopyFindings(t *testing.T) {
+	build := func(task string, acc map[string]float64) []Result {
+		var rs []Result
+		for label, a := range acc {
+			scheme, variant, _ := strings.Cut(label, "+")
+			for seed := 1; seed <= 3; seed++ {
+				for _, n := range []int{128, 256, 512, 1024} {
+					rs = append(rs, res(task, scheme, variant, seed, n, "token_accuracy", a+0.01*float64(seed)))
+				}
+			}
+		}
+		return rs
+	}
+	acc := map[string]float64{"none": 0.6, "t5": 0.5, "sinusoidal": 0.2, "learned": 0.1, "rope": 0.2, "sinusoidal+randpos": 0.4, "rope+randpos": 0.3}
+	c, r := build("copy", acc), build("reverse", acc)
+	if f := nopeFinding(c, r); f.Verdict != Reproduced {
+		t.Errorf("NoPE: %+v", f)
+	}
+	if f := randposFinding(c, r, []string{"sinusoidal", "rope"}); f.Verdict != Reproduced {
+		t.Errorf("randpos: %+v", f)
+	}
+	acc["learned"], acc["rope+randpos"] = 0.7, 0.05
+	c, r = build("copy", acc), build("reverse", acc)
+	if f := nopeFinding(c, r); f.Verdict != NotReproduced || !strings.Contains(f.Reason, "none vs learned") {
+		t.Errorf("NoPE with learned better: %+v", f)
+	}
+	if f := randposFinding(c, r, []string{"sinusoidal", "rope"}); f.Verdict != NotReproduced || !strings.Contains(f.Reason, "copy rope") {
+		t.Errorf("randpos worse for rope: %+v", f)
+	}
+	if f := nopeFinding(c, nil); f.Verdict != Inconclusive || !strings.Contains(f.Reason, "reverse none (0 seeds)") {
+		t.Errorf("reverse missing: %+v", f)
+	}
+}
+
+// PI and YaRN by hand: the fine-tune lands within 0.1 bit of RoPE at L and below unscaled RoPE;
+// YaRN beats RoPE and linear at 16L.
+func TestRopeFindings(t *testing.T) {
+	var rs []Result
+	for seed := 1; seed <= 3; seed++ {
+		e := 0.01 * float64(seed)
+		rs = append(rs, res("lm", "rope", "", seed, 64, "bits_per_byte", 3+e), res("lm", "rope", "", seed, 256, "bits_per_byte", 3.8+e),
+			res("lm", "rope", "PI s=4 ft", seed, 256, "bits_per_byte", 3.05+e), res("lm", "rope", "", seed, 1024, "bits_per_byte", 4.5+e),
+			res("lm", "rope", "yarn s=16", seed, 1024, "bits_per_byte", 3.4+e), res("lm", "rope", "linear s=16", seed, 1024, "bits_per_byte", 3.9+e))
+	}
+	if f := piFinding(rs, 4); f.Verdict != Reproduced {
+		t.Errorf("PI: %+v", f)
+	}
+	f := yarnFinding(rs, 16)
+	if f.Verdict != Reproduced || !strings.Contains(f.Measured, "closes 73% of RoPE's gap") {
+		t.Errorf("YaRN: %+v", f)
+	}
+	for i := range rs {
+		if rs[i].Variant == "yarn s=16" {
+			rs[i].Value += 1.5
+		}
+	}
+	if f := yarnFinding(rs, 16); f.Verdict != NotReproduced {
+		t.Errorf("YaRN worse than RoPE: %+v", f)
+	}
+}
+
+// The report writes RESULTS.md with the papers section and a PNG per metric, keeping the
+// hand-written reading.
+func TestWriteReport(t *testing.T) {
+	dir := t.TempDir()
+	var rs []Result
+	for seed := 1; seed <= 3; seed++ {
+		for _, n := range []int{64, 128} {
+			rs = append(rs, res("copy", "rope", "", seed, n, "exact_match", 0.5+0.1*float64(seed)), res("copy", "rope", "", seed, n, "token_accuracy", 0.7))
+		}
+	}
+	if err := WriteCSV(CSVPath(dir, "copy"), rs); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "RESULTS.md"), []byte("x\n"+readingBegin+"\nmy reading\n"+readingEnd+"\n"), 0o644)
+	if err := WriteReport(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "RESULTS.md"))
+	for _, want := range []string{"my reading", "## Against the papers", "| **inconclusive** |", "![copy exact_match vs length](results/copy-exact_match.png)", "Not evaluated yet: `go run ./cmd/bench -task lm`"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("RESULTS.md lacks %q", want)
+		}
+	}
+	sum, _ := os.ReadFile(filepath.Join(dir, "results", "copy-summary.csv"))
+	half := stats.TQuantile(0.975, 2) * 0.1 / math.Sqrt(3)
+	if want := "rope,64,,exact_match,3,0.7," + strconv.FormatFloat(0.7-half, 'g', 6, 64); !bytes.Contains(sum, []byte(want)) {
+		t.Errorf("summary lacks %q:\n%s", want, sum)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "results", "copy-exact_match.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		t.Errorf("plot: %v", err)
+	}
+}

@@ -1,0 +1,368 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/posformer/posformer/benchmarks/plot"
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/stats"
+	"github.com/posformer/posformer/benchmarks/tasks"
+)
+
+// Series is one table row / plot curve: a label's value at each length, summarized over seeds.
+type Series struct {
+	Label string
+	Order int
+	Seeds int // seeds with at least one value
+	Cells map[int]stats.Summary
+}
+
+// AllSubs selects the mean over a task's depths or pair counts (the headline); any other value
+// of the sub argument of Aggregate selects that one depth or pair count.
+var AllSubs = math.Inf(1)
+
+// PerSeed returns, for one label and metric, each seed's value at each length: the mean over the
+// selected depths or pair counts (every one has the same number of sequences) and over duplicates.
+func PerSeed(rs []Result, label, metric string, sub float64) map[int]map[int]float64 {
+	type key struct{ seed, length int }
+	sum, n := map[key]float64{}, map[key]int{}
+	for _, r := range rs {
+		if r.Metric != metric || r.Label() != label {
+			continue
+		}
+		if s := r.Sub(); sub != AllSubs && !(s == sub || (math.IsNaN(s) && math.IsNaN(sub))) {
+			continue
+		}
+		k := key{r.Seed, r.Length}
+		sum[k] += r.Value
+		n[k]++
+	}
+	out := map[int]map[int]float64{}
+	for k, s := range sum {
+		if out[k.length] == nil {
+			out[k.length] = map[int]float64{}
+		}
+		out[k.length][k.seed] = s / float64(n[k])
+	}
+	return out
+}
+
+// Aggregate summarizes one metric by label and length (sub: AllSubs, or one depth / pair count).
+func Aggregate(rs []Result, metric string, sub float64) ([]Series, []int) {
+	labels := map[string]bool{}
+	lengthSet := map[int]bool{}
+	for _, r := range rs {
+		if r.Metric == metric {
+			labels[r.Label()] = true
+		}
+	}
+	var out []Series
+	for lab := range labels {
+		s := Series{Label: lab, Order: labelOrder(lab), Cells: map[int]stats.Summary{}}
+		seeds := map[int]bool{}
+		for length, bySeed := range PerSeed(rs, lab, metric, sub) {
+			var vals []float64
+			for seed, v := range bySeed {
+				vals = append(vals, v)
+				if !math.IsNaN(v) {
+					seeds[seed] = true
+				}
+			}
+			s.Cells[length] = stats.Summarize(vals)
+			lengthSet[length] = true
+		}
+		s.Seeds = len(seeds)
+		if len(s.Cells) > 0 {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].Label < out[j].Label
+	})
+	var lengths []int
+	for l := range lengthSet {
+		lengths = append(lengths, l)
+	}
+	sort.Ints(lengths)
+	return out, lengths
+}
+
+// labelOrder groups the rows: baselines, then schemes in recipe order, each followed by its
+// variants (RoPE scaling rows by type, then factor).
+func labelOrder(label string) int {
+	base, variant, _ := strings.Cut(label, " + ")
+	o := (recipe.SchemeOrder(base) + 2) * 1000
+	if variant == "" {
+		return o
+	}
+	for i, t := range recipe.V2.RopeTypes {
+		if strings.HasPrefix(variant, t+" s=") {
+			var f float64
+			fmt.Sscanf(strings.TrimPrefix(variant, t+" s="), "%g", &f)
+			return o + 10 + 100*i + int(math.Min(f, 99))
+		}
+	}
+	// Trained variants and the sliding window right after the scheme.
+	switch {
+	case variant == recipe.RandPosVariant:
+		return o + 1
+	case strings.HasPrefix(variant, "PI "):
+		return o + 2
+	case variant == recipe.SlidingVariant:
+		return o + 3
+	}
+	return o + 4
+}
+
+// IsBaseline reports whether a label is a model-free baseline (chance, unigram, bag).
+func IsBaseline(label string) bool { return recipe.SchemeOrder(label) < 0 }
+
+// displayName is a row's name in a table.
+func displayName(task, label string, seeds int) string {
+	name := "`" + label + "`"
+	switch {
+	case label == "bag":
+		name += " (position-blind)"
+	case label == "none" && tasks.Kind(task) == "encoder":
+		name += " (position-blind)"
+	case label == "none":
+		name += " (NoPE)"
+	}
+	if seeds > 1 {
+		name += fmt.Sprintf(" (%d seeds)", seeds)
+	}
+	return name
+}
+
+// Table renders one metric as Markdown: a row per label, a column per length, each cell the mean
+// over seeds ± the half width of its 95% interval (Student t), or the value alone for one seed.
+func Table(task string, rs []Result, metric string, sub float64) string {
+	ss, lengths := Aggregate(rs, metric, sub)
+	if len(ss) == 0 {
+		return ""
+	}
+	L := TrainLen(rs)
+	var b strings.Builder
+	b.WriteString("| model |")
+	for _, l := range lengths {
+		fmt.Fprintf(&b, " %d (%gL) |", l, float64(l)/float64(L))
+	}
+	b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(lengths)) + "\n")
+	for _, s := range ss {
+		b.WriteString("| " + displayName(task, s.Label, s.Seeds) + " |")
+		for _, l := range lengths {
+			c, ok := s.Cells[l]
+			switch {
+			case !ok:
+				b.WriteString(" |")
+			case math.IsNaN(c.Mean):
+				b.WriteString(" — |")
+			case c.HasInterval():
+				fmt.Fprintf(&b, " %s ± %s |", Num(c.Mean), Num(c.HalfWidth()))
+			default:
+				fmt.Fprintf(&b, " %s |", Num(c.Mean))
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// Subs lists the depths or pair counts present for a metric.
+func Subs(rs []Result, metric string) []float64 {
+	set := map[float64]bool{}
+	for _, r := range rs {
+		if r.Metric == metric && !math.IsNaN(r.Sub()) {
+			set[r.Sub()] = true
+		}
+	}
+	var out []float64
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// SubTables shows a metric at each depth (passkey) or number of pairs (mqar): the
+// needle-in-a-haystack grid, one table per depth.
+func SubTables(task string, rs []Result, metric string) string {
+	var parts []string
+	for _, d := range Subs(rs, metric) {
+		what := fmt.Sprintf("Key at depth %s (0: first, 1: just before the question)", DepthString(d))
+		if task == tasks.MQAR {
+			what = fmt.Sprintf("%g key-value pairs", d)
+		}
+		parts = append(parts, what+":\n\n"+Table(task, rs, metric, d))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Ranking states, at each length past L, which schemes (rows with two or more seeds, baselines
+// and variants left out) are ranked above which: tiers split only where the 95% intervals are
+// disjoint, so "A > B" is never claimed where the seeds cannot tell.
+func Ranking(task string, rs []Result, metric string) string {
+	ss, lengths := Aggregate(rs, metric, AllSubs)
+	L := TrainLen(rs)
+	var b strings.Builder
+	ranked := false
+	for _, l := range lengths {
+		if l <= L {
+			continue
+		}
+		var labels []string
+		var sums []stats.Summary
+		for _, s := range ss {
+			if c, ok := s.Cells[l]; ok && !IsBaseline(s.Label) && !strings.Contains(s.Label, " + ") && !math.IsNaN(c.Mean) {
+				labels, sums = append(labels, s.Label), append(sums, c)
+			}
+		}
+		if len(labels) < 2 {
+			continue
+		}
+		tiers, unranked := stats.Tiers(labels, sums, tasks.HigherIsBetter(metric))
+		ranked = ranked || len(tiers) > 0
+		var parts []string
+		for _, t := range tiers {
+			parts = append(parts, strings.Join(t, ", "))
+		}
+		fmt.Fprintf(&b, "- %gL: ", float64(l)/float64(L))
+		switch {
+		case len(tiers) == 0:
+			b.WriteString("no scheme has two seeds; nothing ranked")
+		case len(tiers) == 1:
+			b.WriteString("no ranking: every interval overlaps another (" + parts[0] + ")")
+		default:
+			b.WriteString(strings.Join(parts, " **>** "))
+		}
+		if len(unranked) > 0 {
+			b.WriteString(" (one seed, not ranked: " + strings.Join(unranked, ", ") + ")")
+		}
+		b.WriteString("\n")
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	if !ranked {
+		return "Not ranked: every scheme has one seed (a ranking needs 95% intervals).\n"
+	}
+	dir := "lower is better"
+	if tasks.HigherIsBetter(metric) {
+		dir = "higher is better"
+	}
+	return fmt.Sprintf("Ranking by %s (%s; `>` only between groups whose 95%% intervals are disjoint):\n\n%s", metric, dir, b.String())
+}
+
+// TrainLen is L of a task's results (the same for all its checkpoints by the recipe).
+func TrainLen(rs []Result) int {
+	for _, r := range rs {
+		if r.TrainLen > 0 {
+			return r.TrainLen
+		}
+	}
+	return 1
+}
+
+// Num prints a value with three decimals (tiny chance levels in scientific notation).
+func Num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case v != 0 && math.Abs(v) < 0.001:
+		return fmt.Sprintf("%.0e", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// PlotMetric draws one metric against length, a curve per label with its 95% interval as error
+// bars, the training length marked; variant rows (RoPE scaling, sliding window, PI, randomized
+// positions) get a panel of their own beside the schemes.
+func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
+	ss, _ := Aggregate(rs, metric, AllSubs)
+	var all []plot.Series
+	lo, hi := math.Inf(1), math.Inf(-1)
+	base := math.NaN()
+	for _, s := range ss {
+		ps := plot.Series{Label: s.Label, Style: 1 + len(all)}
+		var ls []int
+		for l := range s.Cells {
+			ls = append(ls, l)
+		}
+		sort.Ints(ls)
+		for _, l := range ls {
+			c := s.Cells[l]
+			if math.IsNaN(c.Mean) {
+				continue
+			}
+			ps.X, ps.Y = append(ps.X, float64(l)), append(ps.Y, c.Mean)
+			ps.Lo, ps.Hi = append(ps.Lo, c.Lo), append(ps.Hi, c.Hi)
+			lo, hi = math.Min(lo, c.Mean), math.Max(hi, c.Mean)
+			if s.Label == "unigram" {
+				base = c.Mean
+			}
+		}
+		if len(ps.X) > 0 {
+			all = append(all, ps)
+		}
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	var schemes, variants []plot.Series
+	varied := map[string]bool{}
+	for _, ps := range all {
+		if b, _, ok := strings.Cut(ps.Label, " + "); ok {
+			variants = append(variants, ps)
+			varied[b] = true
+		}
+	}
+	var context []plot.Series
+	for _, ps := range all {
+		if !strings.Contains(ps.Label, " + ") {
+			schemes = append(schemes, ps)
+			if varied[ps.Label] || IsBaseline(ps.Label) {
+				context = append(context, ps)
+			}
+		}
+	}
+	variants = append(context, variants...)
+	// Error bars of a dozen curves at the same length hide each other: each curve of a panel is
+	// shifted by a few percent along the (logarithmic) length axis. The tables have the values.
+	spread := func(ss []plot.Series) []plot.Series {
+		out := make([]plot.Series, len(ss))
+		for i, s := range ss {
+			shift := math.Exp2(0.012 * (float64(i) - float64(len(ss)-1)/2))
+			s.X = slices.Clone(s.X)
+			for k := range s.X {
+				s.X[k] *= shift
+			}
+			out[i] = s
+		}
+		return out
+	}
+	schemes, variants = spread(schemes), spread(variants)
+	panel := func(title string, ss []plot.Series) plot.Lines {
+		l := plot.Lines{Title: title, XLabel: "length in tokens (curves offset a little); dashed: L; bars: 95% interval",
+			YLabel: metric, Series: ss, LogX: true, Marks: []float64{float64(TrainLen(rs))}, MaxLegend: 24}
+		if strings.HasPrefix(metric, "bits") && !math.IsNaN(base) {
+			// Schemes that fail past L leave the chart by several bits; clipping at the unigram
+			// baseline plus a margin keeps the others readable (the tables have every value).
+			l.YMin, l.YMax = math.Max(0, lo-0.2), math.Min(hi, base+1)
+		} else {
+			l.YMin, l.YMax = -0.02, 1.02
+		}
+		return l
+	}
+	row := []plot.Panel{panel(task+": "+metric, schemes)}
+	if len(varied) > 0 {
+		row = append(row, panel(task+": "+metric+", variants", variants))
+	}
+	return plot.Figure{Rows: [][]plot.Panel{row}, CellWidth: 700, CellHeight: 520}.PNG()
+}

@@ -1,0 +1,207 @@
+// Package stats summarizes a benchmark cell over seeds: the mean, a 95% confidence interval from
+// Student's t distribution (the seeds are few, so the normal interval would be too narrow), and
+// the one comparison the reports allow themselves: two cells differ only where their intervals
+// do not overlap.
+package stats
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Summary is one cell over its seeds.
+type Summary struct {
+	N        int     // values that are not NaN
+	Mean     float64 // NaN when N == 0
+	SD       float64 // sample standard deviation (n-1); 0 when N < 2
+	Lo, Hi   float64 // 95% interval of the mean; Lo == Hi == Mean when N < 2 (no interval)
+	Min, Max float64
+}
+
+// Summarize computes the mean and its 95% Student-t interval, ignoring NaN values (a seed whose
+// model refused a length).
+func Summarize(xs []float64) Summary {
+	var vals []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			vals = append(vals, x)
+		}
+	}
+	s := Summary{N: len(vals), Mean: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	if s.N == 0 {
+		return s
+	}
+	sum := 0.0
+	s.Min, s.Max = vals[0], vals[0]
+	for _, v := range vals {
+		sum += v
+		s.Min, s.Max = math.Min(s.Min, v), math.Max(s.Max, v)
+	}
+	s.Mean = sum / float64(s.N)
+	s.Lo, s.Hi = s.Mean, s.Mean
+	if s.N < 2 {
+		return s
+	}
+	ss := 0.0
+	for _, v := range vals {
+		ss += (v - s.Mean) * (v - s.Mean)
+	}
+	s.SD = math.Sqrt(ss / float64(s.N-1))
+	half := TQuantile(0.975, float64(s.N-1)) * s.SD / math.Sqrt(float64(s.N))
+	s.Lo, s.Hi = s.Mean-half, s.Mean+half
+	return s
+}
+
+// HasInterval reports whether the summary has an interval at all (two or more seeds).
+func (s Summary) HasInterval() bool { return s.N >= 2 }
+
+// HalfWidth is the interval's half width (0 without an interval).
+func (s Summary) HalfWidth() float64 {
+	if !s.HasInterval() {
+		return 0
+	}
+	return (s.Hi - s.Lo) / 2
+}
+
+// Separated reports whether a and b can be ranked: both have intervals and they do not overlap.
+// With one seed there is no interval, and nothing is called a difference.
+func Separated(a, b Summary) bool {
+	return a.HasInterval() && b.HasInterval() && (a.Hi < b.Lo || b.Hi < a.Lo)
+}
+
+// Below reports whether a's interval lies entirely below b's (a < b, called with confidence).
+func Below(a, b Summary) bool { return Separated(a, b) && a.Hi < b.Lo }
+
+// Tiers orders labelled summaries into ranked groups, best first (higher is better when
+// higherBetter). Two entries are in different tiers only if their intervals are disjoint and
+// every entry of a tier is separated from every entry of every other tier: the tiers are the
+// connected stretches of the union of the intervals. Entries without an interval (one seed) are
+// left out and returned as unranked.
+func Tiers(labels []string, ss []Summary, higherBetter bool) (tiers [][]string, unranked []string) {
+	type item struct {
+		label string
+		s     Summary
+	}
+	var items []item
+	for i, s := range ss {
+		if s.HasInterval() {
+			items = append(items, item{labels[i], s})
+		} else {
+			unranked = append(unranked, labels[i])
+		}
+	}
+	// Sorted by lower end, the intervals' union is a run of disjoint stretches; each stretch is
+	// a tier (within it, a chain of overlaps joins everyone).
+	sort.SliceStable(items, func(i, j int) bool { return items[i].s.Lo < items[j].s.Lo })
+	var groups [][]item
+	reach := math.Inf(-1)
+	for _, it := range items {
+		if len(groups) == 0 || it.s.Lo > reach {
+			groups = append(groups, nil)
+			reach = it.s.Hi
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], it)
+		reach = math.Max(reach, it.s.Hi)
+	}
+	if higherBetter {
+		for i, j := 0, len(groups)-1; i < j; i, j = i+1, j-1 {
+			groups[i], groups[j] = groups[j], groups[i]
+		}
+	}
+	for _, g := range groups {
+		sort.SliceStable(g, func(i, j int) bool {
+			if higherBetter {
+				return g[i].s.Mean > g[j].s.Mean
+			}
+			return g[i].s.Mean < g[j].s.Mean
+		})
+		var names []string
+		for _, it := range g {
+			names = append(names, it.label)
+		}
+		tiers = append(tiers, names)
+	}
+	return tiers, unranked
+}
+
+// TQuantile is the p quantile of Student's t distribution with df degrees of freedom (df > 0,
+// 0 < p < 1), found by bisection on TCDF.
+func TQuantile(p, df float64) float64 {
+	if p <= 0 || p >= 1 || df <= 0 {
+		panic(fmt.Sprintf("stats: TQuantile(%g, %g) is undefined", p, df))
+	}
+	if p < 0.5 {
+		return -TQuantile(1-p, df)
+	}
+	lo, hi := 0.0, 1.0
+	for TCDF(hi, df) < p {
+		hi *= 2
+	}
+	for range 200 {
+		mid := (lo + hi) / 2
+		if TCDF(mid, df) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// TCDF is P(T <= t) for Student's t with df degrees of freedom:
+// 1 - I_x(df/2, 1/2)/2 for t > 0, x = df/(df+t²), I the regularized incomplete beta function.
+func TCDF(t, df float64) float64 {
+	tail := 0.5 * incBeta(df/2, 0.5, df/(df+t*t))
+	if t > 0 {
+		return 1 - tail
+	}
+	return tail
+}
+
+// incBeta is the regularized incomplete beta function I_x(a, b), from its continued fraction
+// (evaluated by the modified Lentz method), using the symmetry I_x(a,b) = 1 - I_{1-x}(b,a) where
+// the fraction converges slowly.
+func incBeta(a, b, x float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case x >= 1:
+		return 1
+	}
+	if x > (a+1)/(a+b+2) {
+		return 1 - incBeta(b, a, 1-x)
+	}
+	la, _ := math.Lgamma(a)
+	lb, _ := math.Lgamma(b)
+	lab, _ := math.Lgamma(a + b)
+	front := math.Exp(lab-la-lb+a*math.Log(x)+b*math.Log(1-x)) / a
+	const tiny = 1e-300
+	f, c, d := 1.0, 1.0, 0.0
+	for i := 0; i <= 400; i++ {
+		var num float64
+		m := float64(i / 2)
+		switch {
+		case i == 0:
+			num = 1
+		case i%2 == 0:
+			num = m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
+		default:
+			num = -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
+		}
+		d = 1 + num*d
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		d = 1 / d
+		c = 1 + num/c
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		f *= c * d
+		if math.Abs(1-c*d) < 1e-15 {
+			break
+		}
+	}
+	return front * (f - 1)
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/posformer/posformer/models"
+)
+
+// The plateau decision and the warmup-stable-decay schedule, by hand: evaluations every 100
+// steps, window 2, tolerance 1%. The loss falls until step 400 and then stays within 1% of its
+// best for two evaluations, so the cool-down starts at step 600 and lasts 0.2·600 = 120 steps.
+func TestPlateauByHand(t *testing.T) {
+	p := newPlateau(2, 0.01, 10000, 100)
+	for i, e := range []float64{3, 2, 1.5, 1.2, 1.195, 1.19} {
+		p.observe(100*(i+1), e)
+		if i < 5 && p.start >= 0 {
+			t.Fatalf("cool-down started at step %d after evaluation %d", p.start, i+1)
+		}
+	}
+	if p.start != 600 || p.end != 720 {
+		t.Fatalf("cool-down %d..%d, want 600..720", p.start, p.end)
+	}
+	for _, c := range []struct {
+		step int
+		want float64
+	}{{0, 0.1}, {5, 0.6}, {9, 1}, {10, 1}, {599, 1}, {600, 1}, {660, 0.55}, {719, 1 - 0.9*119.0/120}} {
+		if got := p.lr(c.step, 1, 10); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("lr at step %d: %v, want %v", c.step, got, c.want)
+		}
+	}
+	if r := p.stopReason(); r != "plateau at step 600, cool-down to 720" {
+		t.Errorf("stop reason %q", r)
+	}
+	// Near zero, improvements of under 0.001 nats do not count, however large relatively.
+	q := newPlateau(1, 0.01, 10000, 100)
+	for i, e := range []float64{0.01, 0.0095, 0.0094} {
+		q.observe(100*(i+1), e)
+	}
+	if q.start != 200 {
+		t.Errorf("improvements under 0.001 nats: cool-down at %d, want 200", q.start)
+	}
+	// Without a plateau the cool-down starts at cap/1.2 and ends at the cap.
+	c := newPlateau(3, 0.01, 1200, 100)
+	for i := range 12 {
+		c.observe(100*(i+1), 10-float64(i))
+	}
+	if c.start != 1000 || c.end != 1200 || c.stopReason() != "step cap 1200" {
+		t.Errorf("capped run: cool-down %d..%d (%s), want 1000..1200", c.start, c.end, c.stopReason())
+	}
+	// A cap inside the warm-up (a pilot): the cool-down from 100 to 120 still applies, as the
+	// lower of the two rates (at step 119: warm-up 0.6, cool-down 1-0.9·19/20 = 0.145).
+	w := newPlateau(5, 0.01, 120, 100)
+	if got := w.lr(119, 1, 200); math.Abs(got-0.145) > 1e-12 || w.start != 100 || w.end != 120 {
+		t.Errorf("short run: lr %v at step 119, cool-down %d..%d", got, w.start, w.end)
+	}
+}
+
+// TestMain lets a test run this command as a process (to see its exit status and stderr).
+func TestMain(m *testing.M) {
+	if args := os.Getenv("TRAIN_TEST_ARGS"); args != "" {
+		os.Args = append([]string{"train"}, strings.Split(args, " ")...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func trainProcess(t *testing.T, args ...string) (stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TRAIN_TEST_ARGS="+strings.Join(args, " "))
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+// A tiny run with -plateau stops at its cool-down's end, records its loss curve and why it
+// stopped; -resume on it, as a process, says it is finished and exits 0; a fine-tune from it
+// with -init and --rope-scaling keeps the trained length as the original context.
+func TestPlateauRunResumeAndInit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	args := []string{"-task", "reverse", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1", "-hidden", "16",
+		"-seq", "16", "-batch", "2", "-steps", "60", "-warmup", "2", "-eval-every", "5", "-save-every", "5", "-eval-windows", "2",
+		"-plateau", "1", "-plateau-tol", "0.5", "-o", dir}
+	if out, code := trainProcess(t, args...); code != 0 {
+		t.Fatalf("training exited %d:\n%s", code, out)
+	}
+	var info struct {
+		Steps       int
+		Stop        string
+		TaskVersion int `json:"task_version"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "train.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &info); err != nil || info.TaskVersion != 1 {
+		t.Fatalf("train.json: %v, task_version %d", err, info.TaskVersion)
+	}
+	curve, err := readCurve(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tolerance 50% with a window of one evaluation: the first evaluation that does not halve
+	// the loss starts a cool-down of max(5, 0.2·step) steps.
+	if !strings.HasPrefix(info.Stop, "plateau at step ") || info.Steps >= 60 || len(curve) == 0 || curve[len(curve)-1].Step != info.Steps {
+		t.Fatalf("stopped at %d (%q), curve ends at %v", info.Steps, info.Stop, curve[len(curve)-1])
+	}
+	for i, c := range curve {
+		if c.Step != 5*(i+1) && c.Step != info.Steps || math.IsNaN(c.TrainLoss) || math.IsNaN(c.EvalLoss) {
+			t.Fatalf("curve point %d: %+v", i, c)
+		}
+	}
+	out, code := trainProcess(t, append(args, "-resume")...)
+	if code != 0 || !strings.Contains(out, "already finished at step") || strings.Contains(out, "NaN") {
+		t.Errorf("resuming a finished run: exit %d, output:\n%s", code, out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "train.json")); string(after) != string(data) {
+		t.Errorf("resuming a finished run rewrote train.json")
+	}
+	ft := t.TempDir()
+	out, code = trainProcess(t, "-task", "reverse", "-init", dir, "--rope-scaling", "linear", "--rope-scale", "2", "-seq", "32",
+		"-batch", "2", "-steps", "2", "-warmup", "1", "-eval-every", "2", "-save-every", "2", "-eval-windows", "2", "-o", ft)
+	if code != 0 {
+		t.Fatalf("fine-tune exited %d:\n%s", code, out)
+	}
+	var cfg models.Config
+	data, _ = os.ReadFile(filepath.Join(ft, models.ConfigFile))
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	block, _ := cfg.Positional["rope_scaling"].(map[string]any)
+	if cfg.TrainSeqLen != 32 || cfg.Dim != 16 || block["rope_type"] != "linear" || block["factor"] != 2.0 || block["original_max_position_embeddings"] != 16.0 {
+		t.Errorf("fine-tune config: train_seq_len %d, dim %d, rope_scaling %v; want 32, 16, linear 2 from 16", cfg.TrainSeqLen, cfg.Dim, block)
+	}
+	if out, code := trainProcess(t, "-o", dir, "-plateau", "-1"); code == 0 || strings.Count(strings.TrimSpace(out), "\n") > 0 || !strings.Contains(out, "-plateau") {
+		t.Errorf("bad -plateau: exit %d, %q", code, out)
+	}
+}
