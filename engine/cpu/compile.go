@@ -101,6 +101,15 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 		rewriteQuantDots(b.nodes, outs)
 	}
 
+	// An Iota depends on nothing: it becomes a constant, computed once here.
+	for _, n := range b.nodes {
+		if n.op == backends.OpTypeIota {
+			if data, err := iotaBytes(n); err == nil {
+				n.op, n.attr = backends.OpTypeConstant, data
+			}
+		}
+	}
+
 	// Live nodes, in creation order (a topological order: inputs are created first).
 	live := make([]bool, len(b.nodes))
 	var mark func(n *node)

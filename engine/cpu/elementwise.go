@@ -317,48 +317,151 @@ func bitwiseOf[T integer](op backends.OpType) (func(a, b, out []T, sa, sb int), 
 	}, nil
 }
 
+// compareOf and logicalOf return fn(a, b, out, sa, sb) computing out[i] = a[i*sa] op b[i*sb].
+// Attention's masks run them over every cache slot at every step, so the contiguous and
+// scalar-operand cases are plain loops (a call per element cost more than the comparison).
 func compareOf[T number](op backends.OpType) (func(a, b []T, out []bool, sa, sb int), error) {
-	var f func(x, y T) bool
-	switch op {
-	case backends.OpTypeEqual:
-		f = func(x, y T) bool { return x == y }
-	case backends.OpTypeNotEqual:
-		f = func(x, y T) bool { return x != y }
-	case backends.OpTypeLessThan:
-		f = func(x, y T) bool { return x < y }
-	case backends.OpTypeLessOrEqual:
-		f = func(x, y T) bool { return x <= y }
-	case backends.OpTypeGreaterThan:
-		f = func(x, y T) bool { return x > y }
-	case backends.OpTypeGreaterOrEqual:
-		f = func(x, y T) bool { return x >= y }
-	default:
+	// mirror is op with its operands swapped: a scalar first operand becomes a scalar second.
+	mirror := map[backends.OpType]backends.OpType{
+		backends.OpTypeEqual: backends.OpTypeEqual, backends.OpTypeNotEqual: backends.OpTypeNotEqual,
+		backends.OpTypeLessThan: backends.OpTypeGreaterThan, backends.OpTypeGreaterThan: backends.OpTypeLessThan,
+		backends.OpTypeLessOrEqual: backends.OpTypeGreaterOrEqual, backends.OpTypeGreaterOrEqual: backends.OpTypeLessOrEqual,
+	}
+	if _, ok := mirror[op]; !ok {
 		return nil, fmt.Errorf("backend %s: comparison %s not implemented", BackendName, op)
 	}
 	return func(a, b []T, out []bool, sa, sb int) {
-		for i := range out {
-			out[i] = f(a[i*sa], b[i*sb])
+		op := op
+		if sa == 0 && sb == 1 {
+			a, b, sa, sb, op = b, a, 1, 0, mirror[op]
+		}
+		switch {
+		case sa == 1 && sb == 1:
+			a, b := a[:len(out)], b[:len(out)]
+			switch op {
+			case backends.OpTypeEqual:
+				for i := range out {
+					out[i] = a[i] == b[i]
+				}
+			case backends.OpTypeNotEqual:
+				for i := range out {
+					out[i] = a[i] != b[i]
+				}
+			case backends.OpTypeLessThan:
+				for i := range out {
+					out[i] = a[i] < b[i]
+				}
+			case backends.OpTypeLessOrEqual:
+				for i := range out {
+					out[i] = a[i] <= b[i]
+				}
+			case backends.OpTypeGreaterThan:
+				for i := range out {
+					out[i] = a[i] > b[i]
+				}
+			case backends.OpTypeGreaterOrEqual:
+				for i := range out {
+					out[i] = a[i] >= b[i]
+				}
+			}
+		case sa == 1 && sb == 0:
+			a, y := a[:len(out)], b[0]
+			switch op {
+			case backends.OpTypeEqual:
+				for i, x := range a {
+					out[i] = x == y
+				}
+			case backends.OpTypeNotEqual:
+				for i, x := range a {
+					out[i] = x != y
+				}
+			case backends.OpTypeLessThan:
+				for i, x := range a {
+					out[i] = x < y
+				}
+			case backends.OpTypeLessOrEqual:
+				for i, x := range a {
+					out[i] = x <= y
+				}
+			case backends.OpTypeGreaterThan:
+				for i, x := range a {
+					out[i] = x > y
+				}
+			case backends.OpTypeGreaterOrEqual:
+				for i, x := range a {
+					out[i] = x >= y
+				}
+			}
+		default: // both scalar-strided: one element repeated
+			var r bool
+			x, y := a[0], b[0]
+			switch op {
+			case backends.OpTypeEqual:
+				r = x == y
+			case backends.OpTypeNotEqual:
+				r = x != y
+			case backends.OpTypeLessThan:
+				r = x < y
+			case backends.OpTypeLessOrEqual:
+				r = x <= y
+			case backends.OpTypeGreaterThan:
+				r = x > y
+			case backends.OpTypeGreaterOrEqual:
+				r = x >= y
+			}
+			for i := range out {
+				out[i] = r
+			}
 		}
 	}, nil
 }
 
 func logicalOf(op backends.OpType) (func(a, b, out []bool, sa, sb int), error) {
-	var f func(x, y bool) bool
 	switch op {
-	case backends.OpTypeLogicalAnd:
-		f = func(x, y bool) bool { return x && y }
-	case backends.OpTypeLogicalOr:
-		f = func(x, y bool) bool { return x || y }
-	case backends.OpTypeLogicalXor, backends.OpTypeNotEqual:
-		f = func(x, y bool) bool { return x != y }
-	case backends.OpTypeEqual:
-		f = func(x, y bool) bool { return x == y }
+	case backends.OpTypeLogicalAnd, backends.OpTypeLogicalOr, backends.OpTypeLogicalXor, backends.OpTypeNotEqual, backends.OpTypeEqual:
 	default:
 		return nil, fmt.Errorf("backend %s: op %s not implemented for bool", BackendName, op)
 	}
 	return func(a, b, out []bool, sa, sb int) {
+		if sa == 0 && sb == 1 {
+			a, b, sa, sb = b, a, 1, 0 // every one of these ops is symmetric
+		}
+		if sa == 1 && sb == 1 {
+			a, b := a[:len(out)], b[:len(out)]
+			switch op {
+			case backends.OpTypeLogicalAnd:
+				for i := range out {
+					out[i] = a[i] && b[i]
+				}
+			case backends.OpTypeLogicalOr:
+				for i := range out {
+					out[i] = a[i] || b[i]
+				}
+			case backends.OpTypeLogicalXor, backends.OpTypeNotEqual:
+				for i := range out {
+					out[i] = a[i] != b[i]
+				}
+			case backends.OpTypeEqual:
+				for i := range out {
+					out[i] = a[i] == b[i]
+				}
+			}
+			return
+		}
+		// b is one value: each op is then a copy, a negation or a constant.
+		y := b[0]
 		for i := range out {
-			out[i] = f(a[i*sa], b[i*sb])
+			x := a[i*sa]
+			switch op {
+			case backends.OpTypeLogicalAnd:
+				out[i] = x && y
+			case backends.OpTypeLogicalOr:
+				out[i] = x || y
+			case backends.OpTypeLogicalXor, backends.OpTypeNotEqual:
+				out[i] = x != y
+			case backends.OpTypeEqual:
+				out[i] = x == y
+			}
 		}
 	}, nil
 }
@@ -710,6 +813,18 @@ func lowerWhere(lw *lowering) (stepFn, error) {
 	p := lw.e.backend.pool
 	return func(f *frame) {
 		c, t, fa, out := typed[bool](f.slots[ic]), f.slots[it], f.slots[iff], f.slots[io]
+		if size == 4 && len(out) < 4*elementwiseGrain {
+			// int32 and float32 (the attention mask and the cache's positions): no copy calls.
+			t, fa, out := typed[uint32](t), typed[uint32](fa), typed[uint32](out)
+			for i := range out {
+				if c[i*sc] {
+					out[i] = t[i*st]
+				} else {
+					out[i] = fa[i*sf]
+				}
+			}
+			return
+		}
 		p.parallelFor(len(out)/max(size, 1), elementwiseGrain, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				src, j := fa, i*sf
@@ -931,8 +1046,19 @@ func intStorer(dt dtypes.DType) (func(b []byte, i int, x int64), error) {
 
 // Iota: values count along axis.
 func lowerIota(lw *lowering) (stepFn, error) {
-	s := lw.n.shape
-	axis := lw.n.attr.(int)
+	data, err := iotaBytes(lw.n)
+	if err != nil {
+		return nil, err
+	}
+	io := lw.out
+	return func(f *frame) { copy(f.slots[io], data) }, nil
+}
+
+// iotaBytes is the value of an Iota node: it depends on nothing, so Compile turns it into a
+// constant (attention numbers its cache slots with one at every decoding step).
+func iotaBytes(n *node) ([]byte, error) {
+	s := n.shape
+	axis := n.attr.(int)
 	inner := 1
 	for _, d := range s.Dimensions[axis+1:] {
 		inner *= d
@@ -942,12 +1068,9 @@ func lowerIota(lw *lowering) (stepFn, error) {
 	if err != nil {
 		return nil, err
 	}
-	io := lw.out
-	count := s.Size()
-	return func(f *frame) {
-		out := f.slots[io]
-		for i := range count {
-			store(out, i, float64((i/inner)%dim))
-		}
-	}, nil
+	data := make([]byte, byteSize(s))
+	for i := range s.Size() {
+		store(data, i, float64((i/inner)%dim))
+	}
+	return data, nil
 }

@@ -245,6 +245,11 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 		if s := start % m.period; m.inner == 1 && s+n <= m.period {
 			return src[s : s+n], 0
 		}
+		// A block inside one run (softmax's row max under a row of scores) is a scalar: the
+		// scalar kernels then take it, instead of a register filled element by element.
+		if q := start / m.inner; q == (start+n-1)/m.inner {
+			return nil, src[q%m.period]
+		}
 		g := regs[m.reg*fuseBlock : m.reg*fuseBlock+n]
 		if m.inner == 1 {
 			for j := range g {
