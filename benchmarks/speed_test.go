@@ -197,3 +197,25 @@ func BenchmarkTrainStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGenerate260K is what cmd/infer times: Generate from one token to 512 (the cache
+// grows through its window sizes on the way), greedy, reported per generated token. Its
+// allocations per op (-benchmem) are the engine's garbage per 511 tokens.
+func BenchmarkGenerate260K(b *testing.B) {
+	e := randomEngine(b, shape260K)
+	sm, err := engine.NewSampler(engine.Sampling{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 511
+	if _, err := e.Generate([]int{1}, n, sm, nil, func(int) {}); err != nil { // compiles every window
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := e.Generate([]int{1}, n, sm, nil, func(int) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
+}

@@ -10,7 +10,9 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/graph"
@@ -20,6 +22,7 @@ import (
 // direct is one compiled graph with its variables' buffers in parameter order.
 type direct struct {
 	g     *graph.Graph
+	exe   backends.Executable // g's backend executable, nil if it could not be found
 	nArgs int
 	vars  []backends.Buffer // at handles nArgs.. (variables)
 	pool  sync.Pool         // []backends.Buffer + []bool of one call
@@ -40,7 +43,7 @@ func (e *Engine) newDirect(g *graph.Graph, nArgs int) (*direct, error) {
 		}
 		byName[v.ParameterName()] = value
 	}
-	d := &direct{g: g, nArgs: nArgs}
+	d := &direct{g: g, exe: executableOf(g), nArgs: nArgs}
 	for h := nArgs; h < g.NumParameters(); h++ {
 		name := g.GetParameterByHandle(graph.ParameterHandle(h)).GetParameterName()
 		value, ok := byName[name]
@@ -80,4 +83,31 @@ func (d *direct) run(backend backends.Backend, args []*tensors.Tensor, donate []
 		}
 	}()
 	return d.g.RunWithBuffers(c.inputs, c.donate, 0), nil
+}
+
+// runBuffers executes the graph on buffers and returns buffers: the decoding step's own path,
+// which wraps nothing in tensors (a tensor per output and per input was most of a small
+// model's garbage, about 80 allocations a token).
+func (d *direct) runBuffers(args []backends.Buffer, donate []bool) ([]backends.Buffer, error) {
+	c := d.pool.Get().(*directCall)
+	defer d.pool.Put(c)
+	copy(c.inputs, args)
+	copy(c.donate, donate)
+	copy(c.inputs[d.nArgs:], d.vars)
+	clear(c.donate[d.nArgs:])
+	return d.exe.Execute(c.inputs, c.donate, 0)
+}
+
+// executableOf returns the backend executable of a compiled graph. GoMLX (v0.26) keeps it in
+// an unexported field and only offers Graph.RunWithBuffers, which wraps every output in a new
+// tensor; reading the field lets decoding hand buffers to the backend directly. If a GoMLX
+// version renames the field, this returns nil and decoding takes RunWithBuffers
+// (TestDecodingRunsOnBuffers notices).
+func executableOf(g *graph.Graph) backends.Executable {
+	f := reflect.ValueOf(g).Elem().FieldByName("executable")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[backends.Executable]() {
+		return nil
+	}
+	exe, _ := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(backends.Executable)
+	return exe
 }

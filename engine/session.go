@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+
+	"github.com/gomlx/gomlx/backends"
 	"sort"
 	"time"
 
@@ -12,8 +14,8 @@ import (
 	"github.com/posformer/posformer/models"
 )
 
-// Session is the state of a batch of sequences being decoded: a KV cache (keys
-// [batch, kvHeads, window, headDim] and values [batch, kvHeads, headDim, window] per layer,
+// Session is the state of a batch of sequences being decoded: a KV cache (keys and values
+// [batch, kvHeads, headDim, window] per layer, slots last so that attention reads them in rows,
 // plus each slot's position and validity), so that every step runs one already-compiled graph.
 //
 // The cache holds window slots, not the full context: attention costs O(window), so a short
@@ -24,8 +26,22 @@ type Session struct {
 	batch  int
 	window int
 	cache  []*tensors.Tensor // pos, valid, then K and V of each layer; nil until the first Append
-	Used   []int             // slots filled, per row
-	logits []float32         // appendOne's result, reused
+	// raw holds the cache as backend buffers instead while generation steps token by token
+	// (stepOne); cache is then nil, and run converts back (materialize).
+	raw    []backends.Buffer
+	step   *stepInputs // stepOne's input buffers, written in place at every step
+	Used   []int       // slots filled, per row
+	logits []float32   // appendOne's result, reused
+}
+
+// stepInputs are the four inputs of a one-token step (token, position, validity, slot), as
+// backend buffers that share their memory with the host, with those slices.
+type stepInputs struct {
+	bufs           [4]backends.Buffer
+	tok, pos, slot []int32
+	valid          []bool
+	donate         []bool
+	args           []backends.Buffer
 }
 
 // NewSession starts an empty cache for batch sequences.
@@ -55,7 +71,7 @@ func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 	out := []shapes.Shape{shapes.Make(dtypes.Int32, batch, window), shapes.Make(dtypes.Bool, batch, window)}
 	for range c.NumLayers {
 		out = append(out,
-			shapes.Make(models.DType, batch, b.NumKVHeads, window, b.HeadDim),
+			shapes.Make(models.DType, batch, b.NumKVHeads, b.HeadDim, window),
 			shapes.Make(models.DType, batch, b.NumKVHeads, b.HeadDim, window))
 	}
 	return out
@@ -94,14 +110,10 @@ func (e *Engine) KVBytes(batch int) int64 {
 
 // slotAxis is the axis of cache tensor i that runs over slots.
 func slotAxis(i int) int {
-	switch {
-	case i < 2:
+	if i < 2 {
 		return 1 // pos, valid [b, c]
-	case i%2 == 0:
-		return 2 // keys [b, kvh, c, hd]
-	default:
-		return 3 // values [b, kvh, hd, c]
 	}
+	return 3 // keys and values [b, kvh, hd, c]
 }
 
 // deviceTensor is a zeroed tensor of shape sh made in the backend's memory when the backend
@@ -194,6 +206,9 @@ func (s *Session) Append(tokens, positions [][]int) ([][][]float32, error) {
 // that the next call reuses: generation reads them once, and a fresh vocabulary-sized slice
 // per token (128 KB for a 32000-token vocabulary) kept the garbage collector busy.
 func (s *Session) appendOne(tok, pos int) ([]float32, error) {
+	if logits, ok, err := s.stepOne(tok, pos); ok || err != nil {
+		return logits, err
+	}
 	outs, err := s.run([][]int{{tok}}, [][]int{{pos}}, false)
 	if err != nil {
 		return nil, err
@@ -236,6 +251,9 @@ func (s *Session) AppendLast(tokens, positions [][]int) ([][]float32, error) {
 // run executes one chunk and returns the logits tensor: [b, seq, vocab], or [b, 1, vocab] with
 // pick (one-token chunks always run the plain graph: its one token is the last).
 func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, error) {
+	if err := s.materialize(); err != nil {
+		return nil, err
+	}
 	if len(tokens) != s.batch {
 		return nil, fmt.Errorf("session has %d rows, got %d", s.batch, len(tokens))
 	}
@@ -407,5 +425,108 @@ func (e *Engine) Warmup(batch, maxPrompt int) error {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	return nil
+}
+
+// stepOne is appendOne's path once the session's decoding graph has run: the inputs are
+// written into reused buffers and the graph runs on buffers (direct.runBuffers), so a step
+// allocates almost nothing. ok is false when it cannot take the step (a new window size, a
+// batch, a backend whose buffers the host cannot write, or a graph not run yet); run then does.
+func (s *Session) stepOne(tok, pos int) (logits []float32, ok bool, err error) {
+	e := s.e
+	if s.batch != 1 || (s.cache == nil && s.raw == nil) || !e.Backend.HasSharedBuffers() {
+		return nil, false, nil
+	}
+	used := s.Used[0]
+	if used+1 > e.Capacity || e.window(used+1) > s.window {
+		return nil, false, nil
+	}
+	if lim := e.positionLimit(); lim > 0 && pos >= lim {
+		return nil, false, nil // run reports it
+	}
+	dv, found := e.directs.Load(cachedKey{false, 1, 1, s.window})
+	if !found || dv.(*direct).exe == nil {
+		return nil, false, nil
+	}
+	d := dv.(*direct)
+	if s.step == nil {
+		if s.step, err = e.newStepInputs(); err != nil {
+			return nil, false, err
+		}
+	}
+	in := s.step
+	in.tok[0], in.pos[0], in.valid[0], in.slot[0] = int32(tok), int32(pos), true, int32(min(used, s.window-1))
+	if s.raw == nil {
+		for _, t := range s.cache {
+			buf, err := t.DonateBuffer(e.Backend, 0)
+			if err != nil {
+				return nil, false, fmt.Errorf("decoding: %w", err)
+			}
+			s.raw = append(s.raw, buf)
+		}
+		s.cache = nil
+	}
+	in.args = append(append(in.args[:0], in.bufs[:]...), s.raw...)
+	for len(in.donate) < len(in.args) {
+		in.donate = append(in.donate, true) // the cache, after the four inputs
+	}
+	outs, err := d.runBuffers(in.args, in.donate[:len(in.args)])
+	if err != nil {
+		s.raw = nil // donated: the session cannot go on
+		return nil, false, fmt.Errorf("decoding: %w", err)
+	}
+	if len(s.logits) == 0 {
+		sh, err := e.Backend.BufferShape(outs[0])
+		if err != nil {
+			return nil, false, err
+		}
+		s.logits = make([]float32, sh.Size())
+	}
+	if err := e.Backend.BufferToFlatData(outs[0], s.logits); err != nil {
+		return nil, false, fmt.Errorf("reading logits: %w", err)
+	}
+	_ = e.Backend.BufferFinalize(outs[0]) // back to the backend's pool for the next step
+	s.raw = append(s.raw[:0], outs[1:]...)
+	s.Used[0]++
+	return s.logits, true, nil
+}
+
+// newStepInputs makes stepOne's input buffers in shared memory.
+func (e *Engine) newStepInputs() (*stepInputs, error) {
+	in := &stepInputs{donate: []bool{false, false, false, false}}
+	for i, dt := range []dtypes.DType{dtypes.Int32, dtypes.Int32, dtypes.Bool, dtypes.Int32} {
+		buf, flat, err := e.Backend.NewSharedBuffer(0, shapes.Make(dt, 1, 1))
+		if err != nil {
+			return nil, fmt.Errorf("decoding inputs: %w", err)
+		}
+		in.bufs[i] = buf
+		switch i {
+		case 0:
+			in.tok = flat.([]int32)
+		case 1:
+			in.pos = flat.([]int32)
+		case 2:
+			in.valid = flat.([]bool)
+		case 3:
+			in.slot = flat.([]int32)
+		}
+	}
+	return in, nil
+}
+
+// materialize turns a cache held as buffers (after stepOne) back into tensors.
+func (s *Session) materialize() error {
+	if s.raw == nil {
+		return nil
+	}
+	s.cache = make([]*tensors.Tensor, len(s.raw))
+	for i, buf := range s.raw {
+		t, err := tensors.FromBuffer(s.e.Backend, buf)
+		if err != nil {
+			return fmt.Errorf("decoding: %w", err)
+		}
+		s.cache[i] = t
+	}
+	s.raw = nil
 	return nil
 }

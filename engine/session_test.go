@@ -147,3 +147,51 @@ func TestNewFromTrainedContext(t *testing.T) {
 		t.Errorf("logits differ by %g", d)
 	}
 }
+
+// Generation steps one token at a time on backend buffers (stepOne), not tensors. Across the
+// window edges that path gives exactly the logits of the tensor path (the same compiled
+// graph, reached through Append), and the cache held as buffers turns back into tensors when
+// a chunk follows. Every scheme kind the hooks cover takes it.
+func TestDecodingRunsOnBuffers(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, pe := range []map[string]any{{"name": "rope", "layout": "interleaved"}, {"name": "alibi"}, {"name": "shaw"}} {
+		e := newTestEngine(t, windowConfig(pe))
+		toks := randomTokens(r, 150)
+		a, b := e.NewSession(1), e.NewSession(1)
+		for _, s := range []*Session{a, b} {
+			if _, err := s.AppendLast([][]int{toks[:10]}, [][]int{iota(0, 10)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stepped := 0
+		for p := 10; p < 140; p++ {
+			if p == 100 { // a chunk in the middle: the buffers become tensors again
+				for _, s := range []*Session{a, b} {
+					if _, err := s.Append([][]int{toks[p : p+3]}, [][]int{iota(p, 3)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				p += 2
+				continue
+			}
+			got, err := a.appendOne(toks[p], p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.raw != nil {
+				stepped++
+			}
+			want, err := b.Append([][]int{{toks[p]}}, [][]int{{p}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want[0][0]) {
+				t.Fatalf("%v, position %d (window %d): the buffer step's logits differ from the tensor step's", pe, p, a.window)
+			}
+		}
+		// Every step but the first at each window size (64, 128, 200) and right after the chunk.
+		if stepped < 120 {
+			t.Errorf("%v: %d of 127 steps ran on buffers; want all but the first at each window", pe, stepped)
+		}
+	}
+}

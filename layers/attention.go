@@ -16,10 +16,10 @@ type Positional struct {
 	Ctx    *context.Context
 }
 
-// LayerCache is one layer's keys [batch, kvHeads, capacity, headDim] and values, stored
-// transposed as [batch, kvHeads, headDim, capacity] so that both products of attention read them
-// in the order the pure-Go backend's dot product wants (the contracted axis last) without
-// copying them at every step.
+// LayerCache is one layer's keys and values, both stored transposed as
+// [batch, kvHeads, headDim, capacity]: a decoding step's q·k then multiplies a few rows of q by
+// rows of capacity keys (with a head dimension of 8 or 16, one dot product per key was mostly
+// horizontal sums), and p·v contracts the capacity axis, which is last; neither copies the cache.
 type LayerCache struct {
 	K, V *Node
 }
@@ -97,29 +97,39 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 
 	keyPos, keyValid := in.Pos, in.Valid
 	var cache *LayerCache
-	// vAxis is the axis of v that runs over keys: 2 for [b, kvh, t, hd], 3 when transposed.
-	vAxis := 2
+	// kAxis and vAxis are the axes of k and v that run over keys: 2 for [b, kvh, t, hd]; 3 for
+	// the cache, which stores both transposed [b, kvh, hd, t] so that a decoding step's q·k and
+	// p·v read the keys contiguously (one head dimension of every key is a row).
+	kAxis, vAxis := 2, 2
 	if in.Cache != nil {
 		k = in.Write.Keys(in.Cache.K, k)
 		v = in.Write.Values(in.Cache.V, v)
 		cache = &LayerCache{K: k, V: v}
 		keyPos, keyValid = in.Write.Pos, in.Write.Valid
-		vAxis = 3
+		kAxis, vAxis = 3, 3
 	}
-	t := k.Shape().Dim(2)
+	t := k.Shape().Dim(kAxis)
+	// hookKeys are the keys as the hooks take them, [b, h, t, hd].
+	hookKeys := func() *Node {
+		kk := k
+		if kAxis == 3 {
+			kk = TransposeAllAxes(k, 0, 1, 3, 2)
+		}
+		return repeatKV(kk, group)
+	}
 
 	// Grouped queries: view q as [b, kvh, group·s, hd] so each key/value head serves its group
 	// without copying keys.
 	var logits *Node
 	if hook, ok := pe.Scheme.(positional.Scores); ok {
-		logits = hook.Scores(pe.Ctx, layer, q, repeatKV(k, group), in.Pos, keyPos)
+		logits = hook.Scores(pe.Ctx, layer, q, hookKeys(), in.Pos, keyPos)
 	} else {
 		qg := Reshape(q, batch, kvh, group*seq, hd)
-		logits = Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}), batch, h, seq, t)
+		logits = Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, k, []int{5 - kAxis}, []int{0, 1}), batch, h, seq, t)
 	}
 
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
-		logits = Add(logits, hook.RelativeLogits(pe.Ctx, layer, q, repeatKV(k, group), in.Pos, keyPos))
+		logits = Add(logits, hook.RelativeLogits(pe.Ctx, layer, q, hookKeys(), in.Pos, keyPos))
 	}
 	scale := 1 / math.Sqrt(float64(hd))
 	if hook, ok := pe.Scheme.(positional.LogitScale); ok {
@@ -210,9 +220,9 @@ func NewCacheWrite(slots, valid, pos, cachePos, cacheValid *Node) *CacheWrite {
 	}
 }
 
-// Keys returns cache [b, kvh, c, hd] with new [b, kvh, s, hd] written in.
+// Keys returns the transposed cache [b, kvh, hd, c] with new [b, kvh, s, hd] written in.
 func (w *CacheWrite) Keys(cache, new *Node) *Node {
-	return w.scatter(cache, new, 2)
+	return w.scatter(cache, new, 3)
 }
 
 // Values returns the transposed cache [b, kvh, hd, c] with new [b, kvh, s, hd] written in.

@@ -30,7 +30,7 @@ func TestCacheWrite(t *testing.T) {
 			oldPos[r*c+slot], oldValid[r*c+slot] = int32(10+slot), true
 			for h := range kvh {
 				for d := range hd {
-					oldK[((r*kvh+h)*c+slot)*hd+d] = float32(1000 + r*100 + h*10 + slot + d)
+					oldK[((r*kvh+h)*hd+d)*c+slot] = float32(1000 + r*100 + h*10 + slot + d)
 					oldV[((r*kvh+h)*hd+d)*c+slot] = float32(-1000 - r*100 - h*10 - slot - d)
 				}
 			}
@@ -56,7 +56,7 @@ func TestCacheWrite(t *testing.T) {
 	}
 	outs, err := exe.Exec(slots, valid, pos,
 		tensors.FromFlatDataAndDimensions(oldPos, b, c), tensors.FromFlatDataAndDimensions(oldValid, b, c),
-		tensors.FromFlatDataAndDimensions(oldK, b, kvh, c, hd), tensors.FromFlatDataAndDimensions(oldV, b, kvh, hd, c),
+		tensors.FromFlatDataAndDimensions(oldK, b, kvh, hd, c), tensors.FromFlatDataAndDimensions(oldV, b, kvh, hd, c),
 		tensors.FromFlatDataAndDimensions(newK, b, kvh, s, hd), tensors.FromFlatDataAndDimensions(newV, b, kvh, s, hd))
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestCacheWrite(t *testing.T) {
 			wantPos[r*c+slot], wantValid[r*c+slot] = pos[r][j], true
 			for h := range kvh {
 				for d := range hd {
-					wantK[((r*kvh+h)*c+slot)*hd+d] = newK[((r*kvh+h)*s+j)*hd+d]
+					wantK[((r*kvh+h)*hd+d)*c+slot] = newK[((r*kvh+h)*s+j)*hd+d]
 					wantV[((r*kvh+h)*hd+d)*c+slot] = newV[((r*kvh+h)*s+j)*hd+d]
 				}
 			}
