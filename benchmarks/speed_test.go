@@ -149,16 +149,18 @@ func BenchmarkDecode15M(b *testing.B)  { benchDecode(b, randomEngine(b, shape15M
 func BenchmarkPrefill128x15M(b *testing.B) { benchPrefill(b, randomEngine(b, shape15M), 128) }
 
 // BenchmarkTrainStep measures one AdamW step of cmd/train's toy models on random bytes:
-// dim 64, 2 layers, seq 64, batch 8 (small) and dim 96, 3 layers, seq 128, batch 8 (large).
+// dim 64, 2 layers, seq 64, batch 8 (small) and dim 96, 3 layers, seq 128, batch 8 (large); and
+// the benchmark v2 recipe's synthetic-task model (dim 128, 4 layers, seq 64, batch 32).
 func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range []struct {
 		name                    string
 		dim, layers, seq, batch int
-	}{{"small", 64, 2, 64, 8}, {"large", 96, 3, 128, 8}} {
+		kv, hidden              int
+	}{{"small", 64, 2, 64, 8, 2, 128}, {"large", 96, 3, 128, 8, 2, 192}, {"v2", 128, 4, 64, 32, 4, 512}} {
 		b.Run(c.name, func(b *testing.B) {
 			cfg := models.Config{
 				Kind: models.Decoder, VocabSize: 260, Dim: c.dim, NumLayers: c.layers, NumHeads: 4,
-				NumKVHeads: 2, HiddenDim: 2 * c.dim, MaxSeqLen: 1024, Positional: map[string]any{"name": "rope"},
+				NumKVHeads: c.kv, HiddenDim: c.hidden, MaxSeqLen: 1024, Positional: map[string]any{"name": "rope"},
 			}
 			backend, err := engine.NewBackend("") // $GOMLX_BACKEND, else the default
 			if err != nil {
