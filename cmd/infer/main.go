@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/posformer/posformer/cmd/internal/memlimit"
@@ -170,16 +169,8 @@ func run(o options, args []string) error {
 		stop = append(stop, eos)
 	}
 	fmt.Print(o.prompt)
-	// Bytes of a multi-byte character arrive one token at a time; hold them until whole.
-	var pending []int
-	st, err := e.Generate(ids, o.n, sm, stop, func(t int) {
-		pending = append(pending, t)
-		if text := tok.Decode(pending); !strings.HasSuffix(text, "\uFFFD") || len(pending) >= 4 {
-			fmt.Print(text)
-			pending = pending[:0]
-		}
-	})
-	fmt.Print(tok.Decode(pending), "\n")
+	st, err := e.Generate(ids, o.n, sm, stop, printText(os.Stdout, tok, ids))
+	fmt.Print("\n")
 	if err != nil {
 		return err
 	}
