@@ -138,4 +138,3 @@ func ggufTokenizer(o options, vocab int) (tokenizer.Tokenizer, specials, error) 
 func printIDs(out io.Writer) func(int) {
 	return func(t int) { fmt.Fprintf(out, "%d ", t) }
 }
-
