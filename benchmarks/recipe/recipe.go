@@ -149,19 +149,20 @@ func PIVariant(s int) string { return fmt.Sprintf("PI s=%d ft", s) }
 func ScalingVariant(typ string, s float64) string { return fmt.Sprintf("%s s=%g", typ, s) }
 
 // Models lists the grid's cells for the chosen tasks and schemes, seeds 1..seeds (0: the
-// recipe's), each model's -init base before it.
+// recipe's), each model's -init base before it. Seed 1 of every (task, scheme) comes first,
+// then seed 2, ...: a grid run in pieces over days has a whole table early, its intervals later.
 func (r Recipe) Models(weights string, taskList, schemes []string, seeds int) []Model {
 	if seeds <= 0 {
 		seeds = r.Seeds
 	}
 	var out []Model
-	for _, task := range taskList {
-		L := r.TrainLen[task]
-		for _, scheme := range schemes {
-			if !Applies(task, scheme) {
-				continue
-			}
-			for seed := 1; seed <= seeds; seed++ {
+	for seed := 1; seed <= seeds; seed++ {
+		for _, task := range taskList {
+			L := r.TrainLen[task]
+			for _, scheme := range schemes {
+				if !Applies(task, scheme) {
+					continue
+				}
 				base := r.model(weights, task, scheme, "", "", seed, nil)
 				out = append(out, base)
 				if slices.Contains(r.RandPosTasks, task) && slices.Contains(r.RandPosSchemes, scheme) {
