@@ -61,6 +61,35 @@ func (m *Model) Forward(ctx *context.Context, tokens, pos, valid *Node, cache *C
 // logits only, and the output head is the largest matrix of a small model.
 func (m *Model) ForwardPick(ctx *context.Context, tokens, pos, valid *Node, cache *Cache, pick *Node) (*Node, *Cache) {
 	c := m.Config
+	x, out, table := m.hidden(ctx, tokens, pos, valid, cache, pick)
+	ctx = ctx.In(Scope)
+	if c.HeadTransform {
+		x = layers.Activation(c.FFN)(layers.Linear(ctx.In("head").In("dense"), x, c.Dim, true, layers.InitStd))
+		x = layers.Norm(ctx.In("head").In("norm"), c.Norm, c.NormEps, x)
+	}
+	head := table
+	if !c.TieEmbeddings {
+		head = layers.EmbeddingTable(ctx.In("output"), tokens.Graph(), c.VocabSize, c.Dim, DType)
+	}
+	logits := layers.Unembed(head, x)
+	if c.HeadBias {
+		bias := ctx.In("output").WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(DType, c.VocabSize)).ValueGraph(tokens.Graph())
+		logits = Add(logits, ExpandLeftToRank(bias, logits.Rank()))
+	}
+	return logits, out
+}
+
+// Hidden is ForwardPick without the output head: the last hidden state [batch, seq, dim] (after
+// the final norm of a pre-norm model, as Hugging Face's last_hidden_state), what embeddings pool.
+func (m *Model) Hidden(ctx *context.Context, tokens, pos, valid *Node, cache *Cache, pick *Node) (*Node, *Cache) {
+	x, out, _ := m.hidden(ctx, tokens, pos, valid, cache, pick)
+	return x, out
+}
+
+// hidden is Hidden that also returns the token embedding table, which a tied head reuses (a
+// checked context refuses to make the same variable twice in one graph).
+func (m *Model) hidden(ctx *context.Context, tokens, pos, valid *Node, cache *Cache, pick *Node) (*Node, *Cache, layers.Weight) {
+	c := m.Config
 	ctx = ctx.In(Scope)
 	block := c.Block()
 	pe := layers.Positional{Scheme: m.Scheme, Ctx: ctx.In("positional")}
@@ -111,20 +140,7 @@ func (m *Model) ForwardPick(ctx *context.Context, tokens, pos, valid *Node, cach
 	if c.NormPosition != "post" {
 		x = layers.Norm(ctx.In("norm"), c.Norm, c.NormEps, x)
 	}
-	if c.HeadTransform {
-		x = layers.Activation(c.FFN)(layers.Linear(ctx.In("head").In("dense"), x, c.Dim, true, layers.InitStd))
-		x = layers.Norm(ctx.In("head").In("norm"), c.Norm, c.NormEps, x)
-	}
-	head := table
-	if !c.TieEmbeddings {
-		head = layers.EmbeddingTable(ctx.In("output"), tokens.Graph(), c.VocabSize, c.Dim, DType)
-	}
-	logits := layers.Unembed(head, x)
-	if c.HeadBias {
-		bias := ctx.In("output").WithInitializer(initializers.Zero).VariableWithShape("bias", shapes.Make(DType, c.VocabSize)).ValueGraph(tokens.Graph())
-		logits = Add(logits, ExpandLeftToRank(bias, logits.Rank()))
-	}
-	return logits, out
+	return x, out, table
 }
 
 // DType is the floating-point type of every weight and activation.
