@@ -219,3 +219,16 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 		gemm4x4Go(k, a, b, c, ldc, accumulate)
 	}
 }
+
+// pack8 packs the first 16·n16 columns of 8 rows of A (a[i·lda+p]) into dst[p·8+i] with the
+// AVX-512 transpose, and reports false (doing nothing) on the other kernel sets.
+func pack8(a []float32, lda int, dst []float32, n16 int) bool {
+	if level.Load() != lvAVX512 || n16 == 0 {
+		return false
+	}
+	if !(lda >= 16*n16 && len(a) >= 7*lda+16*n16 && len(dst) >= 128*n16) {
+		fail("pack8: 8 rows of %d (stride %d) into %d floats, from %d", 16*n16, lda, len(dst), len(a))
+	}
+	pack8AVX512(&a[0], lda, &dst[0], n16)
+	return true
+}

@@ -26,3 +26,5 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 	}
 	gemm4x4Go(k, a, b, c, ldc, accumulate)
 }
+
+func pack8(a []float32, lda int, dst []float32, n16 int) bool { return false }

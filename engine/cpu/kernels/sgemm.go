@@ -215,6 +215,13 @@ func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha 
 		r0 := ic + q*mr
 		if trans {
 			// op(A) rows are columns of the stored [k, m] matrix: mr consecutive values per p.
+			if alpha == 1 && rows == 8 && mr == 8 {
+				for p := range kc {
+					o, s := pan[p*8:][:8], a[(pc+p)*lda+r0:][:8]
+					o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+				}
+				continue
+			}
 			for p := range kc {
 				src := a[(pc+p)*lda+r0 : (pc+p)*lda+r0+rows]
 				out := pan[p*mr : p*mr+rows]
@@ -238,7 +245,11 @@ func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha 
 			s6 := a[base+6*lda:][:kc]
 			s7 := a[base+7*lda:][:kc]
 			if alpha == 1 {
-				for p := range kc {
+				done := 0
+				if pack8(a[base:], lda, pan, kc/16) {
+					done = kc / 16 * 16
+				}
+				for p := done; p < kc; p++ {
 					o := pan[p*8:][:8]
 					o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = s0[p], s1[p], s2[p], s3[p], s4[p], s5[p], s6[p], s7[p]
 				}

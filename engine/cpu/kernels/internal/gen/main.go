@@ -179,6 +179,7 @@ func main() {
 			mmnt(s, m)
 		}
 	}
+	pack8()
 	gemm(avx512, 8, 2) // 16 accumulators, 2 B vectors, broadcasts of A
 	gemm(avx2, 6, 2)   // 12 accumulators, 2 B vectors, 2 broadcasts: all 16 registers
 	Generate()
