@@ -746,6 +746,7 @@ func confCases() []confCase {
 		{arg(f32, 5, 33).g(genByte), u8},
 		{arg(bl, 3, 70, 130), f32},
 		{arg(bl, 5, 33), i32},
+		{arg(i32, 5, 33).g(genWide), f32},
 		{arg(bl, 5, 33), f64},
 		{arg(f32, 5, 33).g(genSmall), bl},
 		{arg(i32, 5, 33).g(genSmall), bl},

@@ -887,6 +887,31 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 	if from == to {
 		return func(f *frame) { copy(f.slots[io], f.slots[ia]) }, nil
 	}
+	// The common conversions of the model graphs (masks and one-hot targets to float32, cache
+	// slots between int32 and float32) as plain loops: two calls per element cost more.
+	switch {
+	case from == dtypes.Bool && to == dtypes.Float32:
+		return func(f *frame) {
+			out := typed[float32](f.slots[io])
+			for i, b := range f.slots[ia][:count] {
+				out[i] = float32(b)
+			}
+		}, nil
+	case from == dtypes.Bool && to == dtypes.Int32:
+		return func(f *frame) {
+			out := typed[int32](f.slots[io])
+			for i, b := range f.slots[ia][:count] {
+				out[i] = int32(b)
+			}
+		}, nil
+	case from == dtypes.Int32 && to == dtypes.Float32:
+		return func(f *frame) {
+			out := typed[float32](f.slots[io])
+			for i, v := range typed[int32](f.slots[ia])[:count] {
+				out[i] = float32(v)
+			}
+		}, nil
+	}
 	// Between integers (and bool) the conversion is exact or wraps, as Go's and XLA's do; through
 	// float64 a narrowing would saturate instead (int32 -974 must become uint8 50).
 	if intLike(from) && intLike(to) {
