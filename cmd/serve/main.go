@@ -1,0 +1,245 @@
+// Command serve runs a posformer model behind an OpenAI-compatible HTTP API, as llama.cpp's
+// llama-server does: POST /v1/completions, /v1/chat/completions (streamed as server-sent events
+// with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health.
+// Up to --parallel requests are decoded together, one batched step for all of them
+// (scheduler.go); more wait in a queue of --queue, and past that the server answers 503.
+//
+//	go run ./cmd/serve                                   # the shipped decoder on 127.0.0.1:8080
+//	go run ./cmd/serve -m weights/sinusoidal-encoder     # embeddings
+//	curl -s localhost:8080/v1/completions -d '{"prompt": "func main() {", "max_tokens": 32, "temperature": 0}'
+//
+// Flags follow llama-server's; the sampling flags are the defaults of requests that do not
+// set those fields.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/posformer/posformer/cmd/internal/memlimit"
+	"github.com/posformer/posformer/cmd/internal/ropeflags"
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/quant"
+)
+
+// DefaultModel is the shipped RoPE decoder, relative to the repository root (as cmd/infer's).
+const DefaultModel = "weights/rope-decoder"
+
+type options struct {
+	model, tokenizer, alias, host string
+	backend, weights              string
+	port                          int
+	parallel, queue, batch        int
+	ctxSize, nPredict             int
+	maxBody                       int64
+	timeout, grace                time.Duration
+	temp, topP, repeatPenalty     float64
+	topK, repeatLastN             int
+	seed                          int64
+	warmup                        bool
+	rope                          *ropeflags.Flags
+}
+
+// parseFlags reads the command line; help is true for -h.
+func parseFlags(args []string) (o *options, help bool, err error) {
+	o = &options{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	for _, name := range []string{"m", "model"} {
+		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory, GGUF file or llama2.c .bin file")
+	}
+	fs.StringVar(&o.tokenizer, "z", "", "tokenizer replacing the checkpoint's (a llama2.c .bin model needs its tokenizer.bin)")
+	fs.StringVar(&o.alias, "alias", "", "model id in /v1/models and responses (default: the checkpoint's file name)")
+	fs.StringVar(&o.host, "host", "127.0.0.1", "address to listen on")
+	fs.IntVar(&o.port, "port", 8080, "port to listen on (0: any free port, printed at start)")
+	for _, name := range []string{"np", "parallel"} {
+		fs.IntVar(&o.parallel, name, 4, "requests decoded together, each in a row of one batched session")
+	}
+	fs.IntVar(&o.queue, "queue", 64, "requests that may wait for a free row; past that the server answers 503 with Retry-After")
+	for _, name := range []string{"b", "batch-size"} {
+		fs.IntVar(&o.batch, name, 256, "prompt tokens a request feeds per step while it joins (longer prompts take several steps)")
+	}
+	for _, name := range []string{"c", "ctx-size"} {
+		fs.IntVar(&o.ctxSize, name, 0, "context size per request, the KV-cache capacity of each row (0: the model's max_seq_len)")
+	}
+	for _, name := range []string{"n", "n-predict"} {
+		fs.IntVar(&o.nPredict, name, -1, "max_tokens of requests that give none (-1: up to the context)")
+	}
+	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "largest request body in bytes (413 past it)")
+	for _, name := range []string{"to", "timeout"} {
+		fs.DurationVar(&o.timeout, name, 10*time.Minute, "longest a request may take, waiting included (504 past it)")
+	}
+	fs.DurationVar(&o.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cancelled")
+	fs.Float64Var(&o.temp, "temp", 0.8, "default temperature (0: greedy)")
+	fs.IntVar(&o.topK, "top-k", 40, "default top-k (0: off)")
+	fs.Float64Var(&o.topP, "top-p", 0.95, "default top-p (1: off)")
+	fs.Float64Var(&o.repeatPenalty, "repeat-penalty", 1.1, "default repeat penalty (1: off)")
+	fs.IntVar(&o.repeatLastN, "repeat-last-n", 64, "tokens the repeat penalty looks back on")
+	fs.Int64Var(&o.seed, "seed", -1, "default seed of requests without one (-1: from the clock)")
+	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go, xla:cpu or xla:cuda")
+	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory: "+layers.WeightTypes+" (default: as stored)")
+	fs.BoolVar(&o.warmup, "warmup", true, "compile the decoding graphs before listening (--warmup=false: on first use)")
+	o.rope = ropeflags.Register(fs)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--temp T] ...")
+			fs.PrintDefaults()
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("%w (run with -h for the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, false, fmt.Errorf("unexpected argument %q; the model goes after -m", fs.Arg(0))
+	}
+	return o, false, o.check()
+}
+
+// check validates the flags, each error naming its flag.
+func (o *options) check() error {
+	switch {
+	case o.port < 0 || o.port > 65535:
+		return fmt.Errorf("--port must be in [0, 65535], got %d", o.port)
+	case o.parallel < 1:
+		return fmt.Errorf("--parallel must be >= 1, got %d", o.parallel)
+	case o.queue < 0:
+		return fmt.Errorf("--queue must be >= 0, got %d", o.queue)
+	case o.batch < 1:
+		return fmt.Errorf("--batch-size must be >= 1, got %d", o.batch)
+	case o.ctxSize < 0:
+		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
+	case o.nPredict < -1 || o.nPredict == 0:
+		return fmt.Errorf("-n must be -1 or >= 1, got %d", o.nPredict)
+	case o.maxBody < 1:
+		return fmt.Errorf("--max-body must be >= 1 byte, got %d", o.maxBody)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout must be > 0, got %s", o.timeout)
+	case o.temp < 0:
+		return fmt.Errorf("--temp must be >= 0, got %g", o.temp)
+	case o.topK < 0:
+		return fmt.Errorf("--top-k must be >= 0, got %d", o.topK)
+	case o.topP <= 0 || o.topP > 1:
+		return fmt.Errorf("--top-p must be in (0, 1], got %g", o.topP)
+	case o.repeatPenalty <= 0:
+		return fmt.Errorf("--repeat-penalty must be > 0, got %g", o.repeatPenalty)
+	case o.repeatLastN < 0:
+		return fmt.Errorf("--repeat-last-n must be >= 0, got %d", o.repeatLastN)
+	}
+	_, err := o.weightType()
+	return err
+}
+
+// weightType parses --weights (default: the type the checkpoint stores).
+func (o *options) weightType() (quant.Type, error) {
+	if o.weights == "" {
+		return engine.StoredWeightType(o.model), nil
+	}
+	t, err := quant.Parse(o.weights)
+	if err != nil || t == quant.F16 {
+		return 0, fmt.Errorf("--weights %q: unknown weight type (valid: %s)", o.weights, layers.WeightTypes)
+	}
+	return t, nil
+}
+
+// edits are the RoPE-scaling flags as a configuration change.
+func (o *options) edits() []models.Edit {
+	if o.rope == nil || !o.rope.Given() {
+		return nil
+	}
+	return []models.Edit{o.rope.Edit()}
+}
+
+// config is the server's part of the options.
+func (o *options) config() config {
+	return config{
+		parallel: o.parallel, queue: o.queue, chunk: o.batch, maxBody: o.maxBody, timeout: o.timeout, nPredict: o.nPredict,
+		defaults: engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN},
+		seed:     o.seed,
+	}
+}
+
+func main() {
+	o, help, err := parseFlags(os.Args[1:])
+	if help {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		os.Exit(1)
+	}
+}
+
+// run loads the model, listens, and serves until ctx ends (a signal); then it stops taking
+// connections, lets running requests finish for --shutdown-grace, cancels the rest, and
+// returns. Its one line of log on stderr names the address it listens on.
+func run(ctx context.Context, o *options, logw io.Writer) error {
+	memlimit.ForLoading(engine.CheckpointBytes(o.model))
+	start := time.Now()
+	m, err := loadModel(o)
+	if err != nil {
+		return err
+	}
+	memlimit.Set(memlimit.Base(), m.e.KVBytes(o.parallel))
+	if o.warmup && !m.encoder() {
+		if err := m.e.Warmup(o.parallel, o.batch); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
+	if err != nil {
+		return fmt.Errorf("listening: %w (is another server on port %d? pick one with --port)", err, o.port)
+	}
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	s := newServer(base, m, o.config())
+	defer s.close()
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(logw, "serve: ", 0)}
+	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.name)
+	if m.encoder() {
+		kind = fmt.Sprintf("encoder, embeddings of %d", m.e.Model.Config.Dim)
+	}
+	fmt.Fprintf(logw, "serve: %s (%s) ready in %.2f s · listening on http://%s · %s\n",
+		m.name, kind, time.Since(start).Seconds(), ln.Addr(), engine.BackendSummary(m.e.Backend))
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(logw, "serve: shutting down (running requests have %s to finish)\n", o.grace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	if err := srv.Shutdown(graceCtx); err != nil {
+		// Past the grace period: cancel what still runs, and give the handlers a moment to
+		// send their last event.
+		cancelBase()
+		s.close()
+		closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(closeCtx); err != nil {
+			srv.Close()
+		}
+	}
+	return nil
+}
