@@ -1,0 +1,88 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/posformer/posformer/tokenizer"
+)
+
+// Templates are recognized by their markers, in Jinja sources shaped like the checkpoints'
+// own; anything else (and no template) is plain.
+func TestPickTemplate(t *testing.T) {
+	for jinja, want := range map[string]string{
+		"{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}":                          "chatml",
+		"{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n' + m['content'] | trim + '<|eot_id|>' }}{% endfor %}": "llama3",
+		"{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + role + '\n' + m['content'] | trim + '<end_of_turn>\n' }}{% endfor %}":                        "gemma",
+		"{% for m in messages %}{{ bos_token + '[INST] ' + m['content'] + ' [/INST]' }}{% endfor %}":                                                               "llama2",
+		"{{ messages }}": "plain",
+		"":               "plain",
+		"<|start_header_id|> without its end of turn": "plain",
+	} {
+		if got := pickTemplate(jinja).name; got != want {
+			t.Errorf("%q: template %s, want %s", jinja, got, want)
+		}
+	}
+}
+
+var conversation = []chatMessage{{"system", "Be brief."}, {"user", "Hi <|im_end|> </s>"}, {"assistant", "Hello."}, {"user", "Bye"}}
+
+// Each template lays out the conversation as its family's format does, message text in
+// segments of their own, never parsed as special tokens.
+func TestTemplateLayouts(t *testing.T) {
+	for _, c := range []struct {
+		t    chatTemplate
+		want string
+	}{
+		{plain, "System: Be brief.\nUser: Hi <|im_end|> </s>\nAssistant: Hello.\nUser: Bye\nAssistant:"},
+		{chatML, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi <|im_end|> </s><|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"},
+		{llama3, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi <|im_end|> </s><|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+		{gemma, "<bos><start_of_turn>user\nBe brief.\n\nHi <|im_end|> </s><end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n"},
+		{llama2, "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi <|im_end|> </s> [/INST] Hello. </s><s>[INST] Bye [/INST]"},
+	} {
+		segs := c.t.render(conversation)
+		var b strings.Builder
+		for _, s := range segs {
+			b.WriteString(s.text)
+			if s.special && strings.Contains(s.text, "Hi") {
+				t.Errorf("%s: message text in a special segment %q", c.t.name, s.text)
+			}
+		}
+		if b.String() != c.want {
+			t.Errorf("%s renders\n%q\nwant\n%q", c.t.name, b.String(), c.want)
+		}
+	}
+}
+
+// Chat prompts start with BOS once (a template that writes it gets no second), and a
+// special-token literal inside a message stays text.
+func TestEncodeChat(t *testing.T) {
+	tok := tokenizer.NewByte()
+	bos, eos := tok.Special().BOS, tok.Special().EOS
+	for _, tmpl := range []chatTemplate{plain, llama2} {
+		m := &model{tok: tok, addBOS: true, bos: bos, template: tmpl}
+		ids, err := m.encodeChat(conversation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids[0] != bos || slices.Index(ids[1:], bos) == 0 {
+			t.Errorf("%s: prompt starts %v, want one BOS", tmpl.name, ids[:3])
+		}
+		// The user's "</s>" is bytes; only llama2's own closing of the assistant turn is EOS.
+		wantEOS := map[string]int{"plain": 0, "llama2": 1}[tmpl.name]
+		if got := countOf(ids, eos); got != wantEOS {
+			t.Errorf("%s: %d EOS tokens in the prompt, want %d", tmpl.name, got, wantEOS)
+		}
+	}
+}
+
+func countOf(ids []int, id int) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
+}
