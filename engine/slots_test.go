@@ -98,3 +98,135 @@ func TestSequenceLimit(t *testing.T) {
 		t.Errorf("learned, 32 positions in a context of %d: limit %d, want 32", cfg.MaxSeqLen, got)
 	}
 }
+
+// A row copied into a session of the same shape computes exactly what the original computes:
+// CopyRow moves every slot's key, value, position and validity.
+func TestCopyRowExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	e := newTestEngine(t, windowConfig(map[string]any{"name": "rope"}))
+	seqs := [][]int{randomTokens(r, 120), randomTokens(r, 120), randomTokens(r, 120)}
+	lens := []int{70, 9, 33}
+	a := e.NewSession(3)
+	if _, err := a.AppendLast([][]int{seqs[0][:70], seqs[1][:9], seqs[2][:33]}, [][]int{iota(0, 70), iota(0, 9), iota(0, 33)}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.NewSession(3)
+	for i := range 3 {
+		if err := a.CopyRow(i, b, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(a.Used, b.Used) {
+		t.Fatalf("Used %v after copying %v", b.Used, a.Used)
+	}
+	for step := range 40 {
+		rows, pos := make([][]int, 3), make([][]int, 3)
+		for i := range 3 {
+			rows[i], pos[i] = seqs[i][lens[i]:lens[i]+1], []int{lens[i]}
+			lens[i]++
+		}
+		got, err := b.AppendLast(rows, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := a.AppendLast(rows, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if !slices.Equal(got[i], want[i]) {
+				t.Fatalf("step %d, row %d: the copy's logits differ from the original's by %g", step, i, maxAbsDiff(got[i], want[i]))
+			}
+		}
+	}
+}
+
+// Rows moved into smaller sessions, at other row indices and with a smaller window, go on
+// giving the logits of recomputing their sequence from scratch, across window growths.
+func TestCopyRowAcrossSessions(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, pe := range []map[string]any{{"name": "rope"}, {"name": "alibi"}} {
+		e := newTestEngine(t, windowConfig(pe))
+		seqs := [][]int{randomTokens(r, 150), randomTokens(r, 150), randomTokens(r, 150), randomTokens(r, 150)}
+		lens := []int{100, 20, 50, 60}
+		a := e.NewSession(4)
+		pos := make([][]int, 4)
+		rows := make([][]int, 4)
+		for i := range 4 {
+			rows[i], pos[i] = seqs[i][:lens[i]], iota(0, lens[i])
+		}
+		if _, err := a.AppendLast(rows, pos); err != nil {
+			t.Fatal(err)
+		}
+		// Rows 1 and 3 into a two-row session (as rows 0 and 1), row 2 into a one-row session.
+		b, c := e.NewSession(2), e.NewSession(1)
+		for _, m := range []struct {
+			from int
+			to   *Session
+			at   int
+		}{{1, b, 0}, {3, b, 1}, {2, c, 0}} {
+			if err := a.CopyRow(m.from, m.to, m.at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.Close()
+		if b.window != 64 {
+			t.Errorf("%v: rows of 20 and 60 tokens copied into a window of %d slots, want 64", pe, b.window)
+		}
+		moved := []struct {
+			s    *Session
+			rows []int // the sequences of its rows
+		}{{b, []int{1, 3}}, {c, []int{2}}}
+		for step := range 80 {
+			for _, m := range moved {
+				in, at := make([][]int, len(m.rows)), make([][]int, len(m.rows))
+				for k, seq := range m.rows {
+					in[k], at[k] = seqs[seq][lens[seq]:lens[seq]+1], []int{lens[seq]}
+				}
+				out, err := m.s.AppendLast(in, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, seq := range m.rows {
+					lens[seq]++
+					n := lens[seq]
+					if step%20 != 0 && n != 65 && n != 129 {
+						continue // check a few steps, and each window edge
+					}
+					full, err := e.Forward([][]int{seqs[seq][:n]}, [][]int{iota(0, n)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := maxAbsDiff(out[k], full[0][n-1]); d > 1e-4 {
+						t.Errorf("%v: sequence %d moved, %d tokens: logits differ from the full pass by %g", pe, seq, n, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestCopyRowErrors(t *testing.T) {
+	cfg := tinyConfig("decoder", 1, map[string]any{"name": "rope"})
+	e := newTestEngine(t, cfg)
+	a, b := e.NewSession(2), e.NewSession(1)
+	if _, err := a.AppendLast([][]int{{1, 2}, {3}}, [][]int{{0, 1}, {0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CopyRow(0, b, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{a.CopyRow(1, b, 0), "free it first"},
+		{a.CopyRow(2, b, 0), "rows 0 to 1"},
+		{a.CopyRow(0, b, 1), "rows 0 to 0"},
+		{a.CopyRow(0, newTestEngine(t, cfg).NewSession(1), 0), "different engines"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%v, want an error saying %q", c.err, c.want)
+		}
+	}
+}
