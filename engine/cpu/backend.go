@@ -7,7 +7,8 @@
 // the graph is built, with "backend cpu: op X not implemented".
 //
 // Select it with backends.NewWithConfig("cpu") or GOMLX_BACKEND=cpu; "cpu:threads=N" sets the
-// number of threads (default GOMAXPROCS).
+// number of threads (default GOMAXPROCS), "cpu:actq8=true" quantizes x to int8 in products with
+// Q8_0 and Q4_0 weights (see New).
 package cpu
 
 import (
@@ -31,6 +32,7 @@ func init() {
 type Backend struct {
 	threads   int
 	fuse      bool // fuse elementwise chains (see fuse.go); "fuse=false" turns it off
+	actq8     bool // Q8_0 and Q4_0 products quantize x to int8 blocks (quantvnni.go); "actq8=true"
 	pool      *pool
 	bufs      bufferPool
 	arenas    arenaPool
@@ -40,10 +42,12 @@ type Backend struct {
 var _ backends.Backend = (*Backend)(nil)
 
 // New returns a backend; config is a comma-separated list of options: "threads=N" (default
-// GOMAXPROCS) and "fuse=false" (run elementwise chains op by op, to measure what fusion gives).
+// GOMAXPROCS), "fuse=false" (run elementwise chains op by op, to measure what fusion gives) and
+// "actq8=true" (products with Q8_0 or Q4_0 weights take x quantized to int8 blocks, as llama.cpp
+// does: faster, and no longer what the graph says to float rounding; see quantvnni.go).
 func New(config string) (*Backend, error) {
 	threads := runtime.GOMAXPROCS(0)
-	fuse := true
+	fuse, actq8 := true, false
 	for _, opt := range strings.Split(config, ",") {
 		opt = strings.TrimSpace(opt)
 		if opt == "" {
@@ -63,11 +67,17 @@ func New(config string) (*Backend, error) {
 				return nil, fmt.Errorf("backend %s: fuse=%q: want true or false", BackendName, val)
 			}
 			fuse = v
+		case "actq8":
+			v, err := strconv.ParseBool(val)
+			if err != nil {
+				return nil, fmt.Errorf("backend %s: actq8=%q: want true or false", BackendName, val)
+			}
+			actq8 = v
 		default:
-			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, fuse=true|false)", BackendName, opt)
+			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, fuse=true|false, actq8=true|false)", BackendName, opt)
 		}
 	}
-	return &Backend{threads: threads, fuse: fuse, pool: newPool(threads)}, nil
+	return &Backend{threads: threads, fuse: fuse, actq8: actq8, pool: newPool(threads)}, nil
 }
 
 // Name implements backends.Backend.
@@ -81,9 +91,14 @@ func (b *Backend) Description() string {
 	return "posformer " + b.Summary()
 }
 
-// Summary is "cpu (avx512 kernels, 2 threads)": which kernel set runs and on how many threads.
+// Summary is "cpu (avx512 kernels, 2 threads)": which kernel set runs and on how many threads,
+// and ", int8 activations" with actq8=true (the numbers differ from the exact path's).
 func (b *Backend) Summary() string {
-	return fmt.Sprintf("%s (%s kernels, %d threads)", BackendName, kernels.Path(), b.threads)
+	act := ""
+	if b.actq8 {
+		act = ", int8 activations"
+	}
+	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, kernels.Path(), b.threads, act)
 }
 
 // NumDevices implements backends.Backend.

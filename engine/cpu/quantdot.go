@@ -280,6 +280,14 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	if !identity {
 		sx = lw.scratch(byteSize(xs))
 	}
+	// With actq8, the few-rows products (decoding) quantize x to int8 blocks once per call;
+	// products with more rows (prefill) keep the exact path: there the float32 GEMM over
+	// dequantized panels already reuses each weight for many rows, and a prompt is read once.
+	act := lw.e.backend.actq8 && (qa.typ == quant.Q8_0 || qa.typ == quant.Q4_0) && M <= 4
+	sa := -1
+	if act {
+		sa = lw.scratch(M * actRowBytes(K))
+	}
 	stored := quantMatrix{typ: qa.typ, K: K}
 	pool := lw.e.backend.pool
 	// Rows of W per task: whole vectors, about 4 tasks per thread, panels that fit the scratch.
@@ -305,6 +313,15 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			w.d = typed[float32](f.slots[id])
 		}
 		y := typed[float32](f.slots[io])
+		var xa []byte
+		layout := false
+		if act {
+			xa, layout = f.slots[sa], asmVNNI()
+			for i := range M {
+				// Lengths are fixed at compile time, so quantizing cannot fail.
+				quantizeAct(qa.typ, x[i*K:i*K+K], xa[i*actRowBytes(K):], layout)
+			}
+		}
 		var pa kernels.PackedA
 		noPack := M <= maxNTRows && K >= minNTDepth // as for float32 weights (dot.go)
 		if M > 4 && !noPack {
@@ -316,6 +333,10 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		task := func(t int) {
 			n0 := t * rows
 			n1 := min(N, n0+rows)
+			if act {
+				w.mulRowsAct(M, xa, layout, y, N, n0, n1)
+				return
+			}
 			if M <= 4 {
 				w.mulRows(M, x, y, N, n0, n1)
 				return
@@ -380,6 +401,27 @@ func (w quantMatrix) mulRows(m int, x, y []float32, N, n0, n1 int) {
 			return
 		}
 		matMulNTQ4_0(m, n1-n0, K, x, K, q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], y[n0:], N)
+	}
+}
+
+// mulRowsAct computes y[i, n0:n1] = x[i]·W[n0:n1]ᵀ for the m rows of x quantized in xa by
+// quantizeAct (Q8_0 or Q4_0 weights), a block of weight rows at a time so that it stays in L2
+// across the rows of x.
+func (w quantMatrix) mulRowsAct(m int, xa []byte, layout bool, y []float32, N, n0, n1 int) {
+	K, nb := w.K, w.K/32
+	var rows [4]actRow
+	for i := range m {
+		rows[i] = actView(xa[i*actRowBytes(K):], K, layout)
+	}
+	rowBytes := K // Q8_0: one int8 per value
+	if w.typ == quant.Q4_0 {
+		rowBytes = K / 2
+	}
+	for r0 := n0; r0 < n1; r0 += quantRowBlock {
+		r1 := min(n1, r0+quantRowBlock)
+		for i := range m {
+			actDotRows(w.typ, w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb], K, &rows[i], y[i*N+r0:i*N+r1])
+		}
 	}
 }
 

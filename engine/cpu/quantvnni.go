@@ -1,0 +1,195 @@
+package cpu
+
+// Products with int8 activations (the backend option actq8=true): x·Wᵀ with W stored as Q8_0
+// or Q4_0, where each row of x is first quantized to Q8_0 blocks as llama.cpp does (ggml's
+// reference rounding, models/quant: d = max|x|/127, q = round(x/d)), so that every block of 32
+// is an exact integer dot product, scaled once by d_x·d_w:
+//
+//	y = Σ_b d_x[b]·d_w[b] · Σ_{j in b} q_x[j]·q_w[j]
+//
+// This changes the numbers (x loses its low bits, as in llama.cpp's Q8_0 path), which is why it
+// is an option and the float32-activation kernels (quantkern.go) stay the default. With AVX-512
+// VNNI (vpdpbusd: 64 int8 multiply-adds per instruction) the integer dot runs in
+// quantvnni_amd64.s; elsewhere, or with the portable kernels forced, in Go below.
+//
+// vpdpbusd multiplies unsigned bytes by signed bytes. The kernels make the unsigned operand
+// non-negative by an offset whose correction depends on x only, so it is computed once per
+// product instead of once per weight row:
+//
+//	Q8_0: Σ q_x·q_w = Σ q_x·(q_w + 128) − 128·Σ q_x    (q_w + 128 is q_w with its top bit flipped)
+//	Q4_0: Σ q_x·(n − 8) = Σ q_x·n − 8·Σ q_x             (n, the stored nibble, is already unsigned)
+//
+// The other way, |x| against the weight's sign-flipped copy, costs a mask and a masked
+// subtraction per weight vector and row, and is wrong for a weight of −128 (its negation does not
+// fit in int8); the offset costs one xor (Q8_0) or nothing (Q4_0) and holds for every byte.
+
+import (
+	"fmt"
+
+	"github.com/posformer/posformer/models/quant"
+	cpuid "golang.org/x/sys/cpu"
+)
+
+// vnniCPU reports whether the CPU has the instructions of quantvnni_amd64.s.
+var vnniCPU = cpuid.X86.HasAVX512F && cpuid.X86.HasAVX512BW && cpuid.X86.HasAVX512VNNI
+
+// asmVNNI reports whether the int8 kernels run in assembly: the CPU has VNNI and the AVX-512
+// kernel set is in use (kernels.SetPath("generic") or $POSFORMER_KERNELS=generic selects the Go
+// integer path, as it selects the portable float32 kernels).
+func asmVNNI() bool { return haveVNNIAsm && vnniCPU && asmQuant() }
+
+// actRow is one row of x quantized to Q8_0: q and d in ggml's order (what the portable path
+// reads), and, when the assembly runs, the same values laid out for it in pairs of blocks
+// (vq, vc, vd: see layoutAct).
+type actRow struct {
+	q  []int8
+	d  []float32
+	vq []int8
+	vc []int32
+	vd []float32
+}
+
+// actPairs is the number of 64-value pairs of blocks of a row of k (the last one may be half).
+func actPairs(k int) int { return (k/32 + 1) / 2 }
+
+// actRowBytes is the scratch one row of x of k needs (k a multiple of 32); every part keeps the
+// 64-byte alignment of the slot it starts in.
+func actRowBytes(k int) int {
+	np := actPairs(k)
+	return align64(k) + align64(4*k/32) + 3*64*np
+}
+
+func align64(n int) int { return (n + 63) &^ 63 }
+
+// actView is the row of x of k quantized in buf (actRowBytes(k) bytes), with its laid-out parts
+// when layout is set. It only slices buf, so a step can take views without allocating.
+func actView(buf []byte, k int, layout bool) actRow {
+	nb, np := k/32, actPairs(k)
+	var a actRow
+	off := 0
+	take := func(n int) []byte { b := buf[off : off+n]; off += align64(n); return b }
+	a.q = typed[int8](take(k))
+	a.d = typed[float32](take(4 * nb))
+	if layout {
+		a.vq = typed[int8](take(64 * np))
+		a.vc = typed[int32](take(64 * np))
+		a.vd = typed[float32](take(64 * np))
+	}
+	return a
+}
+
+// quantizeAct quantizes x (one row of k, a multiple of 32) into buf (actRowBytes(k) bytes) for
+// products with typ weights, laid out for the assembly too when layout is set.
+func quantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (actRow, error) {
+	a := actView(buf, len(x), layout)
+	if err := quant.QuantizeSplit(quant.Q8_0, x, typed[byte](buf[:len(x)]), a.d); err != nil {
+		return a, fmt.Errorf("quantizing activations: %w", err)
+	}
+	if layout {
+		layoutAct(typ, &a)
+	}
+	return a, nil
+}
+
+// layoutAct arranges a.q and a.d for the kernels, one 64-byte vector per pair of blocks A, B
+// (zeros stand for a missing B). The sixteen int32 lanes of vpdpbusd each sum four adjacent
+// bytes, so the bytes are placed where the weight bytes they multiply land in the register:
+//
+//	Q8_0: q_x of A, then of B (the weights' order);
+//	Q4_0: A[0:16], B[0:16], A[16:32], B[16:32] (the kernel puts the low nibbles of A and B,
+//	      then their high nibbles: element j of a block is in byte j's low nibble, j+16 in its
+//	      high one).
+//
+// vc holds each lane's offset correction (−128 or −8 times the lane's four q_x) and vd each
+// lane's d_x, so the kernel starts every lane's sum at vc and scales it by vd·d_w.
+func layoutAct(typ quant.Type, a *actRow) {
+	nb := len(a.d)
+	clear(a.vq)
+	clear(a.vd)
+	// src[i] is the block and offset of the value that byte i of a pair's vector holds.
+	var blk, pos [64]int
+	for i := range 64 {
+		if typ == quant.Q8_0 {
+			blk[i], pos[i] = i/32, i%32
+		} else {
+			blk[i], pos[i] = (i/16)%2, i%16+16*(i/32)
+		}
+	}
+	corr := int32(-128)
+	if typ == quant.Q4_0 {
+		corr = -8
+	}
+	for p := range actPairs(32 * nb) {
+		v := a.vq[64*p : 64*p+64]
+		for i := range 64 {
+			if b := 2*p + blk[i]; b < nb {
+				v[i] = a.q[32*b+pos[i]]
+			}
+		}
+		for l := range 16 {
+			s := int32(v[4*l]) + int32(v[4*l+1]) + int32(v[4*l+2]) + int32(v[4*l+3])
+			a.vc[16*p+l] = corr * s
+			if b := 2*p + blk[4*l]; b < nb {
+				a.vd[16*p+l] = a.d[b]
+			}
+		}
+	}
+}
+
+// actDotRows computes y[r] = x·W[r] for the rows of y, x quantized (a), W a stored Q8_0 (q as
+// int8) or Q4_0 (q as nibble bytes) matrix with rows of k and scales d.
+func actDotRows(typ quant.Type, q []byte, d []float32, k int, a *actRow, y []float32) {
+	if len(y) == 0 {
+		return
+	}
+	if a.vq != nil && asmVNNI() {
+		if typ == quant.Q8_0 {
+			q8ActDotRows(typed[int8](q), d, a, y, k/32)
+		} else {
+			q4ActDotRows(q, d, a, y, k/32)
+		}
+		return
+	}
+	if typ == quant.Q8_0 {
+		q8ActDotRowsGo(typed[int8](q), d, a.q, a.d, y)
+	} else {
+		q4ActDotRowsGo(q, d, a.q, a.d, y)
+	}
+}
+
+// q8ActDotRowsGo is the portable integer path: per block an exact int32 sum, then scaled.
+func q8ActDotRowsGo(q []int8, d []float32, xq []int8, xd []float32, y []float32) {
+	nb := len(xd)
+	k := 32 * nb
+	for r := range y {
+		w := q[r*k : r*k+k]
+		var s float32
+		for b := range nb {
+			wb, xb := w[32*b:32*b+32], xq[32*b:32*b+32]
+			var sum int32
+			for j := range 32 {
+				sum += int32(wb[j]) * int32(xb[j])
+			}
+			s += float32(sum) * (xd[b] * d[r*nb+b])
+		}
+		y[r] = s
+	}
+}
+
+// q4ActDotRowsGo is q8ActDotRowsGo for Q4_0: byte j of a block holds elements j and j+16.
+func q4ActDotRowsGo(q []uint8, d []float32, xq []int8, xd []float32, y []float32) {
+	nb := len(xd)
+	for r := range y {
+		w := q[r*16*nb : (r+1)*16*nb]
+		var s float32
+		for b := range nb {
+			wb, xb := w[16*b:16*b+16], xq[32*b:32*b+32]
+			var sum int32
+			for j, v := range wb {
+				sum += (int32(v&15)-8)*int32(xb[j]) + (int32(v>>4)-8)*int32(xb[j+16])
+			}
+			s += float32(sum) * (xd[b] * d[r*nb+b])
+		}
+		y[r] = s
+	}
+}

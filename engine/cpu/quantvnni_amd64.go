@@ -1,0 +1,48 @@
+package cpu
+
+// Go declarations of quantvnni_amd64.s, and the checked wrappers that call them.
+
+import "fmt"
+
+const haveVNNIAsm = true
+
+// The kernels take a row of x in the layout of layoutAct: xq (64 bytes per pair of blocks),
+// xc (16 int32 corrections per pair) and xd (16 float32 scales per pair).
+
+//go:noescape
+func q8ActDotRowsVNNI(q *int8, d *float32, xq *int8, xc *int32, xd *float32, y *float32, rows int, nb int)
+
+//go:noescape
+func q4ActDotRowsVNNI(q *uint8, d *float32, xq *int8, xc *int32, xd *float32, y *float32, rows int, nb int)
+
+// checkAct panics unless a holds the laid-out row of nb blocks the kernels read.
+func checkAct(name string, a *actRow, nb int) {
+	np := actPairs(32 * nb)
+	if len(a.vq) < 64*np || len(a.vc) < 16*np || len(a.vd) < 16*np {
+		panic(fmt.Sprintf("%s: x of %d blocks wants %d pairs laid out, got %d bytes, %d corrections, %d scales", name, nb, np, len(a.vq), len(a.vc), len(a.vd)))
+	}
+}
+
+func q8ActDotRows(q []int8, d []float32, a *actRow, y []float32, nb int) {
+	if len(q) < len(y)*32*nb || len(d) < len(y)*nb {
+		panic(fmt.Sprintf("q8ActDotRows: %d rows of %d blocks, got %d values and %d scales", len(y), nb, len(q), len(d)))
+	}
+	checkAct("q8ActDotRows", a, nb)
+	if nb == 0 {
+		clear(y)
+		return
+	}
+	q8ActDotRowsVNNI(&q[0], &d[0], &a.vq[0], &a.vc[0], &a.vd[0], &y[0], len(y), nb)
+}
+
+func q4ActDotRows(q []uint8, d []float32, a *actRow, y []float32, nb int) {
+	if len(q) < len(y)*16*nb || len(d) < len(y)*nb {
+		panic(fmt.Sprintf("q4ActDotRows: %d rows of %d blocks, got %d bytes and %d scales", len(y), nb, len(q), len(d)))
+	}
+	checkAct("q4ActDotRows", a, nb)
+	if nb == 0 {
+		clear(y)
+		return
+	}
+	q4ActDotRowsVNNI(&q[0], &d[0], &a.vq[0], &a.vc[0], &a.vd[0], &y[0], len(y), nb)
+}

@@ -1,0 +1,324 @@
+// AVX-512 VNNI kernels for products with int8 activations (quantvnni.go): rows of Q8_0 or Q4_0
+// weights against one row of x quantized to Q8_0 and laid out by layoutAct. Hand-written.
+//
+// A pair of blocks (64 weights) fills a zmm of bytes. One vpdpbusd adds the products of each
+// lane's four bytes to that lane, which starts at the x-only correction of the offset that made
+// the weights unsigned (xc); the lane sums, exact integers, are converted to float and
+// FMA'd with the lane's d_x (xd) times the weight row's d of the lane's block: a broadcast of
+// block A's d, merged with a broadcast of block B's into B's lanes (mask K1). Four weight rows
+// per pass share the loads of x; a last odd block reads half a pair and meets the zeros that pad
+// x (its B lanes are zeroed by mask K2). Registers:
+//
+//	SI, R12  rows 0 and 3 of the weights at the current pair; R13 the row stride in bytes
+//	DX, BX   rows 0 and 3 of the weight scales; R14 their row stride (4·nb)
+//	DI, R8, R9 + AX   x's bytes, corrections and scales, AX the offset of the current pair
+//	Z0-Z3    the rows' float accumulators; Z16-Z18 x's pair; Z20-Z28 temporaries
+//	Z31      (Q8_0) 0x80 in every byte; Z30, Z29 (Q4_0) 0x0F in every byte, word shifts 0 | 4
+
+#include "textflag.h"
+
+// Horizontal sum of Z0 into X0.
+#define HSUM1 \
+	VEXTRACTF32X8 $1, Z0, Y1 \
+	VADDPS        Y1, Y0, Y0 \
+	VEXTRACTF32X4 $1, Y0, X1 \
+	VADDPS        X1, X0, X0 \
+	VPERMILPS     $0x4e, X0, X1 \
+	VADDPS        X1, X0, X0 \
+	VPERMILPS     $0xb1, X0, X1 \
+	VADDPS        X1, X0, X0
+
+// Horizontal sums of Z0, Z1, Z2, Z3 into the four floats of X0 (vhaddps has only a VEX form,
+// hence accumulators in the low registers).
+#define HSUM4 \
+	VEXTRACTF64X4 $1, Z0, Y4 \
+	VADDPS        Y4, Y0, Y0 \
+	VEXTRACTF64X4 $1, Z1, Y5 \
+	VADDPS        Y5, Y1, Y1 \
+	VEXTRACTF64X4 $1, Z2, Y6 \
+	VADDPS        Y6, Y2, Y2 \
+	VEXTRACTF64X4 $1, Z3, Y7 \
+	VADDPS        Y7, Y3, Y3 \
+	VHADDPS       Y1, Y0, Y0 \
+	VHADDPS       Y3, Y2, Y2 \
+	VHADDPS       Y2, Y0, Y0 \
+	VEXTRACTF128  $1, Y0, X1 \
+	VADDPS        X1, X0, X0
+
+// x's pair at offset AX: bytes, corrections, scales.
+#define XPAIR \
+	VMOVDQU64 (DI)(AX*1), Z16 \
+	VMOVDQU64 (R8)(AX*1), Z17 \
+	VMOVUPS   (R9)(AX*1), Z18
+
+// ACC += (the lane sums of U against x, from the corrections) · xd · d_w, d_w of block A at SA
+// and of block B at SB.
+#define SCALE(U, SA, SB, T, S, ACC) \
+	VMOVDQA64    Z17, T \
+	VPDPBUSD     Z16, U, T \
+	VCVTDQ2PS    T, T \
+	VBROADCASTSS SA, S \
+	VBROADCASTSS SB, K1, S \
+	VMULPS       Z18, S, S \
+	VFMADD231PS  S, T, ACC
+
+// The same for a last odd block: B's lanes of the scale are zero.
+#define SCALEHALF(U, SA, T, S, ACC) \
+	VMOVDQA64      Z17, T \
+	VPDPBUSD       Z16, U, T \
+	VCVTDQ2PS      T, T \
+	VBROADCASTSS.Z SA, K2, S \
+	VMULPS         Z18, S, S \
+	VFMADD231PS    S, T, ACC
+
+// Q8_0 weights at W as unsigned bytes: q + 128 is q with its top bit flipped.
+#define Q8PAIR(W, U) \
+	VPXORD W, Z31, U
+
+// Half a pair: [A, A]; the copy meets x's zero padding.
+#define Q8HALF(W, U) \
+	VBROADCASTI64X4 W, U \
+	VPXORD          U, Z31, U
+
+// Q4_0 nibbles of two blocks at W (32 bytes) as bytes: low nibbles of A and B, then their high
+// nibbles (the word shift brings in a neighbour's bits, which the mask drops).
+#define Q4PAIR(W, U) \
+	VBROADCASTI64X4 W, U \
+	VPSRLVW         Z29, U, U \
+	VPANDD          Z30, U, U
+
+// Half a pair (16 bytes): [A, A, A>>4, A>>4]; the copies meet x's zero padding.
+#define Q4HALF(W, U) \
+	VBROADCASTI32X4 W, U \
+	VPSRLVW         Z29, U, U \
+	VPANDD          Z30, U, U
+
+// The argument registers, and the row strides R13 (weights) and R14 (scales).
+#define ARGS(wrow) \
+	MOVQ q+0(FP), SI \
+	MOVQ d+8(FP), DX \
+	MOVQ xq+16(FP), DI \
+	MOVQ xc+24(FP), R8 \
+	MOVQ xd+32(FP), R9 \
+	MOVQ y+40(FP), R10 \
+	MOVQ rows+48(FP), R11 \
+	MOVQ nb+56(FP), R14 \
+	MOVQ R14, R13 \
+	SHLQ $wrow, R13 \
+	SHLQ $2, R14
+
+// Pointers of a group of four rows: R12 and BX at row 3; the pair counter CX.
+#define GROUP \
+	XORQ   AX, AX \
+	LEAQ   (SI)(R13*2), R12 \
+	ADDQ   R13, R12 \
+	LEAQ   (DX)(R14*2), BX \
+	ADDQ   R14, BX \
+	MOVQ   nb+56(FP), CX \
+	SHRQ   $1, CX \
+	VXORPS Z0, Z0, Z0 \
+	VXORPS Z1, Z1, Z1 \
+	VXORPS Z2, Z2, Z2 \
+	VXORPS Z3, Z3, Z3
+
+// func q8ActDotRowsVNNI(q *int8, d *float32, xq *int8, xc *int32, xd *float32, y *float32, rows int, nb int)
+TEXT ·q8ActDotRowsVNNI(SB), NOSPLIT, $0-64
+	ARGS(5)
+	MOVL         $0x80808080, AX
+	VPBROADCASTD AX, Z31
+	MOVL         $0xff00, AX
+	KMOVW        AX, K1
+	MOVL         $0x00ff, AX
+	KMOVW        AX, K2
+
+q8group:
+	CMPQ R11, $4
+	JB   q8rows
+	GROUP
+
+q8pair:
+	TESTQ CX, CX
+	JZ    q8half
+	XPAIR
+	Q8PAIR((SI), Z20)
+	Q8PAIR((SI)(R13*1), Z21)
+	Q8PAIR((SI)(R13*2), Z22)
+	Q8PAIR((R12), Z23)
+	SCALE(Z20, (DX), 4(DX), Z24, Z25, Z0)
+	SCALE(Z21, (DX)(R14*1), 4(DX)(R14*1), Z26, Z27, Z1)
+	SCALE(Z22, (DX)(R14*2), 4(DX)(R14*2), Z24, Z25, Z2)
+	SCALE(Z23, (BX), 4(BX), Z26, Z27, Z3)
+	ADDQ $64, SI
+	ADDQ $64, R12
+	ADDQ $8, DX
+	ADDQ $8, BX
+	ADDQ $64, AX
+	DECQ CX
+	JMP  q8pair
+
+q8half:
+	TESTQ $1, nb+56(FP)
+	JZ    q8store4
+	XPAIR
+	Q8HALF((SI), Z20)
+	Q8HALF((SI)(R13*1), Z21)
+	Q8HALF((SI)(R13*2), Z22)
+	Q8HALF((R12), Z23)
+	SCALEHALF(Z20, (DX), Z24, Z25, Z0)
+	SCALEHALF(Z21, (DX)(R14*1), Z26, Z27, Z1)
+	SCALEHALF(Z22, (DX)(R14*2), Z24, Z25, Z2)
+	SCALEHALF(Z23, (BX), Z26, Z27, Z3)
+	ADDQ $32, R12
+	ADDQ $4, BX
+
+q8store4:
+	HSUM4
+	VMOVUPS X0, (R10)
+	ADDQ    $16, R10
+	MOVQ    R12, SI // row 3 ended where the next group starts
+	MOVQ    BX, DX
+	SUBQ    $4, R11
+	JMP     q8group
+
+q8rows:
+	TESTQ R11, R11
+	JZ    q8done
+	XORQ  AX, AX
+	MOVQ  nb+56(FP), CX
+	SHRQ  $1, CX
+	VXORPS Z0, Z0, Z0
+
+q8rowpair:
+	TESTQ CX, CX
+	JZ    q8rowhalf
+	XPAIR
+	Q8PAIR((SI), Z20)
+	SCALE(Z20, (DX), 4(DX), Z24, Z25, Z0)
+	ADDQ $64, SI
+	ADDQ $8, DX
+	ADDQ $64, AX
+	DECQ CX
+	JMP  q8rowpair
+
+q8rowhalf:
+	TESTQ $1, nb+56(FP)
+	JZ    q8store1
+	XPAIR
+	Q8HALF((SI), Z20)
+	SCALEHALF(Z20, (DX), Z24, Z25, Z0)
+	ADDQ $32, SI
+	ADDQ $4, DX
+
+q8store1:
+	HSUM1
+	MOVSS X0, (R10)
+	ADDQ  $4, R10
+	DECQ  R11
+	JMP   q8rows
+
+q8done:
+	VZEROUPPER
+	RET
+
+// func q4ActDotRowsVNNI(q *uint8, d *float32, xq *int8, xc *int32, xd *float32, y *float32, rows int, nb int)
+TEXT ·q4ActDotRowsVNNI(SB), NOSPLIT, $0-64
+	ARGS(4)
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL         $0xffff0000, AX // the high 16 words shift by 4
+	KMOVD        AX, K3
+	MOVL         $4, AX
+	VPBROADCASTW.Z AX, K3, Z29
+	MOVL         $0xf0f0, AX
+	KMOVW        AX, K1
+	MOVL         $0x0f0f, AX
+	KMOVW        AX, K2
+
+q4group:
+	CMPQ R11, $4
+	JB   q4rows
+	GROUP
+
+q4pair:
+	TESTQ CX, CX
+	JZ    q4half
+	XPAIR
+	Q4PAIR((SI), Z20)
+	Q4PAIR((SI)(R13*1), Z21)
+	Q4PAIR((SI)(R13*2), Z22)
+	Q4PAIR((R12), Z23)
+	SCALE(Z20, (DX), 4(DX), Z24, Z25, Z0)
+	SCALE(Z21, (DX)(R14*1), 4(DX)(R14*1), Z26, Z27, Z1)
+	SCALE(Z22, (DX)(R14*2), 4(DX)(R14*2), Z24, Z25, Z2)
+	SCALE(Z23, (BX), 4(BX), Z26, Z27, Z3)
+	ADDQ $32, SI
+	ADDQ $32, R12
+	ADDQ $8, DX
+	ADDQ $8, BX
+	ADDQ $64, AX
+	DECQ CX
+	JMP  q4pair
+
+q4half:
+	TESTQ $1, nb+56(FP)
+	JZ    q4store4
+	XPAIR
+	Q4HALF((SI), Z20)
+	Q4HALF((SI)(R13*1), Z21)
+	Q4HALF((SI)(R13*2), Z22)
+	Q4HALF((R12), Z23)
+	SCALEHALF(Z20, (DX), Z24, Z25, Z0)
+	SCALEHALF(Z21, (DX)(R14*1), Z26, Z27, Z1)
+	SCALEHALF(Z22, (DX)(R14*2), Z24, Z25, Z2)
+	SCALEHALF(Z23, (BX), Z26, Z27, Z3)
+	ADDQ $16, R12
+	ADDQ $4, BX
+
+q4store4:
+	HSUM4
+	VMOVUPS X0, (R10)
+	ADDQ    $16, R10
+	MOVQ    R12, SI
+	MOVQ    BX, DX
+	SUBQ    $4, R11
+	JMP     q4group
+
+q4rows:
+	TESTQ R11, R11
+	JZ    q4done
+	XORQ  AX, AX
+	MOVQ  nb+56(FP), CX
+	SHRQ  $1, CX
+	VXORPS Z0, Z0, Z0
+
+q4rowpair:
+	TESTQ CX, CX
+	JZ    q4rowhalf
+	XPAIR
+	Q4PAIR((SI), Z20)
+	SCALE(Z20, (DX), 4(DX), Z24, Z25, Z0)
+	ADDQ $32, SI
+	ADDQ $8, DX
+	ADDQ $64, AX
+	DECQ CX
+	JMP  q4rowpair
+
+q4rowhalf:
+	TESTQ $1, nb+56(FP)
+	JZ    q4store1
+	XPAIR
+	Q4HALF((SI), Z20)
+	SCALEHALF(Z20, (DX), Z24, Z25, Z0)
+	ADDQ $16, SI
+	ADDQ $4, DX
+
+q4store1:
+	HSUM1
+	MOVSS X0, (R10)
+	ADDQ  $4, R10
+	DECQ  R11
+	JMP   q4rows
+
+q4done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package cpu
+
+const haveVNNIAsm = false
+
+func q8ActDotRows(q []int8, d []float32, a *actRow, y []float32, nb int)  { panic("no assembly") }
+func q4ActDotRows(q []uint8, d []float32, a *actRow, y []float32, nb int) { panic("no assembly") }

@@ -1,0 +1,381 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/posformer/posformer/engine/cpu/kernels"
+	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/models/quant"
+)
+
+// actCase is one product of the int8-activation tests: weights in posformer's split layout,
+// one row of x, and what ggml's formats say the product is.
+type actCase struct {
+	typ  quant.Type
+	k    int
+	q    []byte    // rows·k int8 values (Q8_0) or rows·k/2 nibble bytes (Q4_0)
+	d    []float32 // rows·k/32 scales, followed by NaN (a read past the end poisons a result)
+	rows int
+	x    []float32
+}
+
+// newActCase makes random weights (rawQ8: any byte, −128 included, as a file could hold;
+// otherwise quantized from normal values by models/quant) and a random row of x, scaled by
+// xScale (0 gives a row of zeros).
+func newActCase(r *rand.Rand, typ quant.Type, k, rows int, rawQ8 bool, xScale float64) actCase {
+	c := actCase{typ: typ, k: k, rows: rows}
+	nb := k / 32
+	c.d = make([]float32, rows*nb, rows*nb+8)
+	qb := typ.BlockBytes() - 2
+	c.q = make([]byte, rows*nb*qb)
+	if rawQ8 {
+		for i := range c.q {
+			c.q[i] = byte(r.IntN(256))
+		}
+		for i := range c.d {
+			c.d[i] = float32(r.Float64() * 0.01)
+		}
+	} else {
+		w := make([]float32, rows*k)
+		for i := range w {
+			w[i] = float32(r.NormFloat64() * 0.05)
+		}
+		if err := quant.QuantizeSplit(typ, w, c.q, c.d); err != nil {
+			panic(err)
+		}
+	}
+	for range 8 {
+		c.d = append(c.d, float32(math.NaN()))
+	}
+	c.d = c.d[:rows*nb]
+	c.x = make([]float32, k)
+	for i := range c.x {
+		c.x[i] = float32(r.NormFloat64() * xScale)
+	}
+	return c
+}
+
+// reference is the product the way ggml's formats define it, from models/quant alone: x stored
+// as Q8_0 and read back (d_x·q_x per value), each weight d_w·q_w, summed in float64. It also
+// returns Σ|terms| per row, the scale of float32 rounding.
+func (c actCase) reference() (want, mag []float64) {
+	raw, err := quant.Quantize(quant.Q8_0, c.x)
+	if err != nil {
+		panic(err)
+	}
+	xd := make([]float32, c.k)
+	if err := quant.Dequantize(quant.Q8_0, raw, xd); err != nil {
+		panic(err)
+	}
+	nb := c.k / 32
+	want, mag = make([]float64, c.rows), make([]float64, c.rows)
+	for r := range c.rows {
+		for b := range nb {
+			for j := range 32 {
+				var qw float64
+				if c.typ == quant.Q8_0 {
+					qw = float64(int8(c.q[r*c.k+32*b+j]))
+				} else {
+					v := c.q[r*c.k/2+16*b+j%16]
+					if j >= 16 {
+						v >>= 4
+					}
+					qw = float64(v&15) - 8
+				}
+				t := float64(xd[32*b+j]) * float64(c.d[r*nb+b]) * qw
+				want[r] += t
+				mag[r] += math.Abs(t)
+			}
+		}
+	}
+	return want, mag
+}
+
+// run computes the product with the kernel set in use into y, a slice of canaries (a write past
+// either end is caught).
+func (c actCase) run(t *testing.T, layout bool) []float32 {
+	t.Helper()
+	buf := make([]byte, actRowBytes(c.k))
+	a, err := quantizeAct(c.typ, c.x, buf, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const canary = float32(-12345.678)
+	back := make([]float32, c.rows+8)
+	for i := range back {
+		back[i] = canary
+	}
+	y := back[4 : 4+c.rows]
+	actDotRows(c.typ, c.q, c.d, c.k, &a, y)
+	for i, v := range back {
+		if (i < 4 || i >= 4+c.rows) && v != canary {
+			t.Fatalf("write out of bounds at %d of y[4:%d]", i, 4+c.rows)
+		}
+	}
+	return y
+}
+
+var actDepths = []int{32, 64, 96, 288, 320, 768} // odd and even block counts, the 15M shape's 288 and 768
+var actRows = []int{1, 2, 3, 4, 5, 7, 8, 9, 33}  // groups of four and every remainder
+
+// The portable integer path (the generic kernel set) equals the product ggml's formats define,
+// computed independently from models/quant in float64: the integer sums are exact, so the only
+// difference is the float32 rounding of d_x·d_w and of the sum over blocks (1e-5 of Σ|terms|).
+func TestActDotRowsPortableMatchesReference(t *testing.T) {
+	withKernels(t, kernels.Generic)
+	r := rand.New(rand.NewPCG(1, 2))
+	forEachActCase(t, r, func(t *testing.T, c actCase) {
+		got := c.run(t, false)
+		want, mag := c.reference()
+		for i := range want {
+			if d := math.Abs(float64(got[i]) - want[i]); d > 1e-5*mag[i] || math.IsNaN(float64(got[i])) {
+				t.Fatalf("row %d: %g, ggml's formats give %g (Σ|terms| %g)", i, got[i], want[i], mag[i])
+			}
+		}
+	})
+}
+
+// The assembly equals the portable integer path. Both sum each block's integer products
+// exactly; the assembly converts its sixteen lanes' partial sums to float separately and adds
+// lanes and blocks in another order, so they agree to float32 rounding of Σ|terms| (1e-5 of it;
+// the observed gap is a few ulps), and exactly on rows of x that are all zeros.
+func TestActDotRowsAssemblyMatchesPortable(t *testing.T) {
+	if !haveVNNIAsm || !vnniCPU || !kernelsHave(kernels.AVX512) {
+		t.Skip("no AVX-512 VNNI on this CPU")
+	}
+	withKernels(t, kernels.AVX512)
+	r := rand.New(rand.NewPCG(3, 4))
+	worst := 0.0
+	forEachActCase(t, r, func(t *testing.T, c actCase) {
+		got := c.run(t, true)
+		a, err := quantizeAct(c.typ, c.x, make([]byte, actRowBytes(c.k)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, c.rows)
+		if c.typ == quant.Q8_0 {
+			q8ActDotRowsGo(typed[int8](c.q), c.d, a.q, a.d, want)
+		} else {
+			q4ActDotRowsGo(c.q, c.d, a.q, a.d, want)
+		}
+		_, mag := c.reference()
+		for i := range want {
+			d := math.Abs(float64(got[i] - want[i]))
+			if d > 1e-5*mag[i] || math.IsNaN(float64(got[i])) || (mag[i] == 0 && got[i] != 0) {
+				t.Fatalf("row %d: assembly %g, Go %g (Σ|terms| %g)", i, got[i], want[i], mag[i])
+			}
+			if mag[i] > 0 {
+				worst = max(worst, d/mag[i])
+			}
+		}
+	})
+	t.Logf("largest |assembly − Go| / Σ|terms|: %.2g", worst)
+}
+
+// forEachActCase runs f on both weight types, every depth and row count, weights from the
+// quantizer and (Q8_0) raw bytes, and rows of x of ordinary size, all zeros and tiny.
+func forEachActCase(t *testing.T, r *rand.Rand, f func(t *testing.T, c actCase)) {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, k := range actDepths {
+			for _, rows := range actRows {
+				for _, raw := range []bool{false, true} {
+					if raw && typ != quant.Q8_0 {
+						continue
+					}
+					for _, xs := range []float64{1, 0, 1e-30} {
+						t.Run(fmt.Sprintf("%v/k=%d/rows=%d/raw=%v/x=%g", typ, k, rows, raw, xs), func(t *testing.T) {
+							f(t, newActCase(r, typ, k, rows, raw, xs))
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// A row of x that is all zeros quantizes to d = 0 (no division by it) and gives exact zeros.
+func TestActZeroRow(t *testing.T) {
+	for _, p := range kernels.Paths() {
+		t.Run(p, func(t *testing.T) {
+			withKernels(t, p)
+			c := newActCase(rand.New(rand.NewPCG(5, 6)), quant.Q8_0, 96, 5, false, 0)
+			for i, v := range c.run(t, asmVNNI()) {
+				if v != 0 {
+					t.Fatalf("y[%d] = %g, want 0", i, v)
+				}
+			}
+		})
+	}
+}
+
+// The laid-out copy holds every quantized value once, where the kernels expect it, with the
+// offset correction of its lane and the scale of its block (checked against the definition).
+func TestLayoutAct(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, k := range []int{32, 64, 96} {
+			c := newActCase(r, typ, k, 1, false, 1)
+			a, err := quantizeAct(typ, c.x, make([]byte, actRowBytes(k)), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb := k / 32
+			seen := make([]int, k)
+			for p := range actPairs(k) {
+				for i := range 64 {
+					// Where the kernel's register holds element e of block b (quantvnni_amd64.s).
+					b, e := 2*p+i/32, i%32
+					if typ == quant.Q4_0 {
+						b, e = 2*p+(i/16)%2, i%16+16*(i/32)
+					}
+					v := a.vq[64*p+i]
+					if b >= nb {
+						if v != 0 {
+							t.Fatalf("%v k=%d: padding byte %d of pair %d is %d", typ, k, i, p, v)
+						}
+						continue
+					}
+					seen[32*b+e]++
+					if v != a.q[32*b+e] {
+						t.Fatalf("%v k=%d: byte %d of pair %d is %d, want q[%d] = %d", typ, k, i, p, v, 32*b+e, a.q[32*b+e])
+					}
+					if l := i / 4; a.vd[16*p+l] != a.d[b] {
+						t.Fatalf("%v k=%d: lane %d of pair %d has scale %g, want d[%d] = %g", typ, k, l, p, a.vd[16*p+l], b, a.d[b])
+					}
+				}
+				off := int32(128)
+				if typ == quant.Q4_0 {
+					off = 8
+				}
+				for l := range 16 {
+					var s int32
+					for j := range 4 {
+						s += int32(a.vq[64*p+4*l+j])
+					}
+					if a.vc[16*p+l] != -off*s {
+						t.Fatalf("%v k=%d: lane %d of pair %d corrects by %d, want %d", typ, k, l, p, a.vc[16*p+l], -off*s)
+					}
+				}
+			}
+			for e, n := range seen {
+				if n != 1 {
+					t.Fatalf("%v k=%d: value %d laid out %d times", typ, k, e, n)
+				}
+			}
+		}
+	}
+}
+
+// With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights with up to four rows of x equals the int8
+// product ggml's formats define (reference above) for every row; with more rows (prefill) and
+// for bf16 it is the exact product, as without the option. Under both kernel sets.
+func TestActQ8Product(t *testing.T) {
+	be := mustBackend(t, "actq8=true")
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, p := range kernels.Paths() {
+		if p == kernels.AVX2 {
+			continue // the int8 path is assembly with AVX-512 VNNI, Go otherwise
+		}
+		t.Run(p, func(t *testing.T) {
+			withKernels(t, p)
+			const N = 37
+			for _, K := range []int{96, 128} {
+				wf := make([]float32, N*K)
+				for i := range wf {
+					wf[i] = float32(r.NormFloat64())
+				}
+				for _, typ := range []quant.Type{quant.BF16, quant.Q8_0, quant.Q4_0} {
+					parts, deq := quantParts(t, typ, wf, N, K)
+					for _, M := range []int{1, 3, 4, 7} {
+						t.Run(fmt.Sprintf("%v/k=%d/m=%d", typ, K, M), func(t *testing.T) {
+							xf := make([]float32, M*K)
+							for i := range xf {
+								xf[i] = float32(r.NormFloat64())
+							}
+							if M >= 3 {
+								clear(xf[(M-1)*K:]) // a row of zeros among others
+							}
+							exe := MustNewExec(be, func(in []*Node) []*Node {
+								return []*Node{layers.QuantizedWeight(typ, N, K, in[1:]...).MulT(in[0])}
+							})
+							args := append([]any{tensors.FromFlatDataAndDimensions(xf, M, K)}, anySlice(parts)...)
+							got := tensors.MustCopyFlatData[float32](exe.MustExec(args...)[0])
+							int8Path := typ != quant.BF16 && M <= 4
+							for i := range M {
+								want, mag := make([]float64, N), make([]float64, N)
+								if int8Path {
+									c := actCase{typ: typ, k: K, rows: N, x: xf[i*K : i*K+K]}
+									c.q, c.d = splitParts(t, parts)
+									want, mag = c.reference()
+								} else {
+									for j := range N {
+										for p := range K {
+											v := float64(xf[i*K+p]) * float64(deq[j*K+p])
+											want[j] += v
+											mag[j] += math.Abs(v)
+										}
+									}
+								}
+								for j := range N {
+									if d := math.Abs(float64(got[i*N+j]) - want[j]); d > 1e-5*mag[j] || math.IsNaN(float64(got[i*N+j])) {
+										t.Fatalf("y[%d][%d] = %g, want %g (int8 path %v)", i, j, got[i*N+j], want[j], int8Path)
+									}
+								}
+							}
+						})
+					}
+				}
+			}
+		})
+	}
+}
+
+// splitParts returns the stored values and scales of a Q8_0 or Q4_0 weight's tensors as bytes.
+func splitParts(t *testing.T, parts []*tensors.Tensor) ([]byte, []float32) {
+	t.Helper()
+	var q []byte
+	parts[0].ConstBytes(func(b []byte) { q = append([]byte(nil), b...) })
+	return q, tensors.MustCopyFlatData[float32](parts[1])
+}
+
+// The option parses, shows in the summary, and a bad value says which values are valid.
+func TestActQ8Option(t *testing.T) {
+	be := mustBackend(t, "threads=1,actq8=true")
+	if s := be.Summary(); !strings.Contains(s, "int8 activations") {
+		t.Errorf("Summary() = %q, want it to say int8 activations", s)
+	}
+	if s := mustBackend(t, "actq8=false").Summary(); strings.Contains(s, "int8") {
+		t.Errorf("Summary() = %q without actq8", s)
+	}
+	if _, err := New("actq8=maybe"); err == nil || !strings.Contains(err.Error(), "actq8") || !strings.Contains(err.Error(), "true or false") {
+		t.Errorf(`New("actq8=maybe") = %v, want an error naming actq8 and its values`, err)
+	}
+	if _, err := New("act8=true"); err == nil || !strings.Contains(err.Error(), "actq8=true|false") {
+		t.Errorf(`New("act8=true") = %v, want the valid options listed`, err)
+	}
+}
+
+// withKernels selects a kernel set for the rest of the test.
+func withKernels(t *testing.T, p string) {
+	t.Helper()
+	saved := kernels.Path()
+	if err := kernels.SetPath(p); err != nil {
+		t.Skipf("kernel set %s: %v", p, err)
+	}
+	t.Cleanup(func() { kernels.SetPath(saved) })
+}
+
+func kernelsHave(p string) bool {
+	for _, q := range kernels.Paths() {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
