@@ -51,6 +51,7 @@ type options struct {
 	seed                          int64
 	warmup                        bool
 	rope                          *ropeflags.Flags
+	stepDelay                     time.Duration // tests only (config.stepDelay), no flag
 }
 
 // parseFlags reads the command line; help is true for -h.
@@ -167,7 +168,7 @@ func (o *options) config() config {
 	return config{
 		parallel: o.parallel, queue: o.queue, chunk: o.batch, maxBody: o.maxBody, timeout: o.timeout, nPredict: o.nPredict,
 		defaults: engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN},
-		seed:     o.seed,
+		seed:     o.seed, stepDelay: o.stepDelay,
 	}
 }
 
@@ -204,8 +205,11 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	}
 	memlimit.Set(memlimit.Base(), m.e.KVBytes(o.parallel))
 	if o.warmup && !m.encoder() {
-		if err := m.e.Warmup(o.parallel, o.batch); err != nil {
-			return err
+		// Every session size the scheduler may use (powers of two up to --parallel).
+		for _, rows := range sessionSizes(o.parallel) {
+			if err := m.e.Warmup(rows, o.batch); err != nil {
+				return err
+			}
 		}
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))

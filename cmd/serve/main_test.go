@@ -76,6 +76,7 @@ func startRun(t *testing.T, ctx context.Context, args ...string) (string, chan e
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.stepDelay = time.Millisecond // requests outlive the test's signal
 	w := &lineWriter{lines: make(chan string, 16)}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o, w) }()

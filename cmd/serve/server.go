@@ -27,7 +27,8 @@ type config struct {
 	timeout                time.Duration
 	nPredict               int // max_tokens when a request gives none (-1: up to the context)
 	defaults               engine.Sampling
-	seed                   int64 // -1: a request without a seed gets one from the clock
+	seed                   int64         // -1: a request without a seed gets one from the clock
+	stepDelay              time.Duration // tests only: slows each decoding step
 }
 
 // server serves one model.
@@ -53,7 +54,7 @@ func newServer(base context.Context, m *model, cfg config) *server {
 	if m.encoder() {
 		s.embed = newEmbedder(m.e, cfg.queue)
 	} else {
-		s.sched = newScheduler(m.e, cfg.parallel, cfg.queue, cfg.chunk)
+		s.sched = newScheduler(m.e, cfg.parallel, cfg.queue, cfg.chunk, cfg.stepDelay)
 	}
 	s.routes = map[string]route{
 		"/health":              {http.MethodGet, s.health},
@@ -98,6 +99,7 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) error {
 		out["slots_idle"] = s.cfg.parallel - busy
 		out["slots_processing"] = busy
 		out["queued"] = len(s.sched.queue)
+		out["session_rows"] = s.sched.size.Load() // rows each step computes (see scheduler.go)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

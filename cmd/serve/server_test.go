@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // prompts are Go fragments of different lengths, the shipped decoder's kind of text; the last
@@ -107,6 +108,10 @@ func TestConcurrentClientsGetTheirOwnContinuation(t *testing.T) {
 			if s.sched.busy.Load() != 0 {
 				t.Errorf("%d rows still busy after every client finished", s.sched.busy.Load())
 			}
+			// Clients come and go: running rows moved between session sizes on the way.
+			if s.sched.resizes.Load() < 2 {
+				t.Errorf("the session was resized %d times; the test means to move running rows", s.sched.resizes.Load())
+			}
 		})
 	}
 }
@@ -180,7 +185,8 @@ func TestCompletionStream(t *testing.T) {
 // request in that row gets the continuation of a fresh sequence.
 func TestCancelMidStreamFreesRow(t *testing.T) {
 	ref := newReference(t)
-	ts, s := startServer(t, decoderPath, func(c *config) { c.parallel = 1 })
+	// 1 ms a step: the request outlives the client's reading of its first chunks.
+	ts, s := startServer(t, decoderPath, func(c *config) { c.parallel, c.stepDelay = 1, time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := stream(t, ctx, ts.URL+"/v1/completions", map[string]any{"prompt": "func main() {", "max_tokens": 1000, "stream": true, "ignore_eos": true})
 	r := newSSEReader(resp.Body)
@@ -324,7 +330,8 @@ func TestLimitsAndBadRequests(t *testing.T) {
 // With every row busy and the queue full, a request gets 503 with Retry-After; the queued one
 // runs once a row frees.
 func TestFullQueue(t *testing.T) {
-	ts, s := startServer(t, decoderPath, func(c *config) { c.parallel, c.queue = 1, 1 })
+	// 1 ms a step: the first request outlives the test.
+	ts, s := startServer(t, decoderPath, func(c *config) { c.parallel, c.queue, c.stepDelay = 1, 1, time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	resp := stream(t, ctx, ts.URL+"/v1/completions", map[string]any{"prompt": "func main() {", "max_tokens": 1000, "stream": true, "ignore_eos": true})
@@ -372,5 +379,45 @@ func TestModelsAndHealth(t *testing.T) {
 	h := get(t, ts.URL+"/health")
 	if h["status"] != "ok" || h["slots_idle"] != 3.0 || h["slots_processing"] != 0.0 || h["queued"] != 0.0 {
 		t.Errorf("/health: %v", h)
+	}
+}
+
+// The session has as many rows as the running requests need, rounded up to a power of two:
+// it grows as requests join and shrinks once three quarters of its rows are empty.
+func TestSessionFollowsLoad(t *testing.T) {
+	// 2 ms a step: the requests outlive the test's checks.
+	ts, s := startServer(t, decoderPath, func(c *config) { c.parallel, c.stepDelay = 16, 2*time.Millisecond })
+	body := map[string]any{"prompt": "func main() {", "max_tokens": 1000, "stream": true, "ignore_eos": true}
+	var cancels []context.CancelFunc
+	open := func(n int) {
+		for range n {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels = append(cancels, cancel)
+			resp := stream(t, ctx, ts.URL+"/v1/completions", body)
+			t.Cleanup(func() { resp.Body.Close() })
+		}
+	}
+	rows := func(busy, size int) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%d busy rows in a session of %d", busy, size), func() bool {
+			h := get(t, ts.URL+"/health")
+			return h["slots_processing"] == float64(busy) && h["session_rows"] == float64(size)
+		})
+	}
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	open(1)
+	rows(1, 1)
+	open(5)
+	rows(6, 8)
+	for _, c := range cancels[:4] {
+		c()
+	}
+	rows(2, 2)
+	if s.sched.resizes.Load() < 2 {
+		t.Errorf("%d resizes", s.sched.resizes.Load())
 	}
 }
