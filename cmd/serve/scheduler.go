@@ -1,18 +1,23 @@
 package main
 
-// The scheduler is the one goroutine that touches the engine. It holds a Session and gives each
-// request a row (a slot) for as long as it runs, up to --parallel rows. Every step is one
-// batched Append: rows that joined feed the next chunk of their prompt, the others the token
-// they sampled last, and each row whose prompt is complete samples one token from its logits.
-// A request that arrives while others decode waits in the queue and takes a free row at the
-// next step; a request whose context is done (client gone, timeout, stop string) gives its row
-// back before the next step.
+// The scheduler is the one goroutine that touches the engine. It gives each request a row (a
+// slot) of a Session for as long as it runs, up to --parallel rows in all, and every step
+// decodes one token for every running request in one batched Append. A request that arrives
+// while others decode waits in the queue and joins at the next step; a request whose context
+// is done (client gone, timeout, stop string) gives its row back before the next step.
 //
-// A step computes every row of the session, empty ones too (a 16-row step costs the 15M model
-// about 7 one-row steps, see benchmarks/SERVE.md). So the session has as many rows as the
-// requests need, rounded up to a power of two (at most --parallel): when more requests run
-// than it has rows, the running rows move into a larger session (Session.CopyRow), and when
-// three quarters of its rows are empty, into a smaller one.
+// Two measured costs shape it (benchmarks/SERVE.md):
+//
+//   - A step computes every row of its session, empty ones too: a 16-row step of the 15M model
+//     costs about 7 one-row steps. So the decoding session has as many rows as the running
+//     requests need, rounded up to a power of two: when more run than it has rows, they move
+//     into a larger session (Session.CopyRow), and when three quarters of its rows are empty,
+//     into a smaller one.
+//   - A step pads every row to its longest chunk: a joining prompt of 13 tokens fed beside 15
+//     decoding rows would make all 16 compute 16 positions. So joining requests feed their
+//     prompts (in chunks of --batch-size tokens) in a prefill session of their own, in the
+//     same step as the others' decoding, and move into the decoding session once their prompt
+//     is in, with their first token sampled.
 //
 // The scheduler speaks tokens only; text, stop strings and the wire format are the handlers'
 // (server.go). Requests talk to it over channels: jobs come in through the queue, tokens go
@@ -53,7 +58,7 @@ func newJob(ctx context.Context, prompt []int, max int, sm *engine.Sampler, stop
 	return &job{ctx: ctx, prompt: prompt, max: max, sampler: sm, stop: stop, events: make(chan event, max+1)}
 }
 
-// slot is the state of a busy row.
+// slot is the state of a running request.
 type slot struct {
 	j         *job
 	fed       int // prompt tokens already in the cache
@@ -62,28 +67,43 @@ type slot struct {
 	generated int
 }
 
+// pool is a session and the requests in its rows (nil: a free row).
+type pool struct {
+	sess *engine.Session
+	rows []*slot
+}
+
+func (p *pool) busy() int {
+	n := 0
+	for _, r := range p.rows {
+		if r != nil {
+			n++
+		}
+	}
+	return n
+}
+
 var errShutdown = errors.New("the server is shutting down")
 
-// scheduler owns the engine and its session.
+// scheduler owns the engine and its sessions.
 type scheduler struct {
 	e        *engine.Engine
-	sess     *engine.Session
-	rows     []*slot // one per session row; nil when free
-	parallel int     // rows at most
-	chunk    int     // prompt tokens a row feeds per step
-	limit    int     // tokens a row holds at most
+	dec      pool // requests decoding
+	pre      pool // requests feeding their prompt (sess nil when none)
+	parallel int  // rows at most, both pools together
+	chunk    int  // prompt tokens a row feeds per step
+	limit    int  // tokens a row holds at most
 
 	queue chan *job // waiting jobs; its capacity is --queue
 	quit  chan struct{}
 	done  chan struct{}
-
-	busy atomic.Int32 // rows in use, for /health
-	size atomic.Int32 // rows of the session, for /health
 	// delay slows every step down, so that tests can watch requests while they run.
 	delay time.Duration
 
-	steps   atomic.Int64 // Append calls made, for tests
-	resizes atomic.Int64 // sessions replaced by a larger or smaller one, for tests
+	busy    atomic.Int32 // rows in use, for /health
+	size    atomic.Int32 // rows of the decoding session, for /health
+	steps   atomic.Int64 // decoding steps, for tests
+	resizes atomic.Int64 // decoding sessions replaced by a larger or smaller one, for tests
 }
 
 // newScheduler starts the scheduler goroutine; stop ends it.
@@ -92,7 +112,7 @@ func newScheduler(e *engine.Engine, parallel, queue, chunk int, delay time.Durat
 		e: e, parallel: parallel, chunk: chunk, limit: e.SequenceLimit(), delay: delay,
 		queue: make(chan *job, queue), quit: make(chan struct{}), done: make(chan struct{}),
 	}
-	s.reset(1)
+	s.reset()
 	go s.run()
 	return s
 }
@@ -107,40 +127,8 @@ func sessionSizes(parallel int) []int {
 	return append(out, parallel)
 }
 
-// sizeFor is the session size that holds n busy rows.
+// sizeFor is the session size that holds n rows.
 func (s *scheduler) sizeFor(n int) int { return min(s.parallel, engine.Bucket(max(n, 1))) }
-
-// reset starts an empty session of n rows.
-func (s *scheduler) reset(n int) {
-	if s.sess != nil {
-		s.sess.Close()
-	}
-	s.sess, s.rows = s.e.NewSession(n), make([]*slot, n)
-	s.size.Store(int32(n))
-}
-
-// resize moves the busy rows into a new session of n rows (n >= busy), packed at the front.
-func (s *scheduler) resize(n int) error {
-	next := s.e.NewSession(n)
-	rows := make([]*slot, n)
-	k := 0
-	for i, r := range s.rows {
-		if r == nil {
-			continue
-		}
-		if err := s.sess.CopyRow(i, next, k); err != nil {
-			next.Close()
-			return fmt.Errorf("moving %d running requests into a session of %d rows: %w", s.busy.Load(), n, err)
-		}
-		rows[k] = r
-		k++
-	}
-	s.sess.Close()
-	s.sess, s.rows = next, rows
-	s.size.Store(int32(n))
-	s.resizes.Add(1)
-	return nil
-}
 
 // submit queues j, or reports false when the queue is full.
 func (s *scheduler) submit(j *job) bool {
@@ -185,39 +173,34 @@ func (s *scheduler) run() {
 			return
 		default:
 		}
-		if err := s.dropCancelled(); err != nil {
+		err := s.dropCancelled()
+		if err == nil {
+			err = s.admit(first)
+		}
+		if err == nil && s.busy.Load() > 0 {
+			time.Sleep(s.delay)
+			err = s.step()
+		}
+		if err != nil {
 			s.failAll(err)
-		}
-		if err := s.admit(first); err != nil {
-			s.failAll(err)
-			continue
-		}
-		if s.busy.Load() == 0 {
-			continue
-		}
-		if err := s.step(); err != nil {
-			s.failAll(err)
-			continue
-		}
-		// Three quarters empty: a smaller session computes less per step.
-		if busy := int(s.busy.Load()); len(s.rows) > 1 && busy <= len(s.rows)/4 {
-			if err := s.resize(s.sizeFor(busy)); err != nil {
-				s.failAll(err)
-			}
 		}
 	}
 }
 
-// admit takes first (if not nil) and waiting jobs, as many as there are rows left under
-// --parallel, grows the session if they do not fit, and gives each a free row. Jobs whose
-// client is gone already are dropped.
+// admit takes first (if not nil) and as many waiting jobs as the prefill session has room
+// for (a new one holds as many as may join under --parallel; one still feeding prompts
+// takes more into its free rows only). Jobs whose client is gone already are dropped.
 func (s *scheduler) admit(first *job) error {
+	room := s.parallel - int(s.busy.Load())
+	if s.pre.sess != nil {
+		room = min(room, len(s.pre.rows)-s.pre.busy())
+	}
 	var joining []*job
 	if first != nil && first.ctx.Err() == nil {
 		joining = append(joining, first)
 	}
 collect:
-	for int(s.busy.Load())+len(joining) < s.parallel {
+	for len(joining) < room {
 		select {
 		case j := <-s.queue:
 			if j.ctx.Err() == nil {
@@ -230,20 +213,13 @@ collect:
 	if len(joining) == 0 {
 		return nil
 	}
-	if need := int(s.busy.Load()) + len(joining); need > len(s.rows) {
-		if err := s.resize(s.sizeFor(need)); err != nil {
-			for _, j := range joining {
-				j.events <- event{err: err}
-			}
-			return err
-		}
+	if s.pre.sess == nil {
+		n := s.sizeFor(len(joining))
+		s.pre = pool{sess: s.e.NewSession(n), rows: make([]*slot, n)}
 	}
-	for i := range s.rows {
-		if len(joining) == 0 {
-			break
-		}
-		if s.rows[i] == nil {
-			s.rows[i] = &slot{j: joining[0]}
+	for i := range s.pre.rows {
+		if len(joining) > 0 && s.pre.rows[i] == nil {
+			s.pre.rows[i] = &slot{j: joining[0]}
 			joining = joining[1:]
 			s.busy.Add(1)
 		}
@@ -253,9 +229,132 @@ collect:
 
 // dropCancelled frees the rows of jobs whose context is done.
 func (s *scheduler) dropCancelled() error {
-	for i, r := range s.rows {
-		if r != nil && r.j.ctx.Err() != nil {
-			if err := s.free(i); err != nil {
+	for _, p := range []*pool{&s.dec, &s.pre} {
+		for i, r := range p.rows {
+			if r != nil && r.j.ctx.Err() != nil {
+				if err := s.free(p, i); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return s.shrink()
+}
+
+// free empties row i of p for the next job.
+func (s *scheduler) free(p *pool, i int) error {
+	p.rows[i] = nil
+	s.busy.Add(-1)
+	return p.sess.FreeRow(i)
+}
+
+// step feeds the next prompt chunk of every joining request (moving those whose prompt is in
+// to the decoding session) and decodes one token for every decoding request. A panic in the
+// engine fails the running jobs instead of the server.
+func (s *scheduler) step() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error in a decoding step: %v", p)
+		}
+	}()
+	if s.pre.sess != nil {
+		if err := s.prefill(); err != nil {
+			return err
+		}
+	}
+	if s.dec.busy() > 0 {
+		if err := s.decode(); err != nil {
+			return err
+		}
+	}
+	return s.shrink()
+}
+
+// prefill feeds a chunk of each joining prompt; a prompt that is in gets its first token and
+// its row moves to the decoding session.
+func (s *scheduler) prefill() error {
+	p := &s.pre
+	n := len(p.rows)
+	tokens, positions := make([][]int, n), make([][]int, n)
+	for i, r := range p.rows {
+		if r != nil {
+			k := min(s.chunk, len(r.j.prompt)-r.fed)
+			tokens[i], positions[i] = r.j.prompt[r.fed:r.fed+k], span(r.fed, k)
+		}
+	}
+	last, err := p.sess.AppendLast(tokens, positions)
+	if err != nil {
+		return fmt.Errorf("prefill step: %w", err)
+	}
+	for i, r := range p.rows {
+		if r == nil {
+			continue
+		}
+		if r.fed += len(tokens[i]); r.fed < len(r.j.prompt) {
+			continue // more prompt to feed
+		}
+		r.pos = len(r.j.prompt)
+		if done, err := s.sample(p, i, last[i]); done || err != nil {
+			if err == nil {
+				err = s.free(p, i)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.move(i); err != nil {
+			return err
+		}
+	}
+	if p.busy() == 0 {
+		p.sess.Close()
+		s.pre = pool{}
+	}
+	return nil
+}
+
+// move takes row i of the prefill session into a free row of the decoding session, growing
+// that session if it is full.
+func (s *scheduler) move(i int) error {
+	if need := s.dec.busy() + 1; need > len(s.dec.rows) {
+		if err := s.resize(s.sizeFor(need)); err != nil {
+			return err
+		}
+	}
+	to := slices.Index(s.dec.rows, nil)
+	if err := s.pre.sess.CopyRow(i, s.dec.sess, to); err != nil {
+		return fmt.Errorf("moving a request to the decoding session: %w", err)
+	}
+	s.dec.rows[to], s.pre.rows[i] = s.pre.rows[i], nil
+	return s.pre.sess.FreeRow(i)
+}
+
+// decode runs one batched step of the decoding session.
+func (s *scheduler) decode() error {
+	p := &s.dec
+	n := len(p.rows)
+	tokens, positions := make([][]int, n), make([][]int, n)
+	for i, r := range p.rows {
+		if r != nil {
+			tokens[i], positions[i] = []int{r.next}, []int{r.pos}
+		}
+	}
+	last, err := p.sess.AppendLast(tokens, positions)
+	if err != nil {
+		return fmt.Errorf("decoding step: %w", err)
+	}
+	s.steps.Add(1)
+	for i, r := range p.rows {
+		if r == nil {
+			continue
+		}
+		r.pos++
+		if done, err := s.sample(p, i, last[i]); done || err != nil {
+			if err == nil {
+				err = s.free(p, i)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -263,30 +362,82 @@ func (s *scheduler) dropCancelled() error {
 	return nil
 }
 
-// free empties row i for the next job.
-func (s *scheduler) free(i int) error {
-	s.rows[i] = nil
-	s.busy.Add(-1)
-	return s.sess.FreeRow(i)
+// sample picks row i's next token from its logits, with engine.Generate's rules in its order,
+// so that a served continuation is the one cmd/infer prints: a stop token ends the job unsent,
+// then the token goes out, then the job ends at max tokens or when the row is full. done
+// reports that the job ended (its final event sent); the caller frees the row.
+func (s *scheduler) sample(p *pool, i int, logits []float32) (done bool, err error) {
+	r := p.rows[i]
+	tok := r.j.sampler.Next(logits)
+	if slices.Contains(r.j.stop, tok) {
+		r.j.events <- event{finish: "stop"}
+		return true, nil
+	}
+	r.j.events <- event{token: tok}
+	r.generated++
+	if r.generated >= r.j.max || r.pos >= s.limit {
+		r.j.events <- event{finish: "length"}
+		return true, nil
+	}
+	r.next = tok
+	return false, nil
 }
 
-// finish ends row i's job with reason and frees the row.
-func (s *scheduler) finish(i int, reason string) error {
-	s.rows[i].j.events <- event{finish: reason}
-	return s.free(i)
+// shrink moves the decoding rows into a smaller session once three quarters of its rows are
+// empty: a smaller session computes less per step.
+func (s *scheduler) shrink() error {
+	if busy := s.dec.busy(); len(s.dec.rows) > 1 && busy <= len(s.dec.rows)/4 {
+		return s.resize(s.sizeFor(busy))
+	}
+	return nil
 }
 
-// failAll ends every running job with err and starts a fresh session: after a failed step the
-// cache's state is unknown.
-func (s *scheduler) failAll(err error) {
-	for i, r := range s.rows {
-		if r != nil {
-			r.j.events <- event{err: err}
-			s.rows[i] = nil
-			s.busy.Add(-1)
+// resize moves the decoding rows into a new session of n rows (n >= busy), packed at the front.
+func (s *scheduler) resize(n int) error {
+	next := pool{sess: s.e.NewSession(n), rows: make([]*slot, n)}
+	k := 0
+	for i, r := range s.dec.rows {
+		if r == nil {
+			continue
+		}
+		if err := s.dec.sess.CopyRow(i, next.sess, k); err != nil {
+			next.sess.Close()
+			return fmt.Errorf("moving %d running requests into a session of %d rows: %w", s.dec.busy(), n, err)
+		}
+		next.rows[k] = r
+		k++
+	}
+	s.dec.sess.Close()
+	s.dec = next
+	s.size.Store(int32(n))
+	s.resizes.Add(1)
+	return nil
+}
+
+// reset drops both sessions and starts an empty one-row decoding session.
+func (s *scheduler) reset() {
+	for _, p := range []*pool{&s.dec, &s.pre} {
+		if p.sess != nil {
+			p.sess.Close()
 		}
 	}
-	s.reset(1)
+	s.pre = pool{}
+	s.dec = pool{sess: s.e.NewSession(1), rows: make([]*slot, 1)}
+	s.size.Store(1)
+	s.busy.Store(0)
+}
+
+// failAll ends every running job with err and starts afresh: after a failed step the caches'
+// state is unknown.
+func (s *scheduler) failAll(err error) {
+	for _, p := range []*pool{&s.dec, &s.pre} {
+		for _, r := range p.rows {
+			if r != nil {
+				r.j.events <- event{err: err}
+			}
+		}
+	}
+	s.reset()
 }
 
 // shutdown ends running and queued jobs.
@@ -300,70 +451,6 @@ func (s *scheduler) shutdown() {
 			return
 		}
 	}
-}
-
-// step runs one batched Append and hands each row its token. A panic in the engine fails the
-// running jobs instead of the server.
-func (s *scheduler) step() (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("internal error in a decoding step: %v", p)
-		}
-	}()
-	time.Sleep(s.delay)
-	n := len(s.rows)
-	tokens, positions := make([][]int, n), make([][]int, n)
-	for i, r := range s.rows {
-		switch {
-		case r == nil:
-		case r.fed < len(r.j.prompt):
-			k := min(s.chunk, len(r.j.prompt)-r.fed)
-			tokens[i], positions[i] = r.j.prompt[r.fed:r.fed+k], span(r.fed, k)
-		default:
-			tokens[i], positions[i] = []int{r.next}, []int{r.pos}
-		}
-	}
-	last, err := s.sess.AppendLast(tokens, positions)
-	if err != nil {
-		return fmt.Errorf("decoding step: %w", err)
-	}
-	s.steps.Add(1)
-	for i, r := range s.rows {
-		if r == nil {
-			continue
-		}
-		if r.fed < len(r.j.prompt) {
-			r.fed += len(tokens[i])
-			if r.fed < len(r.j.prompt) {
-				continue // more prompt to feed
-			}
-			r.pos = len(r.j.prompt)
-		} else {
-			r.pos++
-		}
-		if err := s.sample(i, last[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sample picks row i's next token from its logits, with engine.Generate's rules in its order,
-// so that a served continuation is the one cmd/infer prints: a stop token ends the job unsent,
-// then the token goes out, then the job ends at max tokens or when the row is full.
-func (s *scheduler) sample(i int, logits []float32) error {
-	r := s.rows[i]
-	tok := r.j.sampler.Next(logits)
-	if slices.Contains(r.j.stop, tok) {
-		return s.finish(i, "stop")
-	}
-	r.j.events <- event{token: tok}
-	r.generated++
-	if r.generated >= r.j.max || r.pos >= s.limit {
-		return s.finish(i, "length")
-	}
-	r.next = tok
-	return nil
 }
 
 func span(from, n int) []int {
