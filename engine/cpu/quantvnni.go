@@ -38,9 +38,10 @@ var vnniCPU = cpuid.X86.HasAVX512F && cpuid.X86.HasAVX512BW && cpuid.X86.HasAVX5
 // integer path, as it selects the portable float32 kernels).
 func asmVNNI() bool { return haveVNNIAsm && vnniCPU && asmQuant() }
 
-// actRow is one row of x quantized to Q8_0: q and d in ggml's order (what the portable path
-// reads), and, when the assembly runs, the same values laid out for it in pairs of blocks
-// (vq, vc, vd: see layoutAct).
+// actRow is one row of x quantized to Q8_0, in one of two forms: q and d in ggml's order, which
+// the portable path reads, or (when the assembly runs) vq, vc and vd, the same values laid out
+// for it in pairs of blocks (see layoutAct). The form is chosen once, when x is quantized, so a
+// call finishes on the kernels it started with even if the kernel set changes meanwhile.
 type actRow struct {
 	q  []int8
 	d  []float32
@@ -52,48 +53,53 @@ type actRow struct {
 // actPairs is the number of 64-value pairs of blocks of a row of k (the last one may be half).
 func actPairs(k int) int { return (k/32 + 1) / 2 }
 
-// actRowBytes is the scratch one row of x of k needs (k a multiple of 32); every part keeps the
-// 64-byte alignment of the slot it starts in.
+// actRowBytes is the scratch one row of x of k needs (k a multiple of 32), in either form; every
+// part keeps the 64-byte alignment of the slot it starts in.
 func actRowBytes(k int) int {
-	np := actPairs(k)
-	return align64(k) + align64(4*k/32) + 3*64*np
+	return max(align64(k)+align64(4*k/32), 3*64*actPairs(k))
 }
 
 func align64(n int) int { return (n + 63) &^ 63 }
 
-// actView is the row of x of k quantized in buf (actRowBytes(k) bytes), with its laid-out parts
-// when layout is set. It only slices buf, so a step can take views without allocating.
+// actView is the row of x of k quantized in buf (actRowBytes(k) bytes), in the form of the
+// assembly when layout is set. It only slices buf, so a step can take views without allocating.
 func actView(buf []byte, k int, layout bool) actRow {
-	nb, np := k/32, actPairs(k)
 	var a actRow
 	off := 0
 	take := func(n int) []byte { b := buf[off : off+n]; off += align64(n); return b }
-	a.q = typed[int8](take(k))
-	a.d = typed[float32](take(4 * nb))
 	if layout {
+		np := actPairs(k)
 		a.vq = typed[int8](take(64 * np))
 		a.vc = typed[int32](take(64 * np))
 		a.vd = typed[float32](take(64 * np))
+	} else {
+		a.q = typed[int8](take(k))
+		a.d = typed[float32](take(4 * k / 32))
 	}
 	return a
 }
 
 // quantizeAct quantizes x (one row of k, a multiple of 32) into buf (actRowBytes(k) bytes) for
-// products with typ weights, laid out for the assembly too when layout is set.
+// products with typ weights: with models/quant's rounding in Go, or when layout is set (only
+// where asmVNNI) by the assembly straight into its layout, with the same rounding bit for bit
+// (quantvnni_amd64.s; tested against layoutAct).
 func quantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (actRow, error) {
-	a := actView(buf, len(x), layout)
-	if err := quant.QuantizeSplit(quant.Q8_0, x, typed[byte](buf[:len(x)]), a.d); err != nil {
-		return a, fmt.Errorf("quantizing activations: %w", err)
-	}
+	k := len(x)
+	a := actView(buf, k, layout)
 	if layout {
-		layoutAct(typ, &a)
+		actQuantize(typ, x, &a)
+		return a, nil
+	}
+	if err := quant.QuantizeSplit(quant.Q8_0, x, typed[byte](buf[:k]), a.d); err != nil {
+		return a, fmt.Errorf("quantizing activations: %w", err)
 	}
 	return a, nil
 }
 
-// layoutAct arranges a.q and a.d for the kernels, one 64-byte vector per pair of blocks A, B
-// (zeros stand for a missing B). The sixteen int32 lanes of vpdpbusd each sum four adjacent
-// bytes, so the bytes are placed where the weight bytes they multiply land in the register:
+// layoutAct arranges a row quantized in ggml's order (q, d) for the kernels (vq, vc, vd), one
+// 64-byte vector per pair of blocks A, B (zeros stand for a missing B). It states in Go what the
+// assembly quantizer writes. The sixteen int32 lanes of vpdpbusd each sum four adjacent bytes,
+// so the bytes are placed where the weight bytes they multiply land in the register:
 //
 //	Q8_0: q_x of A, then of B (the weights' order);
 //	Q4_0: A[0:16], B[0:16], A[16:32], B[16:32] (the kernel puts the low nibbles of A and B,
@@ -102,11 +108,9 @@ func quantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (actRow, 
 //
 // vc holds each lane's offset correction (−128 or −8 times the lane's four q_x) and vd each
 // lane's d_x, so the kernel starts every lane's sum at vc and scales it by vd·d_w.
-func layoutAct(typ quant.Type, a *actRow) {
-	nb := len(a.d)
-	clear(a.vq)
-	clear(a.vd)
-	// src[i] is the block and offset of the value that byte i of a pair's vector holds.
+func layoutAct(typ quant.Type, q []int8, d []float32, vq []int8, vc []int32, vd []float32) {
+	nb := len(d)
+	// Byte i of a pair's vector holds element pos[i] of block blk[i] of the pair.
 	var blk, pos [64]int
 	for i := range 64 {
 		if typ == quant.Q8_0 {
@@ -120,17 +124,19 @@ func layoutAct(typ quant.Type, a *actRow) {
 		corr = -8
 	}
 	for p := range actPairs(32 * nb) {
-		v := a.vq[64*p : 64*p+64]
+		v := vq[64*p : 64*p+64]
 		for i := range 64 {
+			v[i] = 0
 			if b := 2*p + blk[i]; b < nb {
-				v[i] = a.q[32*b+pos[i]]
+				v[i] = q[32*b+pos[i]]
 			}
 		}
 		for l := range 16 {
 			s := int32(v[4*l]) + int32(v[4*l+1]) + int32(v[4*l+2]) + int32(v[4*l+3])
-			a.vc[16*p+l] = corr * s
+			vc[16*p+l] = corr * s
+			vd[16*p+l] = 0
 			if b := 2*p + blk[4*l]; b < nb {
-				a.vd[16*p+l] = a.d[b]
+				vd[16*p+l] = d[b]
 			}
 		}
 	}
@@ -142,7 +148,7 @@ func actDotRows(typ quant.Type, q []byte, d []float32, k int, a *actRow, y []flo
 	if len(y) == 0 {
 		return
 	}
-	if a.vq != nil && asmVNNI() {
+	if a.vq != nil {
 		if typ == quant.Q8_0 {
 			q8ActDotRows(typed[int8](q), d, a, y, k/32)
 		} else {

@@ -2,7 +2,11 @@ package cpu
 
 // Go declarations of quantvnni_amd64.s, and the checked wrappers that call them.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/posformer/posformer/models/quant"
+)
 
 const haveVNNIAsm = true
 
@@ -14,6 +18,26 @@ func q8ActDotRowsVNNI(q *int8, d *float32, xq *int8, xc *int32, xd *float32, y *
 
 //go:noescape
 func q4ActDotRowsVNNI(q *uint8, d *float32, xq *int8, xc *int32, xd *float32, y *float32, rows int, nb int)
+
+//go:noescape
+func q8ActQuantizeVNNI(x *float32, vq *int8, vc *int32, vd *float32, nb int)
+
+//go:noescape
+func q4ActQuantizeVNNI(x *float32, vq *int8, vc *int32, vd *float32, nb int)
+
+// actQuantize quantizes x into a's laid-out form, for products with typ weights.
+func actQuantize(typ quant.Type, x []float32, a *actRow) {
+	nb := len(x) / 32
+	checkAct("actQuantize", a, nb)
+	if nb == 0 {
+		return
+	}
+	if typ == quant.Q8_0 {
+		q8ActQuantizeVNNI(&x[0], &a.vq[0], &a.vc[0], &a.vd[0], nb)
+	} else {
+		q4ActQuantizeVNNI(&x[0], &a.vq[0], &a.vc[0], &a.vd[0], nb)
+	}
+}
 
 // checkAct panics unless a holds the laid-out row of nb blocks the kernels read.
 func checkAct(name string, a *actRow, nb int) {

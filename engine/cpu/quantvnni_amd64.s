@@ -121,6 +121,114 @@
 	VXORPS Z2, Z2, Z2 \
 	VXORPS Z3, Z3, Z3
 
+// Quantizing a row of x to Q8_0 blocks straight into the kernels' layout (layoutAct), with
+// models/quant's rounding bit for bit: d = max|x|/127 (float32), id = 1/d (0 when d is 0),
+// q = round(x·id) half away from zero, d kept as a half float. Registers: SI x, DI R8 R9 the
+// layout's bytes, corrections and scales, CX the pairs left; Z31 0x7fffffff, Z30 0.5, Z29 1
+// (int32), Z28 the correction's factor in every byte, X27 127.0, X26 1.0.
+
+// P's floats rounded half away from zero into int32 T (uses U, K1): trunc, then one more
+// step away from zero where the dropped fraction is at least one half.
+#define ROUNDAWAY(P, T, U) \
+	VRNDSCALEPS $0x0b, P, T \
+	VSUBPS      T, P, U \
+	VANDPS      Z31, U, U \
+	VCMPPS      $0x1d, Z30, U, K1 \
+	VCVTTPS2DQ  T, T \
+	VPSRAD      $31, P, U \
+	VPORD       Z29, U, U \
+	VPADDD      U, T, K1, T
+
+// One block of 32 floats at off(SI): its values as int8 in Q0 (elements 0-15) and Q1 (16-31),
+// its scale, rounded to a half float and widened, in D.
+#define QBLOCK(off, Q0, Q1, D) \
+	VMOVUPS       off(SI), Z0 \
+	VMOVUPS       off+64(SI), Z1 \
+	VANDPS        Z31, Z0, Z2 \
+	VANDPS        Z31, Z1, Z3 \
+	VMAXPS        Z3, Z2, Z2 \
+	VEXTRACTF64X4 $1, Z2, Y3 \
+	VMAXPS        Y3, Y2, Y2 \
+	VEXTRACTF128  $1, Y2, X3 \
+	VMAXPS        X3, X2, X2 \
+	VPERMILPS     $0x4e, X2, X3 \
+	VMAXPS        X3, X2, X2 \
+	VPERMILPS     $0xb1, X2, X3 \
+	VMAXPS        X3, X2, X2 \
+	VDIVSS        X27, X2, X2 \
+	VDIVSS        X2, X26, X3 \
+	VXORPS        X4, X4, X4 \
+	VCMPSS        $4, X4, X2, X5 \
+	VANDPS        X5, X3, X3 \
+	VBROADCASTSS  X3, Z3 \
+	VMULPS        Z3, Z0, Z0 \
+	VMULPS        Z3, Z1, Z1 \
+	ROUNDAWAY(Z0, Z4, Z5) \
+	ROUNDAWAY(Z1, Z15, Z5) \
+	VPMOVSDB      Z4, Q0 \
+	VPMOVSDB      Z15, Q1 \
+	VCVTPS2PH     $0, X2, X2 \
+	VCVTPH2PS     X2, D
+
+// The pair's bytes are in Z8: store them, their lanes' corrections −f·Σ (f the byte in every
+// lane of Z28) and the lanes' scales, X6 for block A and X7 for block B's lanes (mask K2).
+#define STOREPAIR \
+	VMOVDQU64    Z8, (DI) \
+	VPXORD       Z12, Z12, Z12 \
+	VPDPBUSD     Z8, Z28, Z12 \
+	VPXORD       Z13, Z13, Z13 \
+	VPSUBD       Z12, Z13, Z12 \
+	VMOVDQU32    Z12, (R8) \
+	VBROADCASTSS X6, Z14 \
+	VBROADCASTSS X7, K2, Z14 \
+	VMOVUPS      Z14, (R9) \
+	ADDQ         $256, SI \
+	ADDQ         $64, DI \
+	ADDQ         $64, R8 \
+	ADDQ         $64, R9
+
+// Q8_0 order: A's 32 bytes, then B's.
+#define Q8ORDER \
+	VINSERTI128   $1, X9, Y8, Y8 \
+	VINSERTI128   $1, X11, Y10, Y10 \
+	VINSERTI64X4  $1, Y10, Z8, Z8
+
+// Q4_0 order: A[0:16], B[0:16], A[16:32], B[16:32].
+#define Q4ORDER \
+	VINSERTI128   $1, X10, Y8, Y12 \
+	VINSERTI128   $1, X11, Y9, Y13 \
+	VINSERTI64X4  $1, Y13, Z12, Z8
+
+// The arguments and constants of a quantizer; CX = the number of whole pairs.
+#define QSETUP(factor, bmask) \
+	MOVQ         x+0(FP), SI \
+	MOVQ         vq+8(FP), DI \
+	MOVQ         vc+16(FP), R8 \
+	MOVQ         vd+24(FP), R9 \
+	MOVQ         nb+32(FP), CX \
+	SHRQ         $1, CX \
+	MOVL         $0x7fffffff, AX \
+	VPBROADCASTD AX, Z31 \
+	MOVL         $0x3f000000, AX \
+	VPBROADCASTD AX, Z30 \
+	MOVL         $1, AX \
+	VPBROADCASTD AX, Z29 \
+	MOVL         $factor, AX \
+	VPBROADCASTD AX, Z28 \
+	MOVL         $0x42fe0000, AX \
+	VMOVD        AX, X27 \
+	MOVL         $0x3f800000, AX \
+	VMOVD        AX, X26 \
+	MOVL         $bmask, AX \
+	KMOVW        AX, K2
+
+// A last odd block: B is absent (zero bytes, zero scale).
+#define QHALF \
+	QBLOCK(0, X8, X9, X6) \
+	VPXOR X10, X10, X10 \
+	VPXOR X11, X11, X11 \
+	VPXOR X7, X7, X7
+
 // func q8ActDotRowsVNNI(q *int8, d *float32, xq *int8, xc *int32, xd *float32, y *float32, rows int, nb int)
 TEXT ·q8ActDotRowsVNNI(SB), NOSPLIT, $0-64
 	ARGS(5)
@@ -320,5 +428,55 @@ q4store1:
 	JMP   q4rows
 
 q4done:
+	VZEROUPPER
+	RET
+
+// func q8ActQuantizeVNNI(x *float32, vq *int8, vc *int32, vd *float32, nb int)
+TEXT ·q8ActQuantizeVNNI(SB), NOSPLIT, $0-40
+	QSETUP(0x80808080, 0xff00) // the correction −128·Σ q; B's lanes 8-15
+
+q8qpair:
+	TESTQ CX, CX
+	JZ    q8qhalf
+	QBLOCK(0, X8, X9, X6)
+	QBLOCK(128, X10, X11, X7)
+	Q8ORDER
+	STOREPAIR
+	DECQ  CX
+	JMP   q8qpair
+
+q8qhalf:
+	TESTQ $1, nb+32(FP)
+	JZ    q8qdone
+	QHALF
+	Q8ORDER
+	STOREPAIR
+
+q8qdone:
+	VZEROUPPER
+	RET
+
+// func q4ActQuantizeVNNI(x *float32, vq *int8, vc *int32, vd *float32, nb int)
+TEXT ·q4ActQuantizeVNNI(SB), NOSPLIT, $0-40
+	QSETUP(0x08080808, 0xf0f0) // the correction −8·Σ q; B's lanes 4-7 and 12-15
+
+q4qpair:
+	TESTQ CX, CX
+	JZ    q4qhalf
+	QBLOCK(0, X8, X9, X6)
+	QBLOCK(128, X10, X11, X7)
+	Q4ORDER
+	STOREPAIR
+	DECQ  CX
+	JMP   q4qpair
+
+q4qhalf:
+	TESTQ $1, nb+32(FP)
+	JZ    q4qdone
+	QHALF
+	Q4ORDER
+	STOREPAIR
+
+q4qdone:
 	VZEROUPPER
 	RET

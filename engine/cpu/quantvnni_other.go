@@ -2,7 +2,10 @@
 
 package cpu
 
+import "github.com/posformer/posformer/models/quant"
+
 const haveVNNIAsm = false
 
 func q8ActDotRows(q []int8, d []float32, a *actRow, y []float32, nb int)  { panic("no assembly") }
 func q4ActDotRows(q []uint8, d []float32, a *actRow, y []float32, nb int) { panic("no assembly") }
+func actQuantize(typ quant.Type, x []float32, a *actRow)                  { panic("no assembly") }

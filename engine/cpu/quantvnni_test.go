@@ -214,60 +214,101 @@ func TestActZeroRow(t *testing.T) {
 	}
 }
 
-// The laid-out copy holds every quantized value once, where the kernels expect it, with the
-// offset correction of its lane and the scale of its block (checked against the definition).
+// The laid-out form holds every quantized value once, where the kernels expect it, with the
+// offset correction of its lane and the scale of its block (layoutAct, checked against that
+// definition), and the assembly quantizer writes exactly layoutAct's bytes from models/quant's
+// rounding: rows of ordinary values, of exact halves (ties round away from zero), of values whose
+// scale is a subnormal half float or rounds to zero, of zeros, and large ones.
 func TestLayoutAct(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
+	asm := haveVNNIAsm && vnniCPU
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-		for _, k := range []int{32, 64, 96} {
-			c := newActCase(r, typ, k, 1, false, 1)
-			a, err := quantizeAct(typ, c.x, make([]byte, actRowBytes(k)), true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nb := k / 32
-			seen := make([]int, k)
-			for p := range actPairs(k) {
-				for i := range 64 {
-					// Where the kernel's register holds element e of block b (quantvnni_amd64.s).
-					b, e := 2*p+i/32, i%32
-					if typ == quant.Q4_0 {
-						b, e = 2*p+(i/16)%2, i%16+16*(i/32)
+		for _, k := range []int{32, 64, 96, 288} {
+			for _, xs := range []float64{1, 0.5, 1e-5, 1e-7, 1e-30, 0, 1e4} {
+				x := make([]float32, k)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * xs)
+				}
+				if xs == 0.5 { // d = 1 and every value an exact half: 127, ±0.5, ±1.5, ...
+					for i := range x {
+						x[i] = float32(r.IntN(254)-127) + 0.5
 					}
-					v := a.vq[64*p+i]
-					if b >= nb {
-						if v != 0 {
-							t.Fatalf("%v k=%d: padding byte %d of pair %d is %d", typ, k, i, p, v)
-						}
-						continue
-					}
-					seen[32*b+e]++
-					if v != a.q[32*b+e] {
-						t.Fatalf("%v k=%d: byte %d of pair %d is %d, want q[%d] = %d", typ, k, i, p, v, 32*b+e, a.q[32*b+e])
-					}
-					if l := i / 4; a.vd[16*p+l] != a.d[b] {
-						t.Fatalf("%v k=%d: lane %d of pair %d has scale %g, want d[%d] = %g", typ, k, l, p, a.vd[16*p+l], b, a.d[b])
+					x[0] = 127
+				}
+				name := fmt.Sprintf("%v/k=%d/x=%g", typ, k, xs)
+				plain, err := quantizeAct(typ, x, make([]byte, actRowBytes(k)), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				np := actPairs(k)
+				vq, vc, vd := make([]int8, 64*np), make([]int32, 16*np), make([]float32, 16*np)
+				layoutAct(typ, plain.q, plain.d, vq, vc, vd)
+				checkLayout(t, name, typ, k, plain, vq, vc, vd)
+				if !asm {
+					continue
+				}
+				got, err := quantizeAct(typ, x, make([]byte, actRowBytes(k)), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range vq {
+					if got.vq[i] != vq[i] {
+						t.Fatalf("%s: assembly byte %d = %d, layoutAct %d", name, i, got.vq[i], vq[i])
 					}
 				}
-				off := int32(128)
-				if typ == quant.Q4_0 {
-					off = 8
-				}
-				for l := range 16 {
-					var s int32
-					for j := range 4 {
-						s += int32(a.vq[64*p+4*l+j])
-					}
-					if a.vc[16*p+l] != -off*s {
-						t.Fatalf("%v k=%d: lane %d of pair %d corrects by %d, want %d", typ, k, l, p, a.vc[16*p+l], -off*s)
+				for l := range vc {
+					if got.vc[l] != vc[l] || math.Float32bits(got.vd[l]) != math.Float32bits(vd[l]) {
+						t.Fatalf("%s: assembly lane %d = (%d, %g), layoutAct (%d, %g)", name, l, got.vc[l], got.vd[l], vc[l], vd[l])
 					}
 				}
 			}
-			for e, n := range seen {
-				if n != 1 {
-					t.Fatalf("%v k=%d: value %d laid out %d times", typ, k, e, n)
-				}
+		}
+	}
+}
+
+func checkLayout(t *testing.T, name string, typ quant.Type, k int, a actRow, vq []int8, vc []int32, vd []float32) {
+	t.Helper()
+	nb := k / 32
+	seen := make([]int, k)
+	off := int32(128)
+	if typ == quant.Q4_0 {
+		off = 8
+	}
+	for p := range actPairs(k) {
+		for i := range 64 {
+			// Where the kernel's register holds element e of block b (quantvnni_amd64.s).
+			b, e := 2*p+i/32, i%32
+			if typ == quant.Q4_0 {
+				b, e = 2*p+(i/16)%2, i%16+16*(i/32)
 			}
+			v := vq[64*p+i]
+			if b >= nb {
+				if v != 0 || vd[16*p+i/4] != 0 {
+					t.Fatalf("%s: padding byte %d of pair %d is %d, scale %g", name, i, p, v, vd[16*p+i/4])
+				}
+				continue
+			}
+			seen[32*b+e]++
+			if v != a.q[32*b+e] {
+				t.Fatalf("%s: byte %d of pair %d is %d, want q[%d] = %d", name, i, p, v, 32*b+e, a.q[32*b+e])
+			}
+			if l := i / 4; vd[16*p+l] != a.d[b] {
+				t.Fatalf("%s: lane %d of pair %d has scale %g, want d[%d] = %g", name, l, p, vd[16*p+l], b, a.d[b])
+			}
+		}
+		for l := range 16 {
+			var s int32
+			for j := range 4 {
+				s += int32(vq[64*p+4*l+j])
+			}
+			if vc[16*p+l] != -off*s {
+				t.Fatalf("%s: lane %d of pair %d corrects by %d, want %d", name, l, p, vc[16*p+l], -off*s)
+			}
+		}
+	}
+	for e, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s: value %d laid out %d times", name, e, n)
 		}
 	}
 }
@@ -378,4 +419,55 @@ func kernelsHave(p string) bool {
 		}
 	}
 	return false
+}
+
+// The kernels on one thread: float32 x (quantkern) against int8 x (this file's), bytes of
+// weights per second, over 2048 weight rows (in L2: the compute) and over the 15M model's output
+// head, 32000 rows of 288 (9 MB as Q8_0: the memory).
+//
+//	go test ./engine/cpu -run XXX -bench 'ActDotRows|QuantizeAct'
+func BenchmarkActDotRows(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, shape := range [][2]int{{2048, 288}, {2048, 768}, {32000, 288}} {
+			rows, k := shape[0], shape[1]
+			c := newActCase(r, typ, k, rows, false, 1)
+			y := make([]float32, rows)
+			b.Run(fmt.Sprintf("%v/%dx%d/float32-x", typ, rows, k), func(b *testing.B) {
+				b.SetBytes(int64(len(c.q) + 4*len(c.d)))
+				for b.Loop() {
+					if typ == quant.Q8_0 {
+						dotRowsQ8_0(typed[int8](c.q), c.d, k, c.x, y)
+					} else {
+						dotRowsQ4_0(c.q, c.d, k, c.x, y)
+					}
+				}
+			})
+			b.Run(fmt.Sprintf("%v/%dx%d/int8-x", typ, rows, k), func(b *testing.B) {
+				buf := make([]byte, actRowBytes(k))
+				b.SetBytes(int64(len(c.q) + 4*len(c.d)))
+				for b.Loop() {
+					a, _ := quantizeAct(typ, c.x, buf, asmVNNI())
+					actDotRows(typ, c.q, c.d, k, &a, y)
+				}
+			})
+		}
+	}
+}
+
+// Quantizing one row of x (models/quant's rounding, then the kernels' layout).
+func BenchmarkQuantizeAct(b *testing.B) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, k := range []int{288, 768} {
+		x := make([]float32, k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		buf := make([]byte, actRowBytes(k))
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			for b.Loop() {
+				quantizeAct(quant.Q8_0, x, buf, true)
+			}
+		})
+	}
 }
