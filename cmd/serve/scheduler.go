@@ -15,9 +15,9 @@ package main
 //     into a smaller one.
 //   - A step pads every row to its longest chunk: a joining prompt of 13 tokens fed beside 15
 //     decoding rows would make all 16 compute 16 positions. So joining requests feed their
-//     prompts (in chunks of --batch-size tokens) in a prefill session of their own, in the
-//     same step as the others' decoding, and move into the decoding session once their prompt
-//     is in, with their first token sampled.
+//     prompts (in chunks of --batch-size tokens) in a prefill session of their own (grown
+//     the same way as more join), in the same step as the others' decoding, and move into the
+//     decoding session once their prompt is in, with their first token sampled.
 //
 // The scheduler speaks tokens only; text, stop strings and the wire format are the handlers'
 // (server.go). Requests talk to it over channels: jobs come in through the queue, tokens go
@@ -103,7 +103,7 @@ type scheduler struct {
 	busy    atomic.Int32 // rows in use, for /health
 	size    atomic.Int32 // rows of the decoding session, for /health
 	steps   atomic.Int64 // decoding steps, for tests
-	resizes atomic.Int64 // decoding sessions replaced by a larger or smaller one, for tests
+	resizes atomic.Int64 // sessions replaced by a larger or smaller one, for tests
 }
 
 // newScheduler starts the scheduler goroutine; stop ends it.
@@ -187,20 +187,16 @@ func (s *scheduler) run() {
 	}
 }
 
-// admit takes first (if not nil) and as many waiting jobs as the prefill session has room
-// for (a new one holds as many as may join under --parallel; one still feeding prompts
-// takes more into its free rows only). Jobs whose client is gone already are dropped.
+// admit takes first (if not nil) and as many waiting jobs as may join under --parallel into
+// the prefill session, growing it if they do not fit. Jobs whose client is gone already are
+// dropped.
 func (s *scheduler) admit(first *job) error {
-	room := s.parallel - int(s.busy.Load())
-	if s.pre.sess != nil {
-		room = min(room, len(s.pre.rows)-s.pre.busy())
-	}
 	var joining []*job
 	if first != nil && first.ctx.Err() == nil {
 		joining = append(joining, first)
 	}
 collect:
-	for len(joining) < room {
+	for int(s.busy.Load())+len(joining) < s.parallel {
 		select {
 		case j := <-s.queue:
 			if j.ctx.Err() == nil {
@@ -213,9 +209,17 @@ collect:
 	if len(joining) == 0 {
 		return nil
 	}
-	if s.pre.sess == nil {
-		n := s.sizeFor(len(joining))
+	switch need := s.pre.busy() + len(joining); {
+	case s.pre.sess == nil:
+		n := s.sizeFor(need)
 		s.pre = pool{sess: s.e.NewSession(n), rows: make([]*slot, n)}
+	case need > len(s.pre.rows):
+		if err := s.resize(&s.pre, s.sizeFor(need)); err != nil {
+			for _, j := range joining {
+				j.events <- event{err: err}
+			}
+			return err
+		}
 	}
 	for i := range s.pre.rows {
 		if len(joining) > 0 && s.pre.rows[i] == nil {
@@ -318,7 +322,7 @@ func (s *scheduler) prefill() error {
 // that session if it is full.
 func (s *scheduler) move(i int) error {
 	if need := s.dec.busy() + 1; need > len(s.dec.rows) {
-		if err := s.resize(s.sizeFor(need)); err != nil {
+		if err := s.resize(&s.dec, s.sizeFor(need)); err != nil {
 			return err
 		}
 	}
@@ -387,29 +391,32 @@ func (s *scheduler) sample(p *pool, i int, logits []float32) (done bool, err err
 // empty: a smaller session computes less per step.
 func (s *scheduler) shrink() error {
 	if busy := s.dec.busy(); len(s.dec.rows) > 1 && busy <= len(s.dec.rows)/4 {
-		return s.resize(s.sizeFor(busy))
+		return s.resize(&s.dec, s.sizeFor(busy))
 	}
 	return nil
 }
 
-// resize moves the decoding rows into a new session of n rows (n >= busy), packed at the front.
-func (s *scheduler) resize(n int) error {
+// resize moves the rows of p (the decoding or the prefill pool) into a new session of n rows
+// (n >= busy), packed at the front.
+func (s *scheduler) resize(p *pool, n int) error {
 	next := pool{sess: s.e.NewSession(n), rows: make([]*slot, n)}
 	k := 0
-	for i, r := range s.dec.rows {
+	for i, r := range p.rows {
 		if r == nil {
 			continue
 		}
-		if err := s.dec.sess.CopyRow(i, next.sess, k); err != nil {
+		if err := p.sess.CopyRow(i, next.sess, k); err != nil {
 			next.sess.Close()
-			return fmt.Errorf("moving %d running requests into a session of %d rows: %w", s.dec.busy(), n, err)
+			return fmt.Errorf("moving %d running requests into a session of %d rows: %w", p.busy(), n, err)
 		}
 		next.rows[k] = r
 		k++
 	}
-	s.dec.sess.Close()
-	s.dec = next
-	s.size.Store(int32(n))
+	p.sess.Close()
+	*p = next
+	if p == &s.dec {
+		s.size.Store(int32(n))
+	}
 	s.resizes.Add(1)
 	return nil
 }

@@ -421,3 +421,36 @@ func TestSessionFollowsLoad(t *testing.T) {
 		t.Errorf("%d resizes", s.sched.resizes.Load())
 	}
 }
+
+// A request that arrives while another still feeds its prompt joins it in the prefill session
+// (which grows from one row to two, moving the half-fed prompt), and both get exactly their
+// own continuation.
+func TestJoinWhilePrefilling(t *testing.T) {
+	ref := newReference(t)
+	// 8-token chunks at 2 ms a step: the long prompt takes about 100 ms to feed, the short one's
+	// 100 tokens about 200 ms to decode, so both end up decoding together.
+	ts, s := startServer(t, decoderPath, func(c *config) { c.chunk, c.stepDelay = 8, 2*time.Millisecond })
+	long := prompts[len(prompts)-1] + prompts[len(prompts)-2] + prompts[len(prompts)-3]
+	sp := s.cfg.defaults
+	sp.Temp = 0
+	var wg sync.WaitGroup
+	for i, p := range []string{long, "func main() {"} {
+		ids, _ := ref.m.encodePrompt(p)
+		want, _, _ := ref.generate(t, ids, 100, sp, ref.m.stop)
+		if i == 1 {
+			waitFor(t, "the long prompt to be feeding", func() bool { return s.sched.busy.Load() == 1 })
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, out, _ := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": p, "max_tokens": 100, "temperature": 0})
+			if got, _ := answerText(t, out); got != want {
+				t.Errorf("request %d: %q, want %q", i, got, want)
+			}
+		}()
+	}
+	wg.Wait()
+	if s.sched.resizes.Load() < 2 {
+		t.Errorf("%d session resizes; want the prefill session grown and the decoding one too", s.sched.resizes.Load())
+	}
+}
