@@ -36,8 +36,8 @@ import (
 	"github.com/posformer/posformer/models/quant"
 )
 
-// serveSlack is the memory allowed, above the weights and two KV caches, for the server's
-// own garbage (see run).
+// serveSlack is the memory allowed, above the weights, two KV caches and the logits of a few
+// steps, for the server's own garbage (see run).
 const serveSlack = 64 << 20
 
 // DefaultModel is the shipped RoPE decoder, relative to the repository root (as cmd/infer's).
@@ -223,7 +223,10 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	// Two caches while the scheduler moves its rows into a larger session, plus room for
 	// requests, responses and per-step garbage: with memlimit's own slack alone (16 MiB) the
 	// collector ran all the time under 16 clients (4k instead of 9k tok/s on the shipped model).
-	memlimit.Set(memlimit.Base(), 2*m.e.KVBytes(o.parallel)+serveSlack)
+	// Each step copies every row's logits twice (the engine's AppendLast, the sampler's repeat
+	// penalty): room for 32 steps of them.
+	logits := int64(o.parallel) * int64(m.e.Model.Config.VocabSize) * 4
+	memlimit.Set(memlimit.Base(), 2*m.e.KVBytes(o.parallel)+serveSlack+64*logits)
 	if o.warmup && !m.encoder() {
 		// Every session size the scheduler may use (powers of two up to --parallel).
 		for _, rows := range sessionSizes(o.parallel) {
