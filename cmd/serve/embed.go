@@ -158,7 +158,7 @@ func (s *server) inputs(raw json.RawMessage) ([][]int, error) {
 	for _, t := range texts {
 		ids, err := s.m.encodeEmbedding(t)
 		if err != nil {
-			return nil, err
+			return nil, invalid("input", "%v", err)
 		}
 		idRows = append(idRows, ids)
 	}

@@ -174,8 +174,11 @@ func (s *scheduler) run() {
 		default:
 		}
 		err := s.dropCancelled()
-		if err == nil {
+		switch {
+		case err == nil:
 			err = s.admit(first)
+		case first != nil: // taken from the queue, never admitted
+			first.events <- event{err: err}
 		}
 		if err == nil && s.busy.Load() > 0 {
 			time.Sleep(s.delay)

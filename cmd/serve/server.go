@@ -131,9 +131,6 @@ type generation struct {
 
 // prepare checks what completions and chat share, given the prompt's tokens.
 func (s *server) prepare(r *genRequest, promptParam string, prompt []int, extraStops []string) (*generation, error) {
-	if s.sched == nil {
-		return nil, invalid("", "%s is an encoder: it serves /v1/embeddings only", s.m.name)
-	}
 	if err := r.unsupported(); err != nil {
 		return nil, err
 	}
@@ -231,7 +228,7 @@ func (s *server) completions(w http.ResponseWriter, r *http.Request) error {
 	}
 	if ids == nil {
 		if ids, err = s.m.encodePrompt(text); err != nil {
-			return err
+			return invalid("prompt", "%v", err)
 		}
 	}
 	g, err := s.prepare(&req.genRequest, "prompt", ids, nil)
@@ -255,7 +252,7 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) error {
 	}
 	ids, err := s.m.encodeChat(msgs)
 	if err != nil {
-		return err
+		return invalid("messages", "%v", err)
 	}
 	g, err := s.prepare(&req.genRequest, "messages", ids, s.m.template.stops)
 	if err != nil {
