@@ -8,8 +8,8 @@ package main
 //
 // Two measured costs shape it (benchmarks/SERVE.md):
 //
-//   - A step computes every row of its session, empty ones too: a 16-row step of the 15M model
-//     costs about 7 one-row steps. So the decoding session has as many rows as the running
+//   - A step computes every row of its session, empty ones too: a 16-row step costs about 4
+//     one-row steps of the 15M shape, 13 of the shipped model. So the decoding session has as many rows as the running
 //     requests need, rounded up to a power of two: when more run than it has rows, they move
 //     into a larger session (Session.CopyRow), and when three quarters of its rows are empty,
 //     into a smaller one.
