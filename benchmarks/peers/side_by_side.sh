@@ -12,8 +12,11 @@
 # GGUF files of both models, written by posformer's exporter and read by both engines:
 #   go run ./cmd/export -m stories260K.bin -z tok512.bin -o s260k-f32.gguf --type f32
 #   (and --type q8_0, q4_0; rand15M.bin with tok32000.bin as r15m-*.gguf).
-# Peak RSS comes from GNU time (apt-get install time).
+# Peak RSS comes from GNU time (apt-get install time). ROWS, a bash regular expression, keeps
+# only the rows whose name matches (ROWS='Q8_0|Q4_0' for the quantized ones), so that a run fits
+# in a pause of the background grid.
 set -u
+ROWS=${ROWS:-.}
 PEERS=${PEERS:?set PEERS to the directory of the peers}
 REPO=${REPO:-$PWD}
 S=${S:-$REPO/../shared/fixtures/stories260K.bin}
@@ -51,6 +54,7 @@ echo "| decode, greedy from BOS: median tok/s of 5 (min-max) · peak RSS | stori
 echo "| --- | --- | --- |"
 row() { # row NAME FN: FN MODEL sets CMD, the command line (an array: arguments may be empty)
 	local name=$1 fn=$2 a b
+	[[ $name =~ $ROWS ]] || return 0
 	$fn s260k
 	a=$(cell "${CMD[@]}")
 	$fn r15m
@@ -71,6 +75,11 @@ done
 for q in f32 q8_0 q4_0; do
 	pf() { CMD=("$INFER" -m "$1-$q.gguf" --temp 0 --ignore-eos -n "$(steps $1)" -p ""); }
 	row "posformer ${q^^} (the same GGUF), cpu, 2 threads" pf
+done
+# int8 activations (engine/cpu/quantvnni.go): x quantized to Q8_0 blocks, VNNI integer dots.
+for q in q8_0 q4_0; do
+	pa() { CMD=("$INFER" -m "$1-$q.gguf" --temp 0 --ignore-eos -n "$(steps $1)" -p "" --backend cpu:actq8=true); }
+	row "posformer ${q^^} (the same GGUF), cpu:actq8=true, 2 threads" pa
 done
 for w in bf16; do
 	pw() { CMD=("$INFER" -m "$(bin $1)" -z "$(tok $1)" --temp 0 --ignore-eos -n "$(steps $1)" --weights $w); }

@@ -12,10 +12,19 @@
 //	SI, R12  rows 0 and 3 of the weights at the current pair; R13 the row stride in bytes
 //	DX, BX   rows 0 and 3 of the weight scales; R14 their row stride (4·nb)
 //	DI, R8, R9 + AX   x's bytes, corrections and scales, AX the offset of the current pair
+//	R15      the prefetch pointer, PFDIST bytes ahead in the group's rows
 //	Z0-Z3    the rows' float accumulators; Z16-Z18 x's pair; Z20-Z28 temporaries
 //	Z31      (Q8_0) 0x80 in every byte; Z30, Z29 (Q4_0) 0x0F in every byte, word shifts 0 | 4
+//
+// The four rows are read in turns (64 bytes of each, then the next 64 of each), a pattern the
+// hardware prefetcher follows poorly: weights streamed from memory (200000 rows of 288, 65 MB)
+// took 2.3 ms on one thread without the software prefetch and 1.8-1.9 ms with it (4096 bytes
+// ahead; 2048 to 8192 measured alike; Q4_0 1.39 -> 1.26 ms), and matrices in cache are not
+// slowed. A prefetch past the end of the matrix does not fault.
 
 #include "textflag.h"
+
+#define PFDIST 4096
 
 // Horizontal sum of Z0 into X0.
 #define HSUM1 \
@@ -107,8 +116,9 @@
 	SHLQ $wrow, R13 \
 	SHLQ $2, R14
 
-// Pointers of a group of four rows: R12 and BX at row 3; the pair counter CX.
+// Pointers of a group of four rows: R12 and BX at row 3, R15 to prefetch; the pair counter CX.
 #define GROUP \
+	LEAQ   PFDIST(SI), R15 \
 	XORQ   AX, AX \
 	LEAQ   (SI)(R13*2), R12 \
 	ADDQ   R13, R12 \
@@ -248,6 +258,11 @@ q8pair:
 	TESTQ CX, CX
 	JZ    q8half
 	XPAIR
+	PREFETCHT0 (R15)
+	PREFETCHT0 64(R15)
+	PREFETCHT0 128(R15)
+	PREFETCHT0 192(R15)
+	ADDQ       $256, R15 // as many bytes as the four rows take
 	Q8PAIR((SI), Z20)
 	Q8PAIR((SI)(R13*1), Z21)
 	Q8PAIR((SI)(R13*2), Z22)
@@ -268,6 +283,8 @@ q8half:
 	TESTQ $1, nb+56(FP)
 	JZ    q8store4
 	XPAIR
+	PREFETCHT0 (R15)
+	PREFETCHT0 64(R15)
 	Q8HALF((SI), Z20)
 	Q8HALF((SI)(R13*1), Z21)
 	Q8HALF((SI)(R13*2), Z22)
@@ -351,6 +368,9 @@ q4pair:
 	TESTQ CX, CX
 	JZ    q4half
 	XPAIR
+	PREFETCHT0 (R15)
+	PREFETCHT0 64(R15)
+	ADDQ       $128, R15
 	Q4PAIR((SI), Z20)
 	Q4PAIR((SI)(R13*1), Z21)
 	Q4PAIR((SI)(R13*2), Z22)
@@ -371,6 +391,7 @@ q4half:
 	TESTQ $1, nb+56(FP)
 	JZ    q4store4
 	XPAIR
+	PREFETCHT0 (R15)
 	Q4HALF((SI), Z20)
 	Q4HALF((SI)(R13*1), Z21)
 	Q4HALF((SI)(R13*2), Z22)

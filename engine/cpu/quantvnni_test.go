@@ -422,14 +422,14 @@ func kernelsHave(p string) bool {
 }
 
 // The kernels on one thread: float32 x (quantkern) against int8 x (this file's), bytes of
-// weights per second, over 2048 weight rows (in L2: the compute) and over the 15M model's output
-// head, 32000 rows of 288 (9 MB as Q8_0: the memory).
+// weights per second, over 2048 weight rows (in L2: the compute), the 15M model's output head,
+// 32000 rows of 288 (9 MB as Q8_0: in L3), and 200000 rows (65 MB: streamed from memory).
 //
 //	go test ./engine/cpu -run XXX -bench 'ActDotRows|QuantizeAct'
 func BenchmarkActDotRows(b *testing.B) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-		for _, shape := range [][2]int{{2048, 288}, {2048, 768}, {32000, 288}} {
+		for _, shape := range [][2]int{{2048, 288}, {2048, 768}, {32000, 288}, {200000, 288}} {
 			rows, k := shape[0], shape[1]
 			c := newActCase(r, typ, k, rows, false, 1)
 			y := make([]float32, rows)
