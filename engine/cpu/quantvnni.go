@@ -82,7 +82,8 @@ func actView(buf []byte, k int, layout bool) actRow {
 // quantizeAct quantizes x (one row of k, a multiple of 32) into buf (actRowBytes(k) bytes) for
 // products with typ weights: with models/quant's rounding in Go, or when layout is set (only
 // where asmVNNI) by the assembly straight into its layout, with the same rounding bit for bit
-// (quantvnni_amd64.s; tested against layoutAct).
+// (quantvnni_amd64.s; tested against layoutAct). That holds for finite x: a row holding an
+// infinity or NaN gets an infinite scale, and its products are not finite on either path.
 func quantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (actRow, error) {
 	k := len(x)
 	a := actView(buf, k, layout)

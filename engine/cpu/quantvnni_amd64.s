@@ -150,21 +150,23 @@
 	VPADDD      U, T, K1, T
 
 // One block of 32 floats at off(SI): its values as int8 in Q0 (elements 0-15) and Q1 (16-31),
-// its scale, rounded to a half float and widened, in D.
+// its scale, rounded to a half float and widened, in D. max|x| compares the bits of |x| as
+// unsigned integers: the same order for numbers, and a NaN beats everything, so that (as Go's
+// max does) it makes the scale NaN instead of being dropped as vmaxps would.
 #define QBLOCK(off, Q0, Q1, D) \
 	VMOVUPS       off(SI), Z0 \
 	VMOVUPS       off+64(SI), Z1 \
 	VANDPS        Z31, Z0, Z2 \
 	VANDPS        Z31, Z1, Z3 \
-	VMAXPS        Z3, Z2, Z2 \
+	VPMAXUD       Z3, Z2, Z2 \
 	VEXTRACTF64X4 $1, Z2, Y3 \
-	VMAXPS        Y3, Y2, Y2 \
+	VPMAXUD       Y3, Y2, Y2 \
 	VEXTRACTF128  $1, Y2, X3 \
-	VMAXPS        X3, X2, X2 \
+	VPMAXUD       X3, X2, X2 \
 	VPERMILPS     $0x4e, X2, X3 \
-	VMAXPS        X3, X2, X2 \
+	VPMAXUD       X3, X2, X2 \
 	VPERMILPS     $0xb1, X2, X3 \
-	VMAXPS        X3, X2, X2 \
+	VPMAXUD       X3, X2, X2 \
 	VDIVSS        X27, X2, X2 \
 	VDIVSS        X2, X26, X3 \
 	VXORPS        X4, X4, X4 \

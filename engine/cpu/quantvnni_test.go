@@ -214,6 +214,25 @@ func TestActZeroRow(t *testing.T) {
 	}
 }
 
+// A row of x holding a NaN or an infinity gives products that are not finite, on both paths
+// (a NaN must not be quantized into a plausible number).
+func TestActNonFiniteRow(t *testing.T) {
+	for _, p := range kernels.Paths() {
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			t.Run(fmt.Sprintf("%s/%g", p, bad), func(t *testing.T) {
+				withKernels(t, p)
+				c := newActCase(rand.New(rand.NewPCG(15, 16)), quant.Q8_0, 96, 5, false, 1)
+				c.x[40] = bad
+				for i, v := range c.run(t, asmVNNI()) {
+					if !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
+						t.Fatalf("y[%d] = %g with %g in x, want a NaN or an infinity", i, v, bad)
+					}
+				}
+			})
+		}
+	}
+}
+
 // The laid-out form holds every quantized value once, where the kernels expect it, with the
 // offset correction of its lane and the scale of its block (layoutAct, checked against that
 // definition), and the assembly quantizer writes exactly layoutAct's bytes from models/quant's
