@@ -38,6 +38,27 @@ type Row struct {
 	Sliding bool
 	// MaxLength skips longer cells (0: none skipped): only bias schemes run lm at 32L.
 	MaxLength int
+	// RandomPositions is the range a randomized-positions model (Ruoss et al. 2023) was trained
+	// on (0: off): it is scored on sorted random subsets of [0, RandomPositions) too, as it was
+	// trained, not on 0..n-1, a placement it never saw.
+	RandomPositions int
+}
+
+// randomPlacement is a model scored at sorted random positions of [0, n), a fixed draw.
+type randomPlacement struct {
+	f   tasks.Forwarder
+	n   int
+	rng *rand.Rand
+}
+
+func (r randomPlacement) Forward(tokens, positions [][]int) ([][][]float32, error) {
+	placed := make([][]int, len(positions))
+	for i, row := range positions {
+		picked := r.rng.Perm(max(r.n, len(row)))[:len(row)]
+		slices.Sort(picked)
+		placed[i] = picked
+	}
+	return r.f.Forward(tokens, placed)
 }
 
 // Budget is how much each task evaluates; Quick shrinks it.
@@ -213,7 +234,7 @@ func FindRows(weights, task string, schemes []string, b Budget) ([]Row, error) {
 // row of a plain model; for a plain RoPE decoder on lm and passkey the RoPE-scaling rows at the budget's fixed
 // factors. Only bias schemes are scored past the recipe's largest factor.
 func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
-	base := Row{Model: filepath.Base(dir), Scheme: ti.Scheme, Variant: ti.Variant(), Seed: ti.Seed, TrainLen: ti.SeqLen, TaskVersion: ti.TaskVersion, Dir: dir}
+	base := Row{Model: filepath.Base(dir), Scheme: ti.Scheme, Variant: ti.Variant(), Seed: ti.Seed, TrainLen: ti.SeqLen, TaskVersion: ti.TaskVersion, Dir: dir, RandomPositions: ti.RandomPositions}
 	if base.Variant != "" && ti.Init != "" {
 		// A fine-tune trains at s·L; its L for the tables is the base model's.
 		base.TrainLen = ti.SeqLen / max(1, int(math.Round(factorOf(ti.Positional))))
@@ -314,7 +335,11 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 			batch := max(1, b.TokensPerRun/min(c.Length, len(exs[0].Input)))
 			base := done
 			scale := float64(len(c.Exs)) / float64(len(exs))
-			err := tasks.Score(e, exs, batch, r.TrainLen, &s, func(n int) {
+			var f tasks.Forwarder = e
+			if r.RandomPositions > 0 {
+				f = randomPlacement{f: e, n: r.RandomPositions, rng: rand.New(rand.NewPCG(uint64(c.Length), 17))}
+			}
+			err := tasks.Score(f, exs, batch, r.TrainLen, &s, func(n int) {
 				if progress != nil {
 					progress(base+int(float64(n)*scale), fmt.Sprintf("%s %s len %d", task, label(r), c.Length))
 				}
