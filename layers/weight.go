@@ -35,6 +35,16 @@ const weightTypeParam = "posformer_weight_type"
 // WeightTypes lists the types SetWeightType accepts, for messages.
 const WeightTypes = "f32, bf16, q8_0, q4_0"
 
+// ParseWeightType reads a --weights value: one of WeightTypes (float16 is read from files but
+// never held in memory).
+func ParseWeightType(s string) (quant.Type, error) {
+	t, err := quant.Parse(s)
+	if err != nil || t == quant.F16 {
+		return 0, fmt.Errorf("%q: unknown weight type (valid: %s)", s, WeightTypes)
+	}
+	return t, nil
+}
+
 // SetWeightType makes ctx (and its sub-scopes) hold its weight matrices as t (one of
 // WeightTypes). Norms, biases and the positional schemes' parameters stay float32.
 func SetWeightType(ctx *context.Context, t quant.Type) error {

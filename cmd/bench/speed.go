@@ -38,7 +38,6 @@ import (
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // shapes are the standard random models: llama2.c's stories260K and stories15M architectures.
@@ -117,8 +116,8 @@ func runSpeed(args []string) error {
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
 	}
 	if o.weights != "" {
-		if t, err := quant.Parse(o.weights); err != nil || t == quant.F16 {
-			return fmt.Errorf("--weights %q: unknown weight type (valid: %s)", o.weights, layers.WeightTypes)
+		if _, err := layers.ParseWeightType(o.weights); err != nil {
+			return fmt.Errorf("--weights %w", err)
 		}
 	}
 	if o.child != "" {
@@ -376,7 +375,7 @@ func openModel(target string, o speedOptions) (*engine.Engine, error) {
 	weights := engine.StoredWeightType(target)
 	if o.weights != "" {
 		var err error
-		if weights, err = quant.Parse(o.weights); err != nil {
+		if weights, err = layers.ParseWeightType(o.weights); err != nil {
 			return nil, err
 		}
 	}

@@ -154,9 +154,9 @@ func (o *options) weightType() (quant.Type, error) {
 	if o.weights == "" {
 		return engine.StoredWeightType(o.model), nil
 	}
-	t, err := quant.Parse(o.weights)
-	if err != nil || t == quant.F16 {
-		return 0, fmt.Errorf("--weights %q: unknown weight type (valid: %s)", o.weights, layers.WeightTypes)
+	t, err := layers.ParseWeightType(o.weights)
+	if err != nil {
+		return 0, fmt.Errorf("--weights %w", err)
 	}
 	return t, nil
 }
