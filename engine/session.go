@@ -132,17 +132,10 @@ func (e *Engine) deviceTensor(sh shapes.Shape) (*tensors.Tensor, error) {
 		return nil, err
 	}
 	// Shared buffers may come from a pool: zero them (empty slots must read as zero).
-	switch f := flat.(type) {
-	case []float32:
-		clear(f)
-	case []int32:
-		clear(f)
-	case []bool:
-		clear(f)
-	default:
-		if err := t.MutableBytes(func(b []byte) { clear(b) }); err != nil {
-			return nil, err
-		}
+	if b, ok := flatBytes(flat); ok {
+		clear(b)
+	} else if err := t.MutableBytes(func(b []byte) { clear(b) }); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -170,8 +163,8 @@ func (s *Session) grow(window int) error {
 			from, to := s.window*inner, window*inner
 			esize := sh.DType.Size()
 			var readErr error
-			err := t.MutableBytes(func(dst []byte) {
-				readErr = old.ConstBytes(func(src []byte) {
+			err := s.e.withBytes(t, true, func(dst []byte) {
+				readErr = s.e.withBytes(old, false, func(src []byte) {
 					for o := range outer {
 						copy(dst[o*to*esize:(o*to+from)*esize], src[o*from*esize:(o+1)*from*esize])
 					}
