@@ -891,26 +891,11 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 	// slots between int32 and float32) as plain loops: two calls per element cost more.
 	switch {
 	case from == dtypes.Bool && to == dtypes.Float32:
-		return func(f *frame) {
-			out := typed[float32](f.slots[io])
-			for i, b := range f.slots[ia][:count] {
-				out[i] = float32(b)
-			}
-		}, nil
+		return func(f *frame) { convertSlice(f.slots[ia][:count], typed[float32](f.slots[io])) }, nil
 	case from == dtypes.Bool && to == dtypes.Int32:
-		return func(f *frame) {
-			out := typed[int32](f.slots[io])
-			for i, b := range f.slots[ia][:count] {
-				out[i] = int32(b)
-			}
-		}, nil
+		return func(f *frame) { convertSlice(f.slots[ia][:count], typed[int32](f.slots[io])) }, nil
 	case from == dtypes.Int32 && to == dtypes.Float32:
-		return func(f *frame) {
-			out := typed[float32](f.slots[io])
-			for i, v := range typed[int32](f.slots[ia])[:count] {
-				out[i] = float32(v)
-			}
-		}, nil
+		return func(f *frame) { convertSlice(typed[int32](f.slots[ia])[:count], typed[float32](f.slots[io])) }, nil
 	}
 	// Between integers (and bool) the conversion is exact or wraps, as Go's and XLA's do; through
 	// float64 a narrowing would saturate instead (int32 -974 must become uint8 50).
@@ -932,6 +917,14 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 			store(out, i, load(a, i))
 		}
 	}, nil
+}
+
+// convertSlice sets out[i] = T(in[i]); a bool is its byte, 0 or 1.
+func convertSlice[F uint8 | int32, T int32 | float32](in []F, out []T) {
+	out = out[:len(in)]
+	for i, v := range in {
+		out[i] = T(v)
+	}
 }
 
 func intLike(dt dtypes.DType) bool { return dt.IsInt() || dt == dtypes.Bool }
