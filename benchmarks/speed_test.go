@@ -18,6 +18,7 @@ import (
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
+	"github.com/posformer/posformer/positional"
 )
 
 const shippedDecoder = "../weights/rope-decoder"
@@ -152,52 +153,70 @@ func BenchmarkPrefill128x15M(b *testing.B) { benchPrefill(b, randomEngine(b, sha
 // dim 64, 2 layers, seq 64, batch 8 (small) and dim 96, 3 layers, seq 128, batch 8 (large); and
 // the benchmark v2 recipe's synthetic-task model (dim 128, 4 layers, seq 64, batch 32).
 func BenchmarkTrainStep(b *testing.B) {
-	for _, c := range []struct {
-		name                    string
-		dim, layers, seq, batch int
-		kv, hidden              int
-	}{{"small", 64, 2, 64, 8, 2, 128}, {"large", 96, 3, 128, 8, 2, 192}, {"v2", 128, 4, 64, 32, 4, 512}} {
-		b.Run(c.name, func(b *testing.B) {
-			cfg := models.Config{
-				Kind: models.Decoder, VocabSize: 260, Dim: c.dim, NumLayers: c.layers, NumHeads: 4,
-				NumKVHeads: c.kv, HiddenDim: c.hidden, MaxSeqLen: 1024, Positional: map[string]any{"name": "rope"},
-			}
-			backend, err := engine.NewBackend("") // $GOMLX_BACKEND, else the default
-			if err != nil {
-				b.Fatal(err)
-			}
-			m, err := models.New(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tr, err := engine.NewTrainer(backend, m, context.New(), 0.1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r := rand.New(rand.NewPCG(1, 2))
-			batch := engine.Batch{}
-			for range c.batch {
-				in, tgt, pos, w := make([]int32, c.seq), make([]int32, c.seq), make([]int32, c.seq), make([]float32, c.seq)
-				for i := range in {
-					in[i], tgt[i], pos[i], w[i] = int32(r.IntN(256)), int32(r.IntN(256)), int32(i), 1
-				}
-				batch.Inputs, batch.Targets = append(batch.Inputs, in), append(batch.Targets, tgt)
-				batch.Positions, batch.Weights = append(batch.Positions, pos), append(batch.Weights, w)
-			}
-			if _, err := tr.Step(batch, 1e-3); err != nil { // compiles
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			cpu := cpuTime()
-			for range b.N {
-				if _, err := tr.Step(batch, 1e-3); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
-			b.ReportMetric((cpuTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/step")
-		})
+	for _, c := range []trainShape{{"small", 64, 2, 64, 8, 2, 128}, {"large", 96, 3, 128, 8, 2, 192}, v2Shape} {
+		b.Run(c.name, func(b *testing.B) { benchTrainStep(b, c, "rope") })
 	}
+}
+
+// BenchmarkTrainStepSchemes is the v2 step for every scheme: the grid's time is the sum of
+// these, and the slow schemes dominate it.
+func BenchmarkTrainStepSchemes(b *testing.B) {
+	for _, s := range positional.Names() {
+		b.Run(s, func(b *testing.B) { benchTrainStep(b, v2Shape, s) })
+	}
+}
+
+type trainShape struct {
+	name                    string
+	dim, layers, seq, batch int
+	kv, hidden              int
+}
+
+var v2Shape = trainShape{"v2", 128, 4, 64, 32, 4, 512}
+
+func benchTrainStep(b *testing.B, c trainShape, scheme string) {
+	pe := map[string]any{"name": scheme}
+	if scheme == "learned" {
+		pe["max_positions"] = 16 * c.seq // as the recipe sizes it: the longest evaluated length
+	}
+	cfg := models.Config{
+		Kind: models.Decoder, VocabSize: 260, Dim: c.dim, NumLayers: c.layers, NumHeads: 4,
+		NumKVHeads: c.kv, HiddenDim: c.hidden, MaxSeqLen: benchCtx, Positional: pe,
+	}
+	backend, err := engine.NewBackend("") // $GOMLX_BACKEND, else the default
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := models.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := engine.NewTrainer(backend, m, context.New(), 0.1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	batch := engine.Batch{}
+	for range c.batch {
+		in, tgt, pos, w := make([]int32, c.seq), make([]int32, c.seq), make([]int32, c.seq), make([]float32, c.seq)
+		for i := range in {
+			in[i], tgt[i], pos[i], w[i] = int32(r.IntN(256)), int32(r.IntN(256)), int32(i), 1
+		}
+		batch.Inputs, batch.Targets = append(batch.Inputs, in), append(batch.Targets, tgt)
+		batch.Positions, batch.Weights = append(batch.Positions, pos), append(batch.Weights, w)
+	}
+	if _, err := tr.Step(batch, 1e-3); err != nil { // compiles
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu := cpuTime()
+	for range b.N {
+		if _, err := tr.Step(batch, 1e-3); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric((cpuTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/step")
 }
 
 // BenchmarkGenerate260K is what cmd/infer times: Generate from one token to 512 (the cache
@@ -221,3 +240,6 @@ func BenchmarkGenerate260K(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
 }
+
+// benchCtx is the models' context (the v2 recipe trains with -ctx 4096).
+var benchCtx = 4096

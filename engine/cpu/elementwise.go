@@ -491,6 +491,10 @@ func float32Binary(op backends.OpType) func(a, b, out []float32, sa, sb int) {
 		vv, vs = kernels.Mul, kernels.MulScalar
 	case backends.OpTypeDiv:
 		vv = kernels.Div
+	case backends.OpTypeMax: // both sides NaN-propagating, so operand order does not matter
+		vv, vs = kernels.Maximum, kernels.MaximumScalar
+	case backends.OpTypeMin:
+		vv, vs = kernels.Minimum, kernels.MinimumScalar
 	}
 	if vv == nil {
 		return generic
@@ -742,11 +746,10 @@ func floatUnaryStep[T ~float32 | ~float64](lw *lowering) (stepFn, error) {
 	case backends.OpTypeIsNaN:
 		return lowerMap(lw, func(x T) bool { return x != x }), nil
 	}
-	if _, ok := any(T(0)).(float32); ok && (lw.n.op == backends.OpTypeExp || lw.n.op == backends.OpTypeLogistic) {
-		vec := kernels.Exp
-		if lw.n.op == backends.OpTypeLogistic {
-			vec = logistic32
-		}
+	if _, ok := any(T(0)).(float32); ok && (lw.n.op == backends.OpTypeExp || lw.n.op == backends.OpTypeLogistic || lw.n.op == backends.OpTypeSign) {
+		vec := map[backends.OpType]func(a, out []float32){
+			backends.OpTypeExp: kernels.Exp, backends.OpTypeLogistic: logistic32, backends.OpTypeSign: kernels.Sign,
+		}[lw.n.op]
 		ia, io := lw.in[0], lw.out
 		p := lw.e.backend.pool
 		return func(f *frame) {

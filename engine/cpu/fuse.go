@@ -27,7 +27,7 @@ var fusableOps = map[backends.OpType]bool{
 	backends.OpTypeAdd: true, backends.OpTypeSub: true, backends.OpTypeMul: true, backends.OpTypeDiv: true,
 	backends.OpTypeMax: true, backends.OpTypeMin: true, backends.OpTypeNeg: true, backends.OpTypeAbs: true,
 	backends.OpTypeExp: true, backends.OpTypeLog: true, backends.OpTypeSqrt: true, backends.OpTypeRsqrt: true,
-	backends.OpTypeTanh: true, backends.OpTypeLogistic: true,
+	backends.OpTypeTanh: true, backends.OpTypeLogistic: true, backends.OpTypeSign: true,
 }
 
 // fusable reports whether n may be part of a fused tree: a float32 elementwise op whose operands
@@ -252,8 +252,11 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 		}
 		g := regs[m.reg*fuseBlock : m.reg*fuseBlock+n]
 		if m.inner == 1 {
-			for j := range g {
-				g[j] = src[(start+j)%m.period]
+			// Whole periods by copy (a bias [1, 1, 1, 32] under [b, n, n, 32]).
+			period := src[:m.period]
+			j := copy(g, period[start%m.period:])
+			for j < n {
+				j += copy(g[j:], period)
 			}
 			return g, 0
 		}
@@ -292,6 +295,8 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 			kernels.Exp(a, out)
 		case backends.OpTypeLogistic:
 			logistic32(a, out)
+		case backends.OpTypeSign:
+			kernels.Sign(a, out)
 		default:
 			f := fusedUnary[in.op]
 			for j, x := range a {
@@ -315,13 +320,9 @@ func fusedBinary(op backends.OpType, a, b []float32, sb float32, out []float32) 
 				out[j] = x / sb
 			}
 		case backends.OpTypeMax:
-			for j, x := range a {
-				out[j] = max(x, sb)
-			}
+			kernels.MaximumScalar(a, sb, out)
 		case backends.OpTypeMin:
-			for j, x := range a {
-				out[j] = min(x, sb)
-			}
+			kernels.MinimumScalar(a, sb, out)
 		}
 		return
 	}
@@ -335,13 +336,9 @@ func fusedBinary(op backends.OpType, a, b []float32, sb float32, out []float32) 
 	case backends.OpTypeDiv:
 		kernels.Div(a, b, out)
 	case backends.OpTypeMax:
-		for j, x := range a {
-			out[j] = max(x, b[j])
-		}
+		kernels.Maximum(a, b, out)
 	case backends.OpTypeMin:
-		for j, x := range a {
-			out[j] = min(x, b[j])
-		}
+		kernels.Minimum(a, b, out)
 	}
 }
 
@@ -353,13 +350,6 @@ var fusedUnary = map[backends.OpType]func(float32) float32{
 		return float32(1 / math.Sqrt(float64(x)))
 	},
 	backends.OpTypeTanh: func(x float32) float32 { return float32(math.Tanh(float64(x))) },
-	backends.OpTypeLogistic: func(x float32) float32 {
-		if x >= 0 {
-			return float32(1 / (1 + math.Exp(-float64(x))))
-		}
-		e := math.Exp(float64(x))
-		return float32(e / (1 + e))
-	},
 }
 
 // leafViews returns the frame's scratch list of leaf slices.
@@ -370,12 +360,16 @@ func (f *frame) leafViews(n int) [][]float32 {
 	return f.leaves[:n]
 }
 
-// logistic32 is 1/(1+e^-x) with the vector exp: e^-x overflows to +Inf for x < -88 and the
-// result is then 0, as it should be; NaN stays NaN.
+// logistic32 is 1/(1+e^-x) with the vector kernels, in chunks that stay in L1: e^-x overflows
+// to +Inf for x < -88 and the result is then 0, as it should be; NaN stays NaN.
 func logistic32(a, out []float32) {
-	kernels.MulScalar(a, -1, out)
-	kernels.Exp(out, out)
-	for i, e := range out {
-		out[i] = 1 / (1 + e)
+	const chunk = 2048
+	for lo := 0; lo < len(out); lo += chunk {
+		hi := min(lo+chunk, len(out))
+		o := out[lo:hi]
+		kernels.MulScalar(a[lo:hi], -1, o)
+		kernels.Exp(o, o)
+		kernels.AddScalar(o, 1, o)
+		kernels.RDivScalar(o, 1, o)
 	}
 }

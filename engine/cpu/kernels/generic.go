@@ -14,6 +14,9 @@ const (
 	opSub
 	opMul
 	opDiv
+	opMax  // max(a, b), NaN if either is
+	opMin  // min(a, b), NaN if either is
+	opRDiv // scalar ops only: c / a
 )
 
 func dotGo(a, b []float32) float32 {
@@ -86,6 +89,14 @@ func binaryGo(o op, a, b, out []float32) {
 		for i := range out {
 			out[i] = a[i] / b[i]
 		}
+	case opMax:
+		for i := range out {
+			out[i] = max(a[i], b[i])
+		}
+	case opMin:
+		for i := range out {
+			out[i] = min(a[i], b[i])
+		}
 	}
 }
 
@@ -99,6 +110,32 @@ func scalarOpGo(o op, a []float32, s float32, out []float32) {
 	case opMul:
 		for i := range out {
 			out[i] = a[i] * s
+		}
+	case opMax:
+		for i := range out {
+			out[i] = max(a[i], s)
+		}
+	case opMin:
+		for i := range out {
+			out[i] = min(a[i], s)
+		}
+	case opRDiv:
+		for i := range out {
+			out[i] = s / a[i]
+		}
+	}
+}
+
+func signGo(a, out []float32) {
+	a = a[:len(out)]
+	for i, x := range a {
+		switch {
+		case x > 0:
+			out[i] = 1
+		case x < 0:
+			out[i] = -1
+		default:
+			out[i] = x // ±0 and NaN stay
 		}
 	}
 }

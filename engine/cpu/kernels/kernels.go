@@ -237,6 +237,66 @@ func MulScalar(a []float32, s float32, out []float32) {
 	}
 }
 
+// Maximum sets out[i] = max(a[i], b[i]); NaN if either is (Go's max, XLA's Max).
+func Maximum(a, b, out []float32) {
+	if !(len(a) >= len(out) && len(b) >= len(out)) {
+		fail("Maximum: operands of %d and %d for %d results", len(a), len(b), len(out))
+	}
+	if len(out) > 0 {
+		binary(opMax, a, b, out)
+	}
+}
+
+// Minimum sets out[i] = min(a[i], b[i]); NaN if either is.
+func Minimum(a, b, out []float32) {
+	if !(len(a) >= len(out) && len(b) >= len(out)) {
+		fail("Minimum: operands of %d and %d for %d results", len(a), len(b), len(out))
+	}
+	if len(out) > 0 {
+		binary(opMin, a, b, out)
+	}
+}
+
+// MaximumScalar sets out[i] = max(a[i], s) (ReLU is MaximumScalar(a, 0, out)).
+func MaximumScalar(a []float32, s float32, out []float32) {
+	if !(len(a) >= len(out)) {
+		fail("MaximumScalar: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		scalarOp(opMax, a, s, out)
+	}
+}
+
+// MinimumScalar sets out[i] = min(a[i], s).
+func MinimumScalar(a []float32, s float32, out []float32) {
+	if !(len(a) >= len(out)) {
+		fail("MinimumScalar: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		scalarOp(opMin, a, s, out)
+	}
+}
+
+// RDivScalar sets out[i] = s / a[i].
+func RDivScalar(a []float32, s float32, out []float32) {
+	if !(len(a) >= len(out)) {
+		fail("RDivScalar: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		scalarOp(opRDiv, a, s, out)
+	}
+}
+
+// Sign sets out[i] to 1 for a[i] > 0, -1 for a[i] < 0, and a[i] itself for ±0 and NaN.
+func Sign(a, out []float32) {
+	if !(len(a) >= len(out)) {
+		fail("Sign: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		sign(a[:len(out)], out)
+	}
+}
+
 // Exp sets out[i] = e^a[i] within 2e-7 relative error over [-87, 88] (exp(-Inf) = 0, NaN stays
 // NaN, overflow gives +Inf, results below the normal range are subnormal or 0), by range
 // reduction and a polynomial. Like the elementwise operations it works on len(out) elements.

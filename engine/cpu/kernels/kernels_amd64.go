@@ -83,6 +83,10 @@ func binary(o op, a, b, out []float32) {
 			mulAVX512(pa, pb, po, n)
 		case opDiv:
 			divAVX512(pa, pb, po, n)
+		case opMax:
+			maximumAVX512(pa, pb, po, n)
+		case opMin:
+			minimumAVX512(pa, pb, po, n)
 		}
 	case lvAVX2:
 		switch o {
@@ -94,6 +98,10 @@ func binary(o op, a, b, out []float32) {
 			mulAVX2(pa, pb, po, n)
 		case opDiv:
 			divAVX2(pa, pb, po, n)
+		case opMax:
+			maximumAVX2(pa, pb, po, n)
+		case opMin:
+			minimumAVX2(pa, pb, po, n)
 		}
 	default:
 		binaryGo(o, a, b, out)
@@ -104,19 +112,44 @@ func scalarOp(o op, a []float32, s float32, out []float32) {
 	pa, po, n := ptr(a), ptr(out), len(out)
 	switch level.Load() {
 	case lvAVX512:
-		if o == opAdd {
+		switch o {
+		case opAdd:
 			addScalarAVX512(pa, s, po, n)
-		} else {
+		case opMul:
 			mulScalarAVX512(pa, s, po, n)
+		case opMax:
+			maximumScalarAVX512(pa, s, po, n)
+		case opMin:
+			minimumScalarAVX512(pa, s, po, n)
+		case opRDiv:
+			rdivScalarAVX512(pa, s, po, n)
 		}
 	case lvAVX2:
-		if o == opAdd {
+		switch o {
+		case opAdd:
 			addScalarAVX2(pa, s, po, n)
-		} else {
+		case opMul:
 			mulScalarAVX2(pa, s, po, n)
+		case opMax:
+			maximumScalarAVX2(pa, s, po, n)
+		case opMin:
+			minimumScalarAVX2(pa, s, po, n)
+		case opRDiv:
+			rdivScalarAVX2(pa, s, po, n)
 		}
 	default:
 		scalarOpGo(o, a, s, out)
+	}
+}
+
+func sign(a, out []float32) {
+	switch level.Load() {
+	case lvAVX512:
+		signAVX512(ptr(a), ptr(out), len(out))
+	case lvAVX2:
+		signAVX2(ptr(a), ptr(out), len(out))
+	default:
+		signGo(a, out)
 	}
 }
 

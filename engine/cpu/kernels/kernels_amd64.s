@@ -54,8 +54,9 @@ DATA f32const<>+40(SB)/4, $0x3d2aaaab
 DATA f32const<>+44(SB)/4, $0x3e2aaaab
 DATA f32const<>+48(SB)/4, $0x3f000000
 DATA f32const<>+52(SB)/4, $0x3f800000
-DATA f32const<>+56(SB)/4, $0x0000007f
-GLOBL f32const<>(SB), RODATA|NOPTR, $60
+DATA f32const<>+56(SB)/4, $0x80000000
+DATA f32const<>+60(SB)/4, $0x0000007f
+GLOBL f32const<>(SB), RODATA|NOPTR, $64
 
 DATA vecconst<>+0(SB)/4, $0xff800000
 DATA vecconst<>+4(SB)/4, $0xff800000
@@ -169,15 +170,23 @@ DATA vecconst<>+432(SB)/4, $0x3f800000
 DATA vecconst<>+436(SB)/4, $0x3f800000
 DATA vecconst<>+440(SB)/4, $0x3f800000
 DATA vecconst<>+444(SB)/4, $0x3f800000
-DATA vecconst<>+448(SB)/4, $0x0000007f
-DATA vecconst<>+452(SB)/4, $0x0000007f
-DATA vecconst<>+456(SB)/4, $0x0000007f
-DATA vecconst<>+460(SB)/4, $0x0000007f
-DATA vecconst<>+464(SB)/4, $0x0000007f
-DATA vecconst<>+468(SB)/4, $0x0000007f
-DATA vecconst<>+472(SB)/4, $0x0000007f
-DATA vecconst<>+476(SB)/4, $0x0000007f
-GLOBL vecconst<>(SB), RODATA|NOPTR, $480
+DATA vecconst<>+448(SB)/4, $0x80000000
+DATA vecconst<>+452(SB)/4, $0x80000000
+DATA vecconst<>+456(SB)/4, $0x80000000
+DATA vecconst<>+460(SB)/4, $0x80000000
+DATA vecconst<>+464(SB)/4, $0x80000000
+DATA vecconst<>+468(SB)/4, $0x80000000
+DATA vecconst<>+472(SB)/4, $0x80000000
+DATA vecconst<>+476(SB)/4, $0x80000000
+DATA vecconst<>+480(SB)/4, $0x0000007f
+DATA vecconst<>+484(SB)/4, $0x0000007f
+DATA vecconst<>+488(SB)/4, $0x0000007f
+DATA vecconst<>+492(SB)/4, $0x0000007f
+DATA vecconst<>+496(SB)/4, $0x0000007f
+DATA vecconst<>+500(SB)/4, $0x0000007f
+DATA vecconst<>+504(SB)/4, $0x0000007f
+DATA vecconst<>+508(SB)/4, $0x0000007f
+GLOBL vecconst<>(SB), RODATA|NOPTR, $512
 
 // func dotAVX512(a *float32, b *float32, n int) float32
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE
@@ -769,6 +778,413 @@ tail:
 	KMOVW    (BX)(DX*2), K1
 	VMULPS.Z (AX), Z0, K1, Z0
 	VMOVUPS  Z0, K1, (CX)
+
+done:
+	VZEROUPPER
+	RET
+
+// func rdivScalarAVX512(a *float32, c float32, out *float32, n int)
+// Requires: AVX, AVX512F, SSE
+TEXT ·rdivScalarAVX512(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), AX
+	MOVSS        c+8(FP), X0
+	MOVQ         out+16(FP), CX
+	MOVQ         n+24(FP), DX
+	VBROADCASTSS X0, Z0
+	CMPQ         DX, $0x00000040
+	JB           vectors
+
+blocks:
+	VDIVPS  (AX), Z0, Z1
+	VMOVUPS Z1, (CX)
+	VDIVPS  64(AX), Z0, Z1
+	VMOVUPS Z1, 64(CX)
+	VDIVPS  128(AX), Z0, Z1
+	VMOVUPS Z1, 128(CX)
+	VDIVPS  192(AX), Z0, Z1
+	VMOVUPS Z1, 192(CX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	SUBQ    $0x00000040, DX
+	CMPQ    DX, $0x00000040
+	JAE     blocks
+
+vectors:
+	CMPQ DX, $0x00000010
+	JB   tail
+
+vector:
+	VDIVPS  (AX), Z0, Z1
+	VMOVUPS Z1, (CX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	SUBQ    $0x00000010, DX
+	CMPQ    DX, $0x00000010
+	JAE     vector
+
+tail:
+	TESTQ    DX, DX
+	JZ       done
+	LEAQ     tailmask<>+0(SB), BX
+	KMOVW    (BX)(DX*2), K1
+	VDIVPS.Z (AX), Z0, K1, Z0
+	VMOVUPS  Z0, K1, (CX)
+
+done:
+	VZEROUPPER
+	RET
+
+// func maximumAVX512(a *float32, b *float32, out *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·maximumAVX512(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ out+16(FP), DX
+	MOVQ n+24(FP), BX
+	CMPQ BX, $0x00000040
+	JB   vectors
+
+blocks:
+	VMOVUPS (AX), Z0
+	VMAXPS  (CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, (DX)
+	VMOVUPS 64(AX), Z0
+	VMAXPS  64(CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS 128(AX), Z0
+	VMAXPS  128(CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, 128(DX)
+	VMOVUPS 192(AX), Z0
+	VMAXPS  192(CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, 192(DX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	SUBQ    $0x00000040, BX
+	CMPQ    BX, $0x00000040
+	JAE     blocks
+
+vectors:
+	CMPQ BX, $0x00000010
+	JB   tail
+
+vector:
+	VMOVUPS (AX), Z0
+	VMAXPS  (CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, (DX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000010, BX
+	CMPQ    BX, $0x00000010
+	JAE     vector
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	LEAQ      tailmask<>+0(SB), SI
+	KMOVW     (SI)(BX*2), K1
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (CX), K1, Z1
+	VMAXPS    Z1, Z0, Z1
+	VCMPPS    $0x03, Z0, Z0, K2
+	VMOVAPS   Z0, K2, Z1
+	VMOVUPS   Z1, K1, (DX)
+
+done:
+	VZEROUPPER
+	RET
+
+// func maximumScalarAVX512(a *float32, c float32, out *float32, n int)
+// Requires: AVX, AVX512F, SSE
+TEXT ·maximumScalarAVX512(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), AX
+	MOVSS        c+8(FP), X0
+	MOVQ         out+16(FP), CX
+	MOVQ         n+24(FP), DX
+	VBROADCASTSS X0, Z0
+	CMPQ         DX, $0x00000040
+	JB           vectors
+
+blocks:
+	VMOVUPS (AX), Z1
+	VMAXPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, (CX)
+	VMOVUPS 64(AX), Z1
+	VMAXPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, 64(CX)
+	VMOVUPS 128(AX), Z1
+	VMAXPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, 128(CX)
+	VMOVUPS 192(AX), Z1
+	VMAXPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, 192(CX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	SUBQ    $0x00000040, DX
+	CMPQ    DX, $0x00000040
+	JAE     blocks
+
+vectors:
+	CMPQ DX, $0x00000010
+	JB   tail
+
+vector:
+	VMOVUPS (AX), Z1
+	VMAXPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, (CX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	SUBQ    $0x00000010, DX
+	CMPQ    DX, $0x00000010
+	JAE     vector
+
+tail:
+	TESTQ     DX, DX
+	JZ        done
+	LEAQ      tailmask<>+0(SB), BX
+	KMOVW     (BX)(DX*2), K1
+	VMOVUPS.Z (AX), K1, Z1
+	VMAXPS    Z0, Z1, Z0
+	VCMPPS    $0x03, Z1, Z1, K2
+	VMOVAPS   Z1, K2, Z0
+	VMOVUPS   Z0, K1, (CX)
+
+done:
+	VZEROUPPER
+	RET
+
+// func minimumAVX512(a *float32, b *float32, out *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·minimumAVX512(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ out+16(FP), DX
+	MOVQ n+24(FP), BX
+	CMPQ BX, $0x00000040
+	JB   vectors
+
+blocks:
+	VMOVUPS (AX), Z0
+	VMINPS  (CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, (DX)
+	VMOVUPS 64(AX), Z0
+	VMINPS  64(CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS 128(AX), Z0
+	VMINPS  128(CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, 128(DX)
+	VMOVUPS 192(AX), Z0
+	VMINPS  192(CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, 192(DX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	ADDQ    $0x00000100, DX
+	SUBQ    $0x00000040, BX
+	CMPQ    BX, $0x00000040
+	JAE     blocks
+
+vectors:
+	CMPQ BX, $0x00000010
+	JB   tail
+
+vector:
+	VMOVUPS (AX), Z0
+	VMINPS  (CX), Z0, Z1
+	VCMPPS  $0x03, Z0, Z0, K1
+	VMOVAPS Z0, K1, Z1
+	VMOVUPS Z1, (DX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	ADDQ    $0x00000040, DX
+	SUBQ    $0x00000010, BX
+	CMPQ    BX, $0x00000010
+	JAE     vector
+
+tail:
+	TESTQ     BX, BX
+	JZ        done
+	LEAQ      tailmask<>+0(SB), SI
+	KMOVW     (SI)(BX*2), K1
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (CX), K1, Z1
+	VMINPS    Z1, Z0, Z1
+	VCMPPS    $0x03, Z0, Z0, K2
+	VMOVAPS   Z0, K2, Z1
+	VMOVUPS   Z1, K1, (DX)
+
+done:
+	VZEROUPPER
+	RET
+
+// func minimumScalarAVX512(a *float32, c float32, out *float32, n int)
+// Requires: AVX, AVX512F, SSE
+TEXT ·minimumScalarAVX512(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), AX
+	MOVSS        c+8(FP), X0
+	MOVQ         out+16(FP), CX
+	MOVQ         n+24(FP), DX
+	VBROADCASTSS X0, Z0
+	CMPQ         DX, $0x00000040
+	JB           vectors
+
+blocks:
+	VMOVUPS (AX), Z1
+	VMINPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, (CX)
+	VMOVUPS 64(AX), Z1
+	VMINPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, 64(CX)
+	VMOVUPS 128(AX), Z1
+	VMINPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, 128(CX)
+	VMOVUPS 192(AX), Z1
+	VMINPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, 192(CX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	SUBQ    $0x00000040, DX
+	CMPQ    DX, $0x00000040
+	JAE     blocks
+
+vectors:
+	CMPQ DX, $0x00000010
+	JB   tail
+
+vector:
+	VMOVUPS (AX), Z1
+	VMINPS  Z0, Z1, Z2
+	VCMPPS  $0x03, Z1, Z1, K1
+	VMOVAPS Z1, K1, Z2
+	VMOVUPS Z2, (CX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	SUBQ    $0x00000010, DX
+	CMPQ    DX, $0x00000010
+	JAE     vector
+
+tail:
+	TESTQ     DX, DX
+	JZ        done
+	LEAQ      tailmask<>+0(SB), BX
+	KMOVW     (BX)(DX*2), K1
+	VMOVUPS.Z (AX), K1, Z1
+	VMINPS    Z0, Z1, Z0
+	VCMPPS    $0x03, Z1, Z1, K2
+	VMOVAPS   Z1, K2, Z0
+	VMOVUPS   Z0, K1, (CX)
+
+done:
+	VZEROUPPER
+	RET
+
+// func signAVX512(a *float32, out *float32, n int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·signAVX512(SB), NOSPLIT, $0-24
+	MOVQ         a+0(FP), AX
+	MOVQ         out+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS f32const<>+56(SB), Z0
+	VBROADCASTSS f32const<>+52(SB), Z1
+	VXORPS       Z2, Z2, Z2
+	CMPQ         DX, $0x00000040
+	JB           vectors
+
+blocks:
+	VMOVUPS (AX), Z3
+	VPANDD  Z0, Z3, Z4
+	VPORD   Z1, Z4, Z4
+	VCMPPS  $0x0c, Z2, Z3, K1
+	VMOVAPS Z4, K1, Z3
+	VMOVUPS Z3, (CX)
+	VMOVUPS 64(AX), Z3
+	VPANDD  Z0, Z3, Z4
+	VPORD   Z1, Z4, Z4
+	VCMPPS  $0x0c, Z2, Z3, K1
+	VMOVAPS Z4, K1, Z3
+	VMOVUPS Z3, 64(CX)
+	VMOVUPS 128(AX), Z3
+	VPANDD  Z0, Z3, Z4
+	VPORD   Z1, Z4, Z4
+	VCMPPS  $0x0c, Z2, Z3, K1
+	VMOVAPS Z4, K1, Z3
+	VMOVUPS Z3, 128(CX)
+	VMOVUPS 192(AX), Z3
+	VPANDD  Z0, Z3, Z4
+	VPORD   Z1, Z4, Z4
+	VCMPPS  $0x0c, Z2, Z3, K1
+	VMOVAPS Z4, K1, Z3
+	VMOVUPS Z3, 192(CX)
+	ADDQ    $0x00000100, AX
+	ADDQ    $0x00000100, CX
+	SUBQ    $0x00000040, DX
+	CMPQ    DX, $0x00000040
+	JAE     blocks
+
+vectors:
+	CMPQ DX, $0x00000010
+	JB   tail
+
+vector:
+	VMOVUPS (AX), Z3
+	VPANDD  Z0, Z3, Z4
+	VPORD   Z1, Z4, Z4
+	VCMPPS  $0x0c, Z2, Z3, K1
+	VMOVAPS Z4, K1, Z3
+	VMOVUPS Z3, (CX)
+	ADDQ    $0x00000040, AX
+	ADDQ    $0x00000040, CX
+	SUBQ    $0x00000010, DX
+	CMPQ    DX, $0x00000010
+	JAE     vector
+
+tail:
+	TESTQ     DX, DX
+	JZ        done
+	LEAQ      tailmask<>+0(SB), BX
+	KMOVW     (BX)(DX*2), K1
+	VMOVUPS.Z (AX), K1, Z3
+	VPANDD    Z0, Z3, Z0
+	VPORD     Z1, Z0, Z0
+	VCMPPS    $0x0c, Z2, Z3, K2
+	VMOVAPS   Z0, K2, Z3
+	VMOVUPS   Z3, K1, (CX)
 
 done:
 	VZEROUPPER
@@ -4275,6 +4691,431 @@ done:
 	VZEROUPPER
 	RET
 
+// func rdivScalarAVX2(a *float32, c float32, out *float32, n int)
+// Requires: AVX, AVX2, SSE
+TEXT ·rdivScalarAVX2(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), AX
+	MOVSS        c+8(FP), X0
+	MOVQ         out+16(FP), CX
+	MOVQ         n+24(FP), DX
+	VBROADCASTSS X0, Y1
+	CMPQ         DX, $0x00000020
+	JB           vectors
+
+blocks:
+	VDIVPS  (AX), Y1, Y2
+	VMOVUPS Y2, (CX)
+	VDIVPS  32(AX), Y1, Y2
+	VMOVUPS Y2, 32(CX)
+	VDIVPS  64(AX), Y1, Y2
+	VMOVUPS Y2, 64(CX)
+	VDIVPS  96(AX), Y1, Y2
+	VMOVUPS Y2, 96(CX)
+	ADDQ    $0x00000080, AX
+	ADDQ    $0x00000080, CX
+	SUBQ    $0x00000020, DX
+	CMPQ    DX, $0x00000020
+	JAE     blocks
+
+vectors:
+	CMPQ DX, $0x00000008
+	JB   tail
+
+vector:
+	VDIVPS  (AX), Y1, Y2
+	VMOVUPS Y2, (CX)
+	ADDQ    $0x00000020, AX
+	ADDQ    $0x00000020, CX
+	SUBQ    $0x00000008, DX
+	CMPQ    DX, $0x00000008
+	JAE     vector
+
+tail:
+scalars:
+	TESTQ  DX, DX
+	JZ     done
+	VDIVSS (AX), X0, X1
+	VMOVSS X1, (CX)
+	ADDQ   $0x00000004, AX
+	ADDQ   $0x00000004, CX
+	DECQ   DX
+	JMP    scalars
+
+done:
+	VZEROUPPER
+	RET
+
+// func maximumAVX2(a *float32, b *float32, out *float32, n int)
+// Requires: AVX
+TEXT ·maximumAVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ out+16(FP), DX
+	MOVQ n+24(FP), BX
+	CMPQ BX, $0x00000020
+	JB   vectors
+
+blocks:
+	VMOVUPS   (AX), Y0
+	VMAXPS    (CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, (DX)
+	VMOVUPS   32(AX), Y0
+	VMAXPS    32(CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, 32(DX)
+	VMOVUPS   64(AX), Y0
+	VMAXPS    64(CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, 64(DX)
+	VMOVUPS   96(AX), Y0
+	VMAXPS    96(CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, 96(DX)
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000080, DX
+	SUBQ      $0x00000020, BX
+	CMPQ      BX, $0x00000020
+	JAE       blocks
+
+vectors:
+	CMPQ BX, $0x00000008
+	JB   tail
+
+vector:
+	VMOVUPS   (AX), Y0
+	VMAXPS    (CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, (DX)
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000020, DX
+	SUBQ      $0x00000008, BX
+	CMPQ      BX, $0x00000008
+	JAE       vector
+
+tail:
+scalars:
+	TESTQ     BX, BX
+	JZ        done
+	VMOVSS    (AX), X0
+	VMAXSS    (CX), X0, X1
+	VCMPSS    $0x03, X0, X0, X2
+	VBLENDVPS X2, X0, X1, X1
+	VMOVSS    X1, (DX)
+	ADDQ      $0x00000004, AX
+	ADDQ      $0x00000004, CX
+	ADDQ      $0x00000004, DX
+	DECQ      BX
+	JMP       scalars
+
+done:
+	VZEROUPPER
+	RET
+
+// func maximumScalarAVX2(a *float32, c float32, out *float32, n int)
+// Requires: AVX, AVX2, SSE
+TEXT ·maximumScalarAVX2(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), AX
+	MOVSS        c+8(FP), X0
+	MOVQ         out+16(FP), CX
+	MOVQ         n+24(FP), DX
+	VBROADCASTSS X0, Y1
+	CMPQ         DX, $0x00000020
+	JB           vectors
+
+blocks:
+	VMOVUPS   (AX), Y2
+	VMAXPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, (CX)
+	VMOVUPS   32(AX), Y2
+	VMAXPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, 32(CX)
+	VMOVUPS   64(AX), Y2
+	VMAXPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, 64(CX)
+	VMOVUPS   96(AX), Y2
+	VMAXPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, 96(CX)
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	SUBQ      $0x00000020, DX
+	CMPQ      DX, $0x00000020
+	JAE       blocks
+
+vectors:
+	CMPQ DX, $0x00000008
+	JB   tail
+
+vector:
+	VMOVUPS   (AX), Y2
+	VMAXPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, (CX)
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	SUBQ      $0x00000008, DX
+	CMPQ      DX, $0x00000008
+	JAE       vector
+
+tail:
+scalars:
+	TESTQ     DX, DX
+	JZ        done
+	VMOVSS    (AX), X1
+	VMAXSS    X0, X1, X2
+	VCMPSS    $0x03, X1, X1, X3
+	VBLENDVPS X3, X1, X2, X2
+	VMOVSS    X2, (CX)
+	ADDQ      $0x00000004, AX
+	ADDQ      $0x00000004, CX
+	DECQ      DX
+	JMP       scalars
+
+done:
+	VZEROUPPER
+	RET
+
+// func minimumAVX2(a *float32, b *float32, out *float32, n int)
+// Requires: AVX
+TEXT ·minimumAVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ out+16(FP), DX
+	MOVQ n+24(FP), BX
+	CMPQ BX, $0x00000020
+	JB   vectors
+
+blocks:
+	VMOVUPS   (AX), Y0
+	VMINPS    (CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, (DX)
+	VMOVUPS   32(AX), Y0
+	VMINPS    32(CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, 32(DX)
+	VMOVUPS   64(AX), Y0
+	VMINPS    64(CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, 64(DX)
+	VMOVUPS   96(AX), Y0
+	VMINPS    96(CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, 96(DX)
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	ADDQ      $0x00000080, DX
+	SUBQ      $0x00000020, BX
+	CMPQ      BX, $0x00000020
+	JAE       blocks
+
+vectors:
+	CMPQ BX, $0x00000008
+	JB   tail
+
+vector:
+	VMOVUPS   (AX), Y0
+	VMINPS    (CX), Y0, Y1
+	VCMPPS    $0x03, Y0, Y0, Y2
+	VBLENDVPS Y2, Y0, Y1, Y1
+	VMOVUPS   Y1, (DX)
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	ADDQ      $0x00000020, DX
+	SUBQ      $0x00000008, BX
+	CMPQ      BX, $0x00000008
+	JAE       vector
+
+tail:
+scalars:
+	TESTQ     BX, BX
+	JZ        done
+	VMOVSS    (AX), X0
+	VMINSS    (CX), X0, X1
+	VCMPSS    $0x03, X0, X0, X2
+	VBLENDVPS X2, X0, X1, X1
+	VMOVSS    X1, (DX)
+	ADDQ      $0x00000004, AX
+	ADDQ      $0x00000004, CX
+	ADDQ      $0x00000004, DX
+	DECQ      BX
+	JMP       scalars
+
+done:
+	VZEROUPPER
+	RET
+
+// func minimumScalarAVX2(a *float32, c float32, out *float32, n int)
+// Requires: AVX, AVX2, SSE
+TEXT ·minimumScalarAVX2(SB), NOSPLIT, $0-32
+	MOVQ         a+0(FP), AX
+	MOVSS        c+8(FP), X0
+	MOVQ         out+16(FP), CX
+	MOVQ         n+24(FP), DX
+	VBROADCASTSS X0, Y1
+	CMPQ         DX, $0x00000020
+	JB           vectors
+
+blocks:
+	VMOVUPS   (AX), Y2
+	VMINPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, (CX)
+	VMOVUPS   32(AX), Y2
+	VMINPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, 32(CX)
+	VMOVUPS   64(AX), Y2
+	VMINPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, 64(CX)
+	VMOVUPS   96(AX), Y2
+	VMINPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, 96(CX)
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	SUBQ      $0x00000020, DX
+	CMPQ      DX, $0x00000020
+	JAE       blocks
+
+vectors:
+	CMPQ DX, $0x00000008
+	JB   tail
+
+vector:
+	VMOVUPS   (AX), Y2
+	VMINPS    Y1, Y2, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMOVUPS   Y3, (CX)
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	SUBQ      $0x00000008, DX
+	CMPQ      DX, $0x00000008
+	JAE       vector
+
+tail:
+scalars:
+	TESTQ     DX, DX
+	JZ        done
+	VMOVSS    (AX), X1
+	VMINSS    X0, X1, X2
+	VCMPSS    $0x03, X1, X1, X3
+	VBLENDVPS X3, X1, X2, X2
+	VMOVSS    X2, (CX)
+	ADDQ      $0x00000004, AX
+	ADDQ      $0x00000004, CX
+	DECQ      DX
+	JMP       scalars
+
+done:
+	VZEROUPPER
+	RET
+
+// func signAVX2(a *float32, out *float32, n int)
+// Requires: AVX
+TEXT ·signAVX2(SB), NOSPLIT, $0-24
+	MOVQ         a+0(FP), AX
+	MOVQ         out+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS f32const<>+56(SB), Y0
+	VBROADCASTSS f32const<>+52(SB), Y1
+	VXORPS       Y2, Y2, Y2
+	CMPQ         DX, $0x00000020
+	JB           vectors
+
+blocks:
+	VMOVUPS   (AX), Y3
+	VANDPS    Y0, Y3, Y4
+	VORPS     Y1, Y4, Y4
+	VCMPPS    $0x0c, Y2, Y3, Y5
+	VBLENDVPS Y5, Y4, Y3, Y3
+	VMOVUPS   Y3, (CX)
+	VMOVUPS   32(AX), Y3
+	VANDPS    Y0, Y3, Y4
+	VORPS     Y1, Y4, Y4
+	VCMPPS    $0x0c, Y2, Y3, Y5
+	VBLENDVPS Y5, Y4, Y3, Y3
+	VMOVUPS   Y3, 32(CX)
+	VMOVUPS   64(AX), Y3
+	VANDPS    Y0, Y3, Y4
+	VORPS     Y1, Y4, Y4
+	VCMPPS    $0x0c, Y2, Y3, Y5
+	VBLENDVPS Y5, Y4, Y3, Y3
+	VMOVUPS   Y3, 64(CX)
+	VMOVUPS   96(AX), Y3
+	VANDPS    Y0, Y3, Y4
+	VORPS     Y1, Y4, Y4
+	VCMPPS    $0x0c, Y2, Y3, Y5
+	VBLENDVPS Y5, Y4, Y3, Y3
+	VMOVUPS   Y3, 96(CX)
+	ADDQ      $0x00000080, AX
+	ADDQ      $0x00000080, CX
+	SUBQ      $0x00000020, DX
+	CMPQ      DX, $0x00000020
+	JAE       blocks
+
+vectors:
+	CMPQ DX, $0x00000008
+	JB   tail
+
+vector:
+	VMOVUPS   (AX), Y3
+	VANDPS    Y0, Y3, Y4
+	VORPS     Y1, Y4, Y4
+	VCMPPS    $0x0c, Y2, Y3, Y5
+	VBLENDVPS Y5, Y4, Y3, Y3
+	VMOVUPS   Y3, (CX)
+	ADDQ      $0x00000020, AX
+	ADDQ      $0x00000020, CX
+	SUBQ      $0x00000008, DX
+	CMPQ      DX, $0x00000008
+	JAE       vector
+
+tail:
+scalars:
+	TESTQ     DX, DX
+	JZ        done
+	VMOVSS    (AX), X3
+	VANDPS    X0, X3, X4
+	VORPS     X1, X4, X4
+	VCMPSS    $0x0c, X2, X3, X5
+	VBLENDVPS X5, X4, X3, X3
+	VMOVSS    X3, (CX)
+	ADDQ      $0x00000004, AX
+	ADDQ      $0x00000004, CX
+	DECQ      DX
+	JMP       scalars
+
+done:
+	VZEROUPPER
+	RET
+
 // func expAVX2(a *float32, out *float32, n int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·expAVX2(SB), NOSPLIT, $0-24
@@ -4287,7 +5128,7 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	VBROADCASTSS f32const<>+12(SB), Y3
 	VBROADCASTSS f32const<>+16(SB), Y4
 	VBROADCASTSS f32const<>+52(SB), Y5
-	VBROADCASTSS f32const<>+56(SB), Y6
+	VBROADCASTSS f32const<>+60(SB), Y6
 	CMPQ         DX, $0x00000010
 	JB           vectors
 

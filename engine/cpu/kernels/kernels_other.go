@@ -13,6 +13,7 @@ func maxOf(a []float32) float32                            { return maxGo(a) }
 func binary(o op, a, b, out []float32)                     { binaryGo(o, a, b, out) }
 func scalarOp(o op, a []float32, s float32, out []float32) { scalarOpGo(o, a, s, out) }
 func exp(a, out []float32)                                 { expGo(a, out) }
+func sign(a, out []float32)                                { signGo(a, out) }
 
 func matMulNT(m, n, k int, x []float32, ldx int, w []float32, ldw int, y []float32, ldy int) {
 	matMulNTGo(m, n, k, x, ldx, w, ldw, y, ldy)

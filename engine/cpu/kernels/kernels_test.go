@@ -239,6 +239,12 @@ func TestElementwise(t *testing.T) {
 		{"Div", Div, func(a, b float32) float32 { return a / b }},
 		{"AddScalar", func(a, _, out []float32) { AddScalar(a, 0.375, out) }, func(a, _ float32) float32 { return a + 0.375 }},
 		{"MulScalar", func(a, _, out []float32) { MulScalar(a, -1.5, out) }, func(a, _ float32) float32 { return a * -1.5 }},
+		{"Maximum", Maximum, func(a, b float32) float32 { return max(a, b) }},
+		{"Minimum", Minimum, func(a, b float32) float32 { return min(a, b) }},
+		{"MaximumScalar", func(a, _, out []float32) { MaximumScalar(a, 0, out) }, func(a, _ float32) float32 { return max(a, 0) }},
+		{"MinimumScalar", func(a, _, out []float32) { MinimumScalar(a, 0.25, out) }, func(a, _ float32) float32 { return min(a, 0.25) }},
+		{"RDivScalar", func(a, _, out []float32) { RDivScalar(a, 1, out) }, func(a, _ float32) float32 { return 1 / a }},
+		{"Sign", func(a, _, out []float32) { Sign(a, out) }, func(a, _ float32) float32 { return signGo1(a) }},
 	}
 	forEachPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(9, 10))
@@ -247,6 +253,11 @@ func TestElementwise(t *testing.T) {
 				a, b := guarded(r, n, n%3), guarded(r, n, (n+1)%3)
 				for i := range b {
 					b[i] += 2 // away from zero for Div
+				}
+				if strings.HasPrefix(o.name, "Maxi") || strings.HasPrefix(o.name, "Mini") {
+					for i := range b {
+						b[i] -= 2.5 // back across a's range, so that both sides win
+					}
 				}
 				want := make([]float32, n)
 				for i := range n {
@@ -269,6 +280,58 @@ func TestElementwise(t *testing.T) {
 				for i := range n {
 					if a2[i] != want[i] || b2[i] != want[i] {
 						t.Fatalf("%s n=%d in place: [%d] = %g / %g, want %g", o.name, n, i, a2[i], b2[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func signGo1(x float32) float32 {
+	out := []float32{0}
+	signGo([]float32{x}, out)
+	return out[0]
+}
+
+// TestExtremaAndSignSpecials: NaN on either side wins in Maximum and Minimum (with a scalar
+// too), and Sign keeps ±0 and NaN, at every position of vectors and tails.
+func TestExtremaAndSignSpecials(t *testing.T) {
+	inf := float32(math.Inf(1))
+	negZero := float32(math.Copysign(0, -1))
+	specials := []float32{nan32, 0, negZero, inf, -inf, 1e-40, -1e-40, 3, -3}
+	same := func(got, want float32) bool {
+		return got == want || (got != got && want != want)
+	}
+	forEachPath(t, func(t *testing.T) {
+		for _, n := range []int{1, 7, 8, 9, 16, 17, 40, 67} {
+			for p := range n {
+				for _, x := range specials {
+					for _, y := range specials {
+						a, b := make([]float32, n), make([]float32, n)
+						for i := range a {
+							a[i], b[i] = float32(i)-5, 2-float32(i)
+						}
+						a[p], b[p] = x, y
+						out := make([]float32, n)
+						for _, c := range []struct {
+							name string
+							f    func()
+							want float32
+						}{
+							{"Maximum", func() { Maximum(a, b, out) }, max(x, y)},
+							{"Minimum", func() { Minimum(a, b, out) }, min(x, y)},
+							{"MaximumScalar", func() { MaximumScalar(a, y, out) }, max(x, y)},
+							{"MinimumScalar", func() { MinimumScalar(a, y, out) }, min(x, y)},
+							{"Sign", func() { Sign(a, out) }, signGo1(x)},
+						} {
+							c.f()
+							if !same(out[p], c.want) {
+								t.Fatalf("%s n=%d at %d of (%g, %g) = %g, want %g", c.name, n, p, x, y, out[p], c.want)
+							}
+							if c.name == "Sign" && math.Signbit(float64(out[p])) != math.Signbit(float64(c.want)) {
+								t.Fatalf("Sign(%g) = %g, want %g", x, out[p], c.want)
+							}
+						}
 					}
 				}
 			}

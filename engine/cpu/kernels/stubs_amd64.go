@@ -53,6 +53,36 @@ func addScalarAVX512(a *float32, c float32, out *float32, n int)
 //go:noescape
 func mulScalarAVX512(a *float32, c float32, out *float32, n int)
 
+// rdivScalarAVX512 sets out[i] = c / a[i] for i < n (out may be a).
+//
+//go:noescape
+func rdivScalarAVX512(a *float32, c float32, out *float32, n int)
+
+// maximumAVX512 sets out[i] = max(a[i], b[i]) for i < n, NaN if either is (out may be a or b).
+//
+//go:noescape
+func maximumAVX512(a *float32, b *float32, out *float32, n int)
+
+// maximumScalarAVX512 sets out[i] = max(a[i], c) for i < n, NaN if either is (out may be a).
+//
+//go:noescape
+func maximumScalarAVX512(a *float32, c float32, out *float32, n int)
+
+// minimumAVX512 sets out[i] = min(a[i], b[i]) for i < n, NaN if either is (out may be a or b).
+//
+//go:noescape
+func minimumAVX512(a *float32, b *float32, out *float32, n int)
+
+// minimumScalarAVX512 sets out[i] = min(a[i], c) for i < n, NaN if either is (out may be a).
+//
+//go:noescape
+func minimumScalarAVX512(a *float32, c float32, out *float32, n int)
+
+// signAVX512 sets out[i] = 1 for a[i] > 0, -1 for a[i] < 0, a[i] otherwise (±0, NaN).
+//
+//go:noescape
+func signAVX512(a *float32, out *float32, n int)
+
 // expAVX512 sets out[i] = e^a[i] for i < n (out may be a).
 //
 //go:noescape
@@ -147,6 +177,36 @@ func addScalarAVX2(a *float32, c float32, out *float32, n int)
 //
 //go:noescape
 func mulScalarAVX2(a *float32, c float32, out *float32, n int)
+
+// rdivScalarAVX2 sets out[i] = c / a[i] for i < n (out may be a).
+//
+//go:noescape
+func rdivScalarAVX2(a *float32, c float32, out *float32, n int)
+
+// maximumAVX2 sets out[i] = max(a[i], b[i]) for i < n, NaN if either is (out may be a or b).
+//
+//go:noescape
+func maximumAVX2(a *float32, b *float32, out *float32, n int)
+
+// maximumScalarAVX2 sets out[i] = max(a[i], c) for i < n, NaN if either is (out may be a).
+//
+//go:noescape
+func maximumScalarAVX2(a *float32, c float32, out *float32, n int)
+
+// minimumAVX2 sets out[i] = min(a[i], b[i]) for i < n, NaN if either is (out may be a or b).
+//
+//go:noescape
+func minimumAVX2(a *float32, b *float32, out *float32, n int)
+
+// minimumScalarAVX2 sets out[i] = min(a[i], c) for i < n, NaN if either is (out may be a).
+//
+//go:noescape
+func minimumScalarAVX2(a *float32, c float32, out *float32, n int)
+
+// signAVX2 sets out[i] = 1 for a[i] > 0, -1 for a[i] < 0, a[i] otherwise (±0, NaN).
+//
+//go:noescape
+func signAVX2(a *float32, out *float32, n int)
 
 // expAVX2 sets out[i] = e^a[i] for i < n (out may be a).
 //

@@ -81,7 +81,8 @@ var constNames = []struct {
 	{"c3", 0x3e2aaaab},    // 1/3!
 	{"c2", 0x3f000000},    // 1/2
 	{"one", 0x3f800000},   // 1
-	{"bias", 127},         // the float32 exponent bias, as an int32
+	{"signBit", 0x80000000},
+	{"bias", 127}, // the float32 exponent bias, as an int32
 }
 
 func constOff(name string) int {
@@ -174,6 +175,11 @@ func main() {
 		for _, op := range scalarOps {
 			scalarOp(s, op)
 		}
+		for _, op := range extremumOps {
+			extremum(s, op)
+			extremumScalar(s, op)
+		}
+		sign(s)
 		exp(s)
 		for m := 1; m <= 8; m++ {
 			mmnt(s, m)

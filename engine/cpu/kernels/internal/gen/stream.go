@@ -323,12 +323,13 @@ type scalarOpDef struct {
 var scalarOps = []scalarOpDef{
 	{"addScalar", VADDPS, VADDSS, VADDPS_Z},
 	{"mulScalar", VMULPS, VMULSS, VMULPS_Z},
+	{"rdivScalar", VDIVPS, VDIVSS, VDIVPS_Z}, // c / a: the second half of a logistic
 }
 
 func scalarOp(s isa, op scalarOpDef) {
 	TEXT(op.name+s.name, NOSPLIT, "func(a *float32, c float32, out *float32, n int)")
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s%s sets out[i] = a[i] %s c for i < n (out may be a).", op.name, s.name, map[string]string{"addScalar": "+", "mulScalar": "·"}[op.name]))
+	Doc(fmt.Sprintf("%s%s sets out[i] = %s for i < n (out may be a).", op.name, s.name, map[string]string{"addScalar": "a[i] + c", "mulScalar": "a[i] · c", "rdivScalar": "c / a[i]"}[op.name]))
 	a := mem("a")
 	cx := Load(Param("c"), XMM())
 	out := mem("out")
@@ -350,6 +351,165 @@ func scalarOp(s isa, op scalarOpDef) {
 		scalar: func() {
 			t := XMM()
 			op.scal(a, cx, t)
+			VMOVSS(t, out)
+		},
+	}.emit()
+	VZEROUPPER()
+	RET()
+}
+
+// Max and min that propagate NaN, as Go's max and min do (and XLA's). VMAXPS and VMINPS return
+// their second source, b, when the comparison is unordered, which covers a NaN b; the lanes
+// where a is NaN are then set to a. (For equal zeros of both signs they return b.)
+var extremumOps = []binaryOp{
+	{"maximum", VMAXPS, VMAXSS, nil},
+	{"minimum", VMINPS, VMINSS, nil},
+}
+
+// keepNaN sets the lanes of r where t is NaN to t.
+func keepNaN(s isa, t, r VecVirtual) {
+	if s.masks {
+		k := K()
+		VCMPPS(U8(3), t, t, k)
+		VMOVAPS(t, k, r)
+		return
+	}
+	c := s.vec()
+	VCMPPS(U8(3), t, t, c)
+	VBLENDVPS(c, t, r, r)
+}
+
+// keepNaNScalar is keepNaN on lane 0 (AVX2's scalar tail).
+func keepNaNScalar(t, r VecVirtual) {
+	c := XMM()
+	VCMPSS(U8(3), t, t, c)
+	VBLENDVPS(c, t, r, r)
+}
+
+func extremum(s isa, op binaryOp) {
+	TEXT(op.name+s.name, NOSPLIT, "func(a, b, out *float32, n int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s%s sets out[i] = %s(a[i], b[i]) for i < n, NaN if either is (out may be a or b).", op.name, s.name, op.name[:3]))
+	a, b, out := mem("a"), mem("b"), mem("out")
+	n := loadGP("n")
+	stream{
+		s: s, n: n, ptrs: []GPVirtual{a.Base.(GPVirtual), b.Base.(GPVirtual), out.Base.(GPVirtual)}, unroll: 4,
+		block: func(u, off int) {
+			t, r := s.vec(), s.vec()
+			VMOVUPS(a.Offset(off), t)
+			op.vec(b.Offset(off), t, r)
+			keepNaN(s, t, r)
+			VMOVUPS(r, out.Offset(off))
+		},
+		masked: func(k OpmaskVirtual) {
+			t, v, r := s.vec(), s.vec(), s.vec()
+			VMOVUPS_Z(a, k, t)
+			VMOVUPS_Z(b, k, v)
+			op.vec(v, t, r)
+			keepNaN(s, t, r)
+			VMOVUPS(r, k, out)
+		},
+		scalar: func() {
+			t, r := XMM(), XMM()
+			VMOVSS(a, t)
+			op.scal(b, t, r)
+			keepNaNScalar(t, r)
+			VMOVSS(r, out)
+		},
+	}.emit()
+	VZEROUPPER()
+	RET()
+}
+
+func extremumScalar(s isa, op binaryOp) {
+	name := op.name + "Scalar"
+	TEXT(name+s.name, NOSPLIT, "func(a *float32, c float32, out *float32, n int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s%s sets out[i] = %s(a[i], c) for i < n, NaN if either is (out may be a).", name, s.name, op.name[:3]))
+	a := mem("a")
+	cx := Load(Param("c"), XMM())
+	out := mem("out")
+	n := loadGP("n")
+	cv := s.vec()
+	VBROADCASTSS(cx, cv)
+	stream{
+		s: s, n: n, ptrs: []GPVirtual{a.Base.(GPVirtual), out.Base.(GPVirtual)}, unroll: 4,
+		block: func(u, off int) {
+			t, r := s.vec(), s.vec()
+			VMOVUPS(a.Offset(off), t)
+			op.vec(cv, t, r)
+			keepNaN(s, t, r)
+			VMOVUPS(r, out.Offset(off))
+		},
+		masked: func(k OpmaskVirtual) {
+			t, r := s.vec(), s.vec()
+			VMOVUPS_Z(a, k, t)
+			op.vec(cv, t, r)
+			keepNaN(s, t, r)
+			VMOVUPS(r, k, out)
+		},
+		scalar: func() {
+			t, r := XMM(), XMM()
+			VMOVSS(a, t)
+			op.scal(cx, t, r)
+			keepNaNScalar(t, r)
+			VMOVSS(r, out)
+		},
+	}.emit()
+	VZEROUPPER()
+	RET()
+}
+
+// sign: (a AND the sign bit) OR 1.0 is ±1; lanes where a is ±0 or NaN keep a (an ordered
+// not-equal compare with zero picks the others).
+func sign(s isa) {
+	TEXT("sign"+s.name, NOSPLIT, "func(a, out *float32, n int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("sign%s sets out[i] = 1 for a[i] > 0, -1 for a[i] < 0, a[i] otherwise (±0, NaN).", s.name))
+	a, out := mem("a"), mem("out")
+	n := loadGP("n")
+	bit, one := s.broadcast("signBit"), s.broadcast("one")
+	zero := s.zeros(1)[0]
+	and, or := VANDPS, VORPS
+	if s.masks {
+		and, or = VPANDD, VPORD
+	}
+	body := func(t VecVirtual) {
+		u := s.vec()
+		and(bit, t, u)
+		or(one, u, u)
+		if s.masks {
+			k := K()
+			VCMPPS(U8(0x0c), zero, t, k)
+			VMOVAPS(u, k, t)
+			return
+		}
+		c := s.vec()
+		VCMPPS(U8(0x0c), zero, t, c)
+		VBLENDVPS(c, u, t, t)
+	}
+	stream{
+		s: s, n: n, ptrs: []GPVirtual{a.Base.(GPVirtual), out.Base.(GPVirtual)}, unroll: 4,
+		block: func(u, off int) {
+			t := s.vec()
+			VMOVUPS(a.Offset(off), t)
+			body(t)
+			VMOVUPS(t, out.Offset(off))
+		},
+		masked: func(k OpmaskVirtual) {
+			t := s.vec()
+			VMOVUPS_Z(a, k, t)
+			body(t)
+			VMOVUPS(t, k, out)
+		},
+		scalar: func() {
+			t := XMM()
+			VMOVSS(a, t)
+			u, c := XMM(), XMM()
+			VANDPS(bit.AsX(), t, u)
+			VORPS(one.AsX(), u, u)
+			VCMPSS(U8(0x0c), zero.AsX(), t, c)
+			VBLENDVPS(c, u, t, t)
 			VMOVSS(t, out)
 		},
 	}.emit()
