@@ -18,6 +18,7 @@ import (
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
+	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -222,13 +223,31 @@ func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 // BenchmarkGenerate260K is what cmd/infer times: Generate from one token to 512 (the cache
 // grows through its window sizes on the way), greedy, reported per generated token. Its
 // allocations per op (-benchmem) are the engine's garbage per 511 tokens.
-func BenchmarkGenerate260K(b *testing.B) {
-	e := randomEngine(b, shape260K)
+func BenchmarkGenerate260K(b *testing.B) { benchGenerate(b, randomEngine(b, shape260K), 511) }
+
+// BenchmarkGenerate15MQ8 is side_by_side.sh's Q8_0 row as cmd/infer runs it (255 tokens after
+// BOS, int8 activations) on random weights of the 15M shape.
+func BenchmarkGenerate15MQ8(b *testing.B) {
+	w, err := llama2c.RandomWeights(shape15M, 1, 0.02)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "random.bin")
+	if err := llama2c.Write(path, shape15M, w, 0); err != nil {
+		b.Fatal(err)
+	}
+	e, err := engine.LoadAs(path, "cpu:actq8=true", 0, quant.Q8_0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchGenerate(b, e, 255)
+}
+
+func benchGenerate(b *testing.B, e *engine.Engine, n int) {
 	sm, err := engine.NewSampler(engine.Sampling{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	const n = 511
 	if _, err := e.Generate([]int{1}, n, sm, nil, func(int) {}); err != nil { // compiles every window
 		b.Fatal(err)
 	}

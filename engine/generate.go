@@ -27,6 +27,10 @@ type Sampler struct {
 	s       Sampling
 	rng     *rand.Rand
 	history []int
+	// penalized is the scratch copy of the logits the repeat penalty changes (a fresh copy per
+	// token was 128 KB of garbage each step for a 32,000-token vocabulary).
+	penalized []float32
+	seen      map[int]bool // for long histories (RepeatLastN 0 keeps them all)
 }
 
 // NewSampler validates s.
@@ -52,13 +56,28 @@ func (sm *Sampler) penalize(logits []float32) []float32 {
 	if p == 0 || p == 1 || len(sm.history) == 0 {
 		return logits
 	}
-	out := slices.Clone(logits)
-	seen := map[int]bool{}
-	for _, t := range sm.history {
-		if seen[t] || t >= len(out) {
+	sm.penalized = append(sm.penalized[:0], logits...)
+	out := sm.penalized
+	long := len(sm.history) > 128
+	if long {
+		if sm.seen == nil {
+			sm.seen = map[int]bool{}
+		}
+		clear(sm.seen)
+	}
+	for i, t := range sm.history {
+		// Each token once. A short history (64 by default) is scanned, a long one mapped.
+		if t < 0 || t >= len(out) {
 			continue
 		}
-		seen[t] = true
+		if long {
+			if sm.seen[t] {
+				continue
+			}
+			sm.seen[t] = true
+		} else if slices.Contains(sm.history[:i], t) {
+			continue
+		}
 		if out[t] > 0 {
 			out[t] /= p
 		} else {

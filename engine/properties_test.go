@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +94,21 @@ func TestSampler(t *testing.T) {
 	rp, _ := NewSampler(Sampling{RepeatPenalty: 1.1, RepeatLastN: 1})
 	if a, b, c := rp.Next(logits), rp.Next(logits), rp.Next(logits); a != 1 || b != 2 || c != 1 {
 		t.Errorf("greedy with repeat penalty picked %d %d %d, want 1 2 1", a, b, c)
+	}
+	// A token repeated in the history is penalized once, not once per repetition, in both the
+	// scanned (short) and the mapped (long) history; the caller's logits are left alone.
+	for _, n := range []int{8, 300} {
+		pen, _ := NewSampler(Sampling{RepeatPenalty: 2, RepeatLastN: 0})
+		for range n {
+			pen.history = append(pen.history, 0)
+		}
+		pen.history = append(pen.history, 3, 3)
+		in := []float32{4, 1, 2, -1, 3}
+		out := pen.penalize(in)
+		want := []float32{2, 1, 2, -2, 3}
+		if !slices.Equal(out, want) || in[0] != 4 || in[3] != -1 {
+			t.Errorf("history of %d: penalized %v, want %v (input now %v)", n+2, out, want, in)
+		}
 	}
 	p, _ := NewSampler(Sampling{Temp: 1, TopP: 0.4, Seed: 3})
 	for range 200 {

@@ -59,6 +59,11 @@ func runGGUF(o options, out io.Writer) error {
 	if len(prompt) == 0 {
 		return fmt.Errorf("the prompt is empty and the model adds no BOS: give a prompt with -p")
 	}
+	if !o.set["repeat-penalty"] {
+		// llama.cpp's default (repeat penalty off since 2024); 1.1 is for the project's own
+		// byte-level models, which fall into runs of tabs without it.
+		o.repeatPenalty = 1
+	}
 	sm, err := o.sampler()
 	if err != nil {
 		return err
