@@ -110,6 +110,12 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 		}
 	}
 
+	// Identical nodes computed once: every layer of a model asks its positional scheme for
+	// the same cos/sin (or bias) of the same positions, and GoMLX records each request anew.
+	if b.backend.fuse {
+		outs = mergeCommon(b.nodes, outs)
+	}
+
 	// Live nodes, in creation order (a topological order: inputs are created first).
 	live := make([]bool, len(b.nodes))
 	var mark func(n *node)
@@ -364,4 +370,64 @@ func (lw *lowering) intScratch(n int) int { return lw.scratch(n * int(unsafe.Siz
 func (lw *lowering) scratch(size int) int {
 	lw.e.slots = append(lw.e.slots, slot{kind: slotArena, size: size, def: lw.step, last: lw.step})
 	return len(lw.e.slots) - 1
+}
+
+// mergeCommon points every node at the first of the nodes identical to each of its inputs
+// (same op, shape, inputs and parameters, in creation order) and returns the outputs so
+// mapped; the duplicates are then dead. Parameters differ by index; a constant is compared by
+// its bytes (up to 64 KiB); nodes with several outputs are left alone.
+func mergeCommon(nodes []*node, outs []*node) []*node {
+	// intoTree: read by exactly one node, an elementwise op of its shape that fusion will
+	// likely take it into (fuse.go).
+	readers := make([]int, len(nodes))
+	fusedReader := make([]bool, len(nodes))
+	for _, n := range nodes {
+		for _, in := range n.inputs {
+			readers[in.id]++
+			fusedReader[in.id] = fusable(n) && fusable(in) && in.shape.Equal(n.shape)
+		}
+	}
+	intoTree := make([]bool, len(nodes))
+	for i := range nodes {
+		intoTree[i] = readers[i] == 1 && fusedReader[i]
+	}
+	canon := make([]*node, len(nodes))
+	seen := map[string]*node{}
+	var key []byte
+	for _, n := range nodes {
+		canon[n.id] = n
+		for i, in := range n.inputs {
+			n.inputs[i] = canon[in.id]
+		}
+		if len(n.extra) > 0 || n.owner != nil || n.op == backends.OpTypeParameter {
+			continue
+		}
+		if intoTree[n.id] && n.shape.Size() > 4096 {
+			// Cheaper to recompute inside the fused tree that reads it (autodiff repeats the
+			// forward's products in the backward pass) than to materialize and keep it alive.
+			continue
+		}
+		key = fmt.Appendf(key[:0], "%d|%s|", n.op, n.shape)
+		for _, in := range n.inputs {
+			key = fmt.Appendf(key, "%d,", in.id)
+		}
+		if data, ok := n.attr.([]byte); ok {
+			if n.op != backends.OpTypeConstant || len(data) > 64<<10 {
+				continue
+			}
+			key = append(key, data...)
+		} else {
+			key = fmt.Appendf(key, "|%v", n.attr)
+		}
+		if m, ok := seen[string(key)]; ok {
+			canon[n.id] = m
+			continue
+		}
+		seen[string(key)] = n
+	}
+	mapped := make([]*node, len(outs))
+	for i, o := range outs {
+		mapped[i] = canon[o.id]
+	}
+	return mapped
 }

@@ -261,3 +261,51 @@ func TestMatmulSharedA(t *testing.T) {
 		}
 	}
 }
+
+// Identical subexpressions (the same Cos of the same input, four times over, with constants
+// made separately but equal) are computed once; different constants are not merged; the
+// results equal those of the unmerged graph (fuse=false keeps every node).
+func TestCommonSubexpressionsMerged(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	x := randomBuffer(t, mustBackend(t, ""), r, 4, 300)
+	flat := append([]float32(nil), typed[float32](x.data)...)
+	var results [2][]float32
+	for i, config := range []string{"", "fuse=false"} {
+		be := mustBackend(t, config)
+		op := must[backends.Op](t)
+		bld := be.Builder("cse")
+		s := shapes.Make(dtypes.Float32, 4, 300)
+		p := op(bld.Parameter("x", s, nil))
+		var sum backends.Op
+		for layer := range 4 {
+			scale := float32(2)
+			if layer == 3 {
+				scale = 3 // a different constant: its Mul and Cos stay separate
+			}
+			c := op(bld.Cos(op(bld.Mul(p, op(bld.Constant([]float32{scale}))))))
+			if sum == nil {
+				sum = c
+			} else {
+				sum = op(bld.Add(sum, c))
+			}
+		}
+		exe := must[backends.Executable](t)(bld.Compile([]backends.Op{sum}, nil)).(*Executable)
+		cos := 0
+		for _, o := range exe.stepOps {
+			if o == backends.OpTypeCos {
+				cos++
+			}
+		}
+		if want := map[string]int{"": 2, "fuse=false": 4}[config]; cos != want {
+			t.Errorf("%q: %d Cos steps, want %d", config, cos, want)
+		}
+		in := must[backends.Buffer](t)(be.BufferFromFlatData(0, flat, s))
+		outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{in}, nil, 0))
+		results[i] = append([]float32(nil), typed[float32](outs[0].(*Buffer).data)...)
+	}
+	for i := range results[0] {
+		if results[0][i] != results[1][i] {
+			t.Fatalf("element %d: merged %g, unmerged %g", i, results[0][i], results[1][i])
+		}
+	}
+}

@@ -118,12 +118,117 @@ func lowerDot(lw *lowering) (stepFn, error) {
 		}})
 	}
 	pool := lw.e.backend.pool
+	if K <= 4 && N <= 4 {
+		// Read the left side in place when it is [B, O, K, I] (free axes around the contracted
+		// ones, output rows (o, i)); else transposed to [B, M, K] first.
+		O, I, inPlace := M, 1, false
+		if o, i, ok := aroundContraction(ls.Dimensions, attr.lhsBatch, attr.lhsContract); ok {
+			O, I, inPlace = o, i, true
+		}
+		return func(f *frame) {
+			var a []float32
+			if inPlace {
+				a = typed[float32](f.slots[ia])
+			} else {
+				a = typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
+				if lp.trans {
+					O, I = 1, M
+				}
+			}
+			b := typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
+			tinyDot(pool, B, O, I, N, K, transB, a, b, typed[float32](f.slots[io]))
+		}, nil
+	}
 	mm := newMatmul(pool, B, M, N, K, lp.trans, transB)
 	return func(f *frame) {
 		a := typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
 		b := typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
 		mm.run(a, b, typed[float32](f.slots[io]))
 	}, nil
+}
+
+// aroundContraction reports whether an operand's axes are its batch axes first, then free
+// axes (of total size o), the contracted axes together, and free axes again (size i).
+func aroundContraction(dims, batch, contract []int) (o, i int, ok bool) {
+	for k, a := range batch {
+		if a != k {
+			return 0, 0, false
+		}
+	}
+	first := contract[0]
+	for k, a := range contract {
+		if a != first+k {
+			return 0, 0, false
+		}
+	}
+	o, i = 1, 1
+	for a := len(batch); a < first; a++ {
+		o *= dims[a]
+	}
+	for a := first + len(contract); a < len(dims); a++ {
+		i *= dims[a]
+	}
+	return o, i, true
+}
+
+// tinyDot is C[b] = A[b]·op(B[b]) when the contraction and the right side are a few numbers
+// (Transformer-XL's 2×2 swap of halves over every query), with A[b] stored [O, K, I] and C[b]
+// [O·I, N] (I = 1: A is [M, K]; O = 1: A is [K, M]). The GEMM would pad N to its tile width
+// and pack all of A for four multiply-adds a row.
+func tinyDot(p *pool, B, O, I, N, K int, transB bool, a, b, c []float32) {
+	M := O * I
+	for bi := range B {
+		ab, bb, cb := a[bi*M*K:(bi+1)*M*K], b[bi*K*N:(bi+1)*K*N], c[bi*M*N:(bi+1)*M*N]
+		var w [16]float32 // w[k*N+n]
+		for k := range K {
+			for n := range N {
+				if transB {
+					w[k*N+n] = bb[n*K+k]
+				} else {
+					w[k*N+n] = bb[k*N+n]
+				}
+			}
+		}
+		blocks := func(lo, hi int) {
+			if K == 2 && N == 2 && I == 1 { // rows [m, 2] by a 2×2, unrolled
+				w00, w01, w10, w11 := w[0], w[1], w[2], w[3]
+				ar, cr := ab[2*lo:2*hi], cb[2*lo:2*hi]
+				for m := 0; m+1 < len(ar); m += 2 {
+					x0, x1 := ar[m], ar[m+1]
+					cr[m] = x0*w00 + x1*w10
+					cr[m+1] = x0*w01 + x1*w11
+				}
+				return
+			}
+			for o := lo; o < hi; o++ {
+				ao, co := ab[o*K*I:(o+1)*K*I], cb[o*I*N:(o+1)*I*N]
+				if K == 2 && N == 2 { // the case above, unrolled (same sums, same order)
+					w00, w01, w10, w11 := w[0], w[1], w[2], w[3]
+					a0, a1, co := ao[:I], ao[I:2*I], co[:2*I]
+					for i, x0 := range a0 {
+						x1 := a1[i]
+						co[2*i] = x0*w00 + x1*w10
+						co[2*i+1] = x0*w01 + x1*w11
+					}
+					continue
+				}
+				for n := range N {
+					for i := range I {
+						var s float32
+						for k := range K {
+							s += ao[k*I+i] * w[k*N+n]
+						}
+						co[i*N+n] = s
+					}
+				}
+			}
+		}
+		if M*N*K < minParallelMACs {
+			blocks(0, O)
+			continue
+		}
+		p.parallelFor(O, max(1, minParallelMACs/(I*N*K)), blocks)
+	}
 }
 
 // matmul is C[b] = op(A[b])·op(B[b]) for a batch of float32 matrices, planned once.

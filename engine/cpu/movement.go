@@ -569,6 +569,15 @@ func gatherBytes(elemSize int, operand []byte, operandDims []int, indices []int,
 		offsetOutputAxes, sliceSizes[1:], len(outDims)); ok {
 		// An embedding lookup: whole sub-tensors along axis 0, in the order of the indices.
 		n, last := rowSize*elemSize, operandDims[0]-1
+		if n == 4 {
+			// Single float32 or int32 elements (Shaw's relative table picked per query-key pair):
+			// a copy call per 4 bytes cost more than the move.
+			src, dst := mvView[uint32](operand), mvView[uint32](out)[:len(indices)]
+			for i, v := range indices {
+				dst[i] = src[min(max(v, 0), last)]
+			}
+			return
+		}
 		for i, v := range indices {
 			s := min(max(v, 0), last) * n
 			copy(out[i*n:(i+1)*n], operand[s:s+n])
@@ -703,6 +712,16 @@ func scatterInto[T scatterNumber](kind scatterKind, operand []T, operandDims []i
 			updateWindowAxes, w, len(updatesDims)); ok {
 			// Rows into a table (an embedding's gradient, a KV cache row): index i goes with update row i.
 			rows := operandDims[0]
+			if n == 1 && kind == scatterSum {
+				// Single elements (the gradient of a one-element gather): no call per element.
+				updates := updates[:len(indices)]
+				for i, v := range indices {
+					if v >= 0 && v < rows {
+						operand[v] += updates[i]
+					}
+				}
+				return
+			}
 			for i, v := range indices {
 				if v >= 0 && v < rows {
 					mvCombine(kind, operand[v*n:(v+1)*n], updates[i*n:(i+1)*n])

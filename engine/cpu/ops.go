@@ -166,6 +166,14 @@ func lowerReverse(lw *lowering) (stepFn, error) {
 
 // indexReader reads integer indices of any integer dtype as ints.
 func indexReader(dt dtypes.DType) (func(b []byte, dst []int), error) {
+	if dt == dtypes.Int32 { // the usual dtype: no call per index
+		return func(b []byte, dst []int) {
+			src := typed[int32](b)[:len(dst)]
+			for i, v := range src {
+				dst[i] = int(v)
+			}
+		}, nil
+	}
 	load, err := intLoader(dt)
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: indices of dtype %s not implemented", BackendName, dt)
