@@ -84,7 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "re-evaluate the shipped checkpoints on fewer lengths and examples (< 60 s); tables on stdout, CSVs in benchmarks/results/quick")
 	fs.BoolVar(&o.full, "full", false, "train (into -weights) and evaluate every cell of the recipe's grid not done yet; a rerun resumes")
 	fs.BoolVar(&o.plan, "plan", false, "with --full: print the grid and its estimated wall time, run nothing")
-	fs.BoolVar(&o.reportOnly, "report", false, "only rewrite RESULTS.md and the plots from the CSVs in <o>/results (no evaluation)")
+	fs.BoolVar(&o.reportOnly, "report", false, "only rewrite RESULTS.md and the plots from the CSVs in <o>/results (no evaluation); with --full, from the grid's finished cells")
 	fs.BoolVar(&o.resume, "resume", false, "with --full: accepted for old commands; --full always keeps finished cells and resumes interrupted ones")
 	fs.StringVar(&taskList, "task", "", "comma-separated tasks (default all): "+strings.Join(tasks.Names(), ", "))
 	fs.StringVar(&schemeList, "scheme", "", "comma-separated schemes (default all): see positional.Names()")

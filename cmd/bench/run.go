@@ -30,7 +30,7 @@ var userRope *ropeflags.Flags
 
 func run(o options) error {
 	switch {
-	case o.reportOnly:
+	case o.reportOnly && !o.full:
 		return report.WriteReport(o.out)
 	case o.full:
 		return runFull(o)
@@ -195,6 +195,15 @@ func runFull(o options) error {
 	}
 	for _, t := range o.tasks {
 		cells = append(cells, grid.BaselineCell(t))
+	}
+	if o.reportOnly {
+		// The report so far, from the finished cells (the grid takes several sessions).
+		for _, t := range o.tasks {
+			if err := grid.Assemble(o.out, t, cells); err != nil {
+				return err
+			}
+		}
+		return report.WriteReport(o.out)
 	}
 	cores := runtime.NumCPU()
 	if o.plan {
