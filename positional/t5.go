@@ -22,15 +22,14 @@ package positional
 // exactly (n = 8, 16, 64 with 18 bidirectional buckets, say) float64 can land one bucket lower.
 // At the defaults both agree.
 //
-// The graph does not recompute logarithms: the bucket of a distance n is nondecreasing in n,
-// so it equals the number of bucket edges e_1 .. e_{nb-1} that n reaches (e_b = the smallest
-// n in bucket b or beyond), found once in Go with T5Bucket. Counting edges agrees with
-// T5Bucket at every distance, on every backend.
+// The graph does not recompute logarithms: from max_distance on every distance is in the last
+// bucket, so the buckets of the distances 0 .. 2·max_distance, found once in Go with T5Bucket,
+// are a table the graph reads at min(n, 2·max_distance). It agrees with T5Bucket at every
+// distance, on every backend, and costs one lookup per query-key pair.
 
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -58,7 +57,7 @@ func init() {
 		if maxExact := nb / 2; t.MaxDistance <= maxExact || t.MaxDistance > t5MaxDistanceLimit {
 			return nil, fmt.Errorf("max_distance must be in (%d, %d] (above the %d exact buckets), got %d", maxExact, t5MaxDistanceLimit, maxExact, t.MaxDistance)
 		}
-		t.edges = t5Edges(nb, t.MaxDistance)
+		t.buckets = t5Buckets(nb, t.MaxDistance)
 		return t, nil
 	})
 }
@@ -71,7 +70,7 @@ type T5 struct {
 	NumBuckets    int
 	MaxDistance   int
 	Bidirectional bool
-	edges         []int32 // e_1 .. e_{nb-1} of the distance part (nb halved when bidirectional)
+	buckets       []int32 // the distance part's bucket of n = 0 .. 2·max_distance (nb halved when bidirectional)
 }
 
 // Name implements Scheme.
@@ -104,16 +103,14 @@ func T5Bucket(rel int, bidirectional bool, numBuckets, maxDistance int) int {
 	return bucket + min(large, numBuckets-1)
 }
 
-// t5Edges returns e_b, the smallest distance in bucket b or beyond, for b = 1 .. nb-1 of the
-// causal bucketing with nb buckets. Past 2·maxDistance every distance is in the last bucket.
-func t5Edges(nb, maxDistance int) []int32 {
-	edges := make([]int32, nb-1)
-	for b := 1; b < nb; b++ {
-		edges[b-1] = int32(sort.Search(2*maxDistance+1, func(n int) bool {
-			return T5Bucket(-n, false, nb, maxDistance) >= b
-		}))
+// t5Buckets returns the causal bucket (nb buckets) of every distance n = 0 .. 2·maxDistance;
+// past maxDistance every distance is in the last bucket.
+func t5Buckets(nb, maxDistance int) []int32 {
+	buckets := make([]int32, 2*maxDistance+1)
+	for n := range buckets {
+		buckets[n] = int32(T5Bucket(-n, false, nb, maxDistance))
 	}
-	return edges
+	return buckets
 }
 
 // Bias implements the Bias hook: B[bucket(j - i), h] as [batch, heads, seq_q, seq_k].
@@ -142,9 +139,10 @@ func (t *T5) BucketGraph(qPos, kPos *Node) *Node {
 	} else {
 		n = MaxScalar(Neg(rel), 0)
 	}
-	edges := Reshape(Const(g, t.edges), 1, 1, 1, len(t.edges))
-	reached := ConvertDType(GreaterOrEqual(ExpandAxes(n, -1), edges), dtypes.Int32)
-	bucket := ReduceSum(reached, -1)
+	b, q, k := n.Shape().Dim(0), n.Shape().Dim(1), n.Shape().Dim(2)
+	last := len(t.buckets) - 1
+	table := Reshape(Const(g, t.buckets), last+1, 1)
+	bucket := Reshape(Gather(table, Reshape(MinScalar(n, float64(last)), b*q*k, 1)), b, q, k)
 	if offset != nil {
 		bucket = Add(bucket, offset)
 	}
