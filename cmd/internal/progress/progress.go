@@ -5,7 +5,9 @@
 //
 // On a terminal the line is redrawn in place with '\r'. When output goes
 // to a file or pipe, '\r' would leave every redraw in the log, so a plain
-// line is written only at each tenth of the work instead.
+// line is written only at each tenth of the work instead, and at least every
+// five minutes while work advances (a grid of many hours would otherwise log
+// once an hour or more).
 package progress
 
 import (
@@ -22,6 +24,8 @@ const (
 	// redrawEvery limits terminal redraws: faster is unreadable and, for
 	// tight loops, costs more than the work being measured.
 	redrawEvery = 200 * time.Millisecond
+	// logEvery is the longest a non-terminal log goes without a line while work advances.
+	logEvery = 5 * time.Minute
 )
 
 // Bar is a progress bar. It is safe for use from several goroutines.
@@ -41,6 +45,7 @@ type Bar struct {
 	lastWidth  int       // Terminal: length of the last line, to blank leftovers.
 	lastDecile int       // Non-terminal: tenth of the work last logged, -1 if none.
 	lastDone   int       // Non-terminal: done at the last logged line, -1 if none.
+	lastLog    time.Time // Non-terminal: when the last line was logged.
 }
 
 // New starts a bar for total units of work written to w (os.Stderr
@@ -90,7 +95,8 @@ func (b *Bar) Set(done int, status string) {
 		}
 		return
 	}
-	if d := b.decile(); d > b.lastDecile || (last && b.lastDone != done) {
+	if d := b.decile(); d > b.lastDecile || (last && b.lastDone != done) ||
+		(done != b.lastDone && now.Sub(b.lastLog) >= logEvery) {
 		b.logLine(now)
 	}
 }
@@ -135,6 +141,7 @@ func (b *Bar) logLine(now time.Time) {
 	fmt.Fprintln(b.w, b.render(now))
 	b.lastDecile = b.decile()
 	b.lastDone = b.done
+	b.lastLog = now
 }
 
 // render formats the bar for the current state as of now.

@@ -110,6 +110,28 @@ func TestNonTerminalLogsFewLines(t *testing.T) {
 	}
 }
 
+// Slow work logs at least every five minutes while it advances, besides each tenth.
+func TestNonTerminalLogsSlowWork(t *testing.T) {
+	var buf bytes.Buffer
+	b, clock := newTestBar(&buf, "grid", 1000, false)
+	for i := 1; i <= 60; i++ { // an hour, one unit a minute: 6% of the work
+		clock.advance(time.Minute)
+		b.Set(i, "")
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	// The first update, then one every five minutes: 1, 6, 11, ..., 56.
+	if len(lines) != 12 {
+		t.Errorf("got %d lines in an hour, want 12:\n%s", len(lines), buf.String())
+	}
+	clock.advance(time.Hour)
+	b.Set(60, "") // 56 → 60 since the last line: logged
+	clock.advance(time.Hour)
+	b.Set(60, "") // no progress: nothing new to log
+	if got := strings.Count(buf.String(), "\n"); got != 13 {
+		t.Errorf("got %d lines, want 13 (one for 56 → 60, none without progress)", got)
+	}
+}
+
 func TestTerminalThrottles(t *testing.T) {
 	var buf bytes.Buffer
 	b, clock := newTestBar(&buf, "work", 1000, true)
