@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/posformer/posformer/engine/cpu/kernels"
 )
 
 // Sampling chooses the next token from logits, as llama.cpp's samplers do.
@@ -89,13 +91,7 @@ func (sm *Sampler) penalize(logits []float32) []float32 {
 
 func (sm *Sampler) pick(logits []float32) int {
 	if sm.s.Temp <= 0 {
-		best := 0
-		for i, l := range logits {
-			if l > logits[best] {
-				best = i
-			}
-		}
-		return best
+		return argmax(logits)
 	}
 	ids := make([]int, len(logits))
 	for i := range ids {
@@ -248,4 +244,37 @@ func (e *Engine) FillMask(tokens, maskAt []int, k int) ([][]Filling, error) {
 		all = append(all, fs[:min(k, len(fs))])
 	}
 	return all, nil
+}
+
+// argmax is the index of the first largest logit. A vocabulary's worth of comparisons one at a
+// time took ~15 µs a token at 32,000 logits; the vector maximum of each chunk finds the chunk
+// that holds it, and only that chunk is scanned. With a NaN among the logits the plain scan
+// decides (NaN is never larger, as there).
+func argmax(logits []float32) int {
+	const chunk = 1024
+	if len(logits) == 0 {
+		return 0
+	}
+	best, bestChunk := float32(math.Inf(-1)), -1
+	for lo := 0; lo < len(logits); lo += chunk {
+		m := kernels.Max(logits[lo:min(lo+chunk, len(logits))])
+		if m != m {
+			bestChunk = -1
+			break
+		}
+		if bestChunk < 0 || m > best {
+			best, bestChunk = m, lo
+		}
+	}
+	lo, hi := 0, len(logits)
+	if bestChunk >= 0 {
+		lo, hi = bestChunk, min(bestChunk+chunk, len(logits))
+	}
+	at := lo
+	for i := lo; i < hi; i++ {
+		if logits[i] > logits[at] {
+			at = i
+		}
+	}
+	return at
 }

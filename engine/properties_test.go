@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -194,5 +195,41 @@ func TestXPosLimit(t *testing.T) {
 	_, err := e.Forward([][]int{{1, 2}}, [][]int{{500, 512}})
 	if err == nil || !strings.Contains(err.Error(), "scale_base") {
 		t.Errorf("position 512 with scale_base 8: error %v, want one naming scale_base", err)
+	}
+}
+
+// argmax equals the plain first-largest scan on random logits of many lengths, with ties,
+// -Inf everywhere, and NaN (where the plain scan decides).
+func TestArgmaxMatchesScan(t *testing.T) {
+	scan := func(l []float32) int {
+		best := 0
+		for i, v := range l {
+			if v > l[best] {
+				best = i
+			}
+		}
+		return best
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 2, 1023, 1024, 1025, 3000, 32000} {
+		for trial := range 20 {
+			l := make([]float32, n)
+			for i := range l {
+				l[i] = float32(r.IntN(50)) // many ties
+			}
+			switch trial {
+			case 1:
+				for i := range l {
+					l[i] = float32(math.Inf(-1))
+				}
+			case 2:
+				l[r.IntN(n)] = float32(math.NaN())
+			case 3:
+				l[0] = float32(math.NaN())
+			}
+			if got, want := argmax(l), scan(l); got != want {
+				t.Fatalf("n=%d trial %d: argmax %d, scan %d", n, trial, got, want)
+			}
+		}
 	}
 }
