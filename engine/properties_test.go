@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -229,6 +230,91 @@ func TestArgmaxMatchesScan(t *testing.T) {
 			}
 			if got, want := argmax(l), scan(l); got != want {
 				t.Fatalf("n=%d trial %d: argmax %d, scan %d", n, trial, got, want)
+			}
+		}
+	}
+}
+
+// Top-k sampling picks what the stable sort of the whole vocabulary picked (the same ids in
+// the same order, so the same draws for a seed), with many ties.
+func TestTopKMatchesFullSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1, 5, 40, 41, 500, 32000} {
+		for _, k := range []int{1, 3, 40, n - 1, n} {
+			if k < 1 || k > n {
+				continue
+			}
+			l := make([]float32, n)
+			for i := range l {
+				l[i] = float32(r.IntN(30))
+			}
+			ids := make([]int, n)
+			for i := range ids {
+				ids[i] = i
+			}
+			sort.SliceStable(ids, func(a, b int) bool { return l[ids[a]] > l[ids[b]] })
+			sm, _ := NewSampler(Sampling{Temp: 1, TopK: k})
+			var got []int
+			if k < n {
+				got = sm.topK(l, k)
+			} else {
+				got = ids // k >= n takes the full sort path
+			}
+			if !slices.Equal(got, ids[:k]) {
+				t.Fatalf("n=%d k=%d: topK %v, want %v", n, k, got[:min(k, 8)], ids[:min(k, 8)])
+			}
+		}
+	}
+}
+
+// Top-p without top-k draws what sorting the whole vocabulary drew (the reference below is the
+// sampler as it was), for the same seed, over many draws from random logits.
+func TestNucleusMatchesFullSort(t *testing.T) {
+	reference := func(rng *rand.Rand, logits []float32, temp, p float64) int {
+		ids := make([]int, len(logits))
+		for i := range ids {
+			ids[i] = i
+		}
+		sort.SliceStable(ids, func(a, b int) bool { return logits[ids[a]] > logits[ids[b]] })
+		probs := make([]float64, len(ids))
+		top, sum := float64(logits[ids[0]]), 0.0
+		for i, id := range ids {
+			probs[i] = math.Exp((float64(logits[id]) - top) / temp)
+			sum += probs[i]
+		}
+		cum := 0.0
+		for i := range probs {
+			cum += probs[i] / sum
+			if cum >= p {
+				ids, probs = ids[:i+1], probs[:i+1]
+				break
+			}
+		}
+		sum = 0
+		for _, q := range probs {
+			sum += q
+		}
+		u := rng.Float64() * sum
+		for i, q := range probs {
+			if u -= q; u < 0 {
+				return ids[i]
+			}
+		}
+		return ids[len(ids)-1]
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{2, 7, 260, 32000} {
+		for _, p := range []float64{0.5, 0.9, 0.95} {
+			sm, _ := NewSampler(Sampling{Temp: 0.8, TopP: p, Seed: 42})
+			ref := rand.New(rand.NewPCG(42, 42^0x9e3779b97f4a7c15))
+			logits := make([]float32, n)
+			for draw := range 50 {
+				for i := range logits {
+					logits[i] = float32(r.NormFloat64() * 3)
+				}
+				if got, want := sm.pick(logits), reference(ref, logits, 0.8, p); got != want {
+					t.Fatalf("n=%d p=%g draw %d: picked %d, full sort %d", n, p, draw, got, want)
+				}
 			}
 		}
 	}
