@@ -185,6 +185,9 @@ func (sm *Sampler) pickNucleus(logits []float32, p float64) int {
 		}
 	}
 	sm.top = ids
+	if len(ids) == 0 { // NaN logits: no probability compares; a broken model gets the argmax
+		return argmax(logits)
+	}
 	sort.SliceStable(ids, func(a, b int) bool { return logits[ids[a]] > logits[ids[b]] })
 	cum := 0.0
 	for i, id := range ids {

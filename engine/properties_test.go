@@ -319,3 +319,21 @@ func TestNucleusMatchesFullSort(t *testing.T) {
 		}
 	}
 }
+
+// Sampling never panics on NaN logits (a broken checkpoint): top-k, top-p and both.
+func TestSamplingNaNLogits(t *testing.T) {
+	l := []float32{1, float32(math.NaN()), 3, float32(math.NaN()), 2}
+	for _, s := range []Sampling{{Temp: 1, TopP: 0.9}, {Temp: 1, TopK: 2}, {Temp: 1, TopK: 2, TopP: 0.5}, {Temp: 1}} {
+		sm, _ := NewSampler(s)
+		for range 10 {
+			if tok := sm.Next(l); tok < 0 || tok >= len(l) {
+				t.Fatalf("%+v: token %d", s, tok)
+			}
+		}
+	}
+	all := []float32{float32(math.NaN()), float32(math.NaN())}
+	sm, _ := NewSampler(Sampling{Temp: 1, TopP: 0.9})
+	if tok := sm.Next(all); tok != 0 {
+		t.Errorf("all NaN: token %d, want 0", tok)
+	}
+}
