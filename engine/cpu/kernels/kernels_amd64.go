@@ -7,6 +7,7 @@ package kernels
 // vector.
 
 import (
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -15,6 +16,7 @@ import (
 var (
 	hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	hasBF16   = hasAVX512 && cpu.X86.HasAVX512BF16
 )
 
 func supported(lv int32) bool {
@@ -264,4 +266,58 @@ func pack8(a []float32, lda int, dst []float32, n16 int) bool {
 	}
 	pack8AVX512(&a[0], lda, &dst[0], n16)
 	return true
+}
+
+// bf16Ready reports whether SgemmBF16 runs the VDPBF16PS micro-kernel under kernel set lv.
+func bf16Ready(lv int32) bool { return lv == lvAVX512 && hasBF16 }
+
+// bf16Tile picks among the generated bf16 micro-kernels (0: 8×32, 1: 12×32, 2: 6×64).
+var bf16Tile = func() int {
+	switch os.Getenv("POSFORMER_BF16_TILE") {
+	case "12x32":
+		return 1
+	case "6x64":
+		return 2
+	}
+	return 0
+}()
+
+// tileBF16 is the SgemmBF16 micro-kernel tile (rows, columns) under kernel set lv.
+func tileBF16(lv int32) (mr, nr int) {
+	if !bf16Ready(lv) {
+		return 4, 4
+	}
+	switch bf16Tile {
+	case 1:
+		return 12, 32
+	case 2:
+		return 6, 64
+	}
+	return 8, 32
+}
+
+// microKernelBF16 computes the tile of kernel set lv from packed pair panels a (mr pairs per
+// pair of k) and b (nr pairs) over kp pairs into c (row stride ldc), overwriting or adding.
+func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accumulate bool) {
+	mr, nr := tileBF16(lv)
+	if !(kp >= 1 && len(a) >= mr*kp && len(b) >= nr*kp && ldc >= nr && len(c) >= (mr-1)*ldc+nr) {
+		fail("SgemmBF16: micro-kernel operands out of bounds")
+	}
+	if !bf16Ready(lv) {
+		gemmBF16Go(kp, a, b, c, ldc, accumulate)
+		return
+	}
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	pa, pb := unsafe.SliceData(a), unsafe.SliceData(b)
+	switch bf16Tile {
+	case 1:
+		gemm12x32BF16(kp, pa, pb, ptr(c), ldc, acc)
+	case 2:
+		gemm6x64BF16(kp, pa, pb, ptr(c), ldc, acc)
+	default:
+		gemm8x32BF16(kp, pa, pb, ptr(c), ldc, acc)
+	}
 }

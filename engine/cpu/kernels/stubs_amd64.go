@@ -269,3 +269,24 @@ func gemm8x32AVX512(k int, a *float32, b *float32, c *float32, ldc int, accumula
 //
 //go:noescape
 func gemm6x16AVX2(k int, a *float32, b *float32, c *float32, ldc int, accumulate int)
+
+// gemm8x32BF16 computes the 8×32 tile T = Σ_q Σ_h bf16(a[q·8+i], h)·bf16(b[q·32+j], h)
+// over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
+// or adds T to it if accumulate != 0 (AVX512_BF16: VDPBF16PS).
+//
+//go:noescape
+func gemm8x32BF16(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
+
+// gemm12x32BF16 computes the 12×32 tile T = Σ_q Σ_h bf16(a[q·12+i], h)·bf16(b[q·32+j], h)
+// over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
+// or adds T to it if accumulate != 0 (AVX512_BF16: VDPBF16PS).
+//
+//go:noescape
+func gemm12x32BF16(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
+
+// gemm6x64BF16 computes the 6×64 tile T = Σ_q Σ_h bf16(a[q·6+i], h)·bf16(b[q·64+j], h)
+// over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
+// or adds T to it if accumulate != 0 (AVX512_BF16: VDPBF16PS).
+//
+//go:noescape
+func gemm6x64BF16(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)

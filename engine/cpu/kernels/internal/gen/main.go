@@ -188,8 +188,15 @@ func main() {
 	pack8()
 	gemm(avx512, 8, 2) // 16 accumulators, 2 B vectors, broadcasts of A
 	gemm(avx2, 6, 2)   // 12 accumulators, 2 B vectors, 2 broadcasts: all 16 registers
+	gemmBF16(8, 2)
+	gemmBF16(12, 2)
+	gemmBF16(6, 4)
 	Generate()
 	out, stubs := flag.Lookup("out").Value.String(), flag.Lookup("stubs").Value.String()
+	if err := bf16Patch(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := checkAVX2(out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

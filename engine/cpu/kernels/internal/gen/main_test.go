@@ -3,6 +3,7 @@ package main
 // The AVX2 checker must reject AVX-512 registers and instructions in AVX2 functions only.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,6 +28,24 @@ func TestCheckAVX2(t *testing.T) {
 		}
 		if err := checkAVX2(p); (err == nil) != ok {
 			t.Errorf("checkAVX2(%q) = %v, want ok=%v", src, err, ok)
+		}
+	}
+}
+
+// bf16Encode against the encoding of VDPBF16PS as binutils writes it (objdump -d), for low,
+// high (bit 3) and upper (bit 4, EVEX-only) registers in every position.
+func TestBF16Encode(t *testing.T) {
+	for _, c := range []struct {
+		src2, src1, dst int
+		want            string
+	}{
+		{3, 2, 1, "62f26e4852cb"},   // vdpbf16ps %zmm3,%zmm2,%zmm1
+		{0, 0, 0, "62f27e4852c0"},   // vdpbf16ps %zmm0,%zmm0,%zmm0
+		{31, 17, 9, "6212764052cf"}, // vdpbf16ps %zmm31,%zmm17,%zmm9
+		{8, 24, 16, "62c23e4052c0"}, // vdpbf16ps %zmm8,%zmm24,%zmm16
+	} {
+		if got := fmt.Sprintf("%x", bf16Encode(c.src2, c.src1, c.dst)); got != c.want {
+			t.Errorf("bf16Encode(%d, %d, %d) = %s, want %s", c.src2, c.src1, c.dst, got, c.want)
 		}
 	}
 }
