@@ -87,10 +87,10 @@ func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		accumulate := pq > 0 || beta != 0
 		for jc := 0; jc < n; jc += blockN {
 			nc := min(blockN, n-jc)
-			packBBF16(bp, b, ldb, transB, p0, kc, k, jc, nc, nr)
+			packBBF16(bp, b, ldb, transB, p0, kc, k, jc, nc, nr, bf16Ready(lv))
 			for ic := 0; ic < m; ic += blockM {
 				mc := min(blockM, m-ic)
-				packABF16(ap, a, lda, transA, p0, kc, k, ic, mc, mr, alpha)
+				packABF16(ap, a, lda, transA, p0, kc, k, ic, mc, mr, alpha, bf16Ready(lv))
 				for jr := 0; jr < nc; jr += nr {
 					bpan := bp[(jr/nr)*kc*nr : (jr/nr+1)*kc*nr]
 					cols := min(nr, nc-jr)
@@ -144,8 +144,9 @@ func RoundBF16(x float32) float32 { return fromBF16(toBF16(x)) }
 
 // packABF16 writes alpha·op(A)[ic:ic+mc, p0:p0+2·kc] as panels of mr rows of pairs: panel q
 // holds, for each pair t, the mr pairs (op(A)[i, p0+2t], op(A)[i, p0+2t+1]) of rows
-// i = ic+q·mr+r (zero past the last row, and a zero high half at p0+2t+1 == k).
-func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc, mr int, alpha float32) {
+// i = ic+q·mr+r (zero past the last row, and a zero high half at p0+2t+1 == k). asm: the
+// AVX512_BF16 packing may be used (whole panels of 8 rows, alpha 1).
+func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc, mr int, alpha float32, asm bool) {
 	full := min(kc, (k-p0)/2) // pairs with both halves inside op(A)
 	for q := 0; q*mr < mc; q++ {
 		pan := dst[q*kc*mr : (q+1)*kc*mr]
@@ -154,9 +155,15 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 			clear(pan)
 		}
 		r0 := ic + q*mr
+		fast := asm && alpha == 1 && mr == 8 && rows == 8
 		if trans {
 			// op(A) rows are columns of the stored [k, m] matrix: a pair joins two stored rows.
-			for t := range full {
+			done := 0
+			if fast && full > 0 {
+				packPairsBF16(a[p0*lda+r0:], lda, pan, 8, full)
+				done = full
+			}
+			for t := done; t < full; t++ {
 				lo := a[(p0+2*t)*lda+r0:][:rows]
 				hi := a[(p0+2*t+1)*lda+r0:][:rows]
 				out := pan[t*mr:][:rows]
@@ -174,9 +181,14 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 			continue
 		}
 		// A pair is two adjacent values of a stored row.
+		done := 0
+		if fast && full >= 16 {
+			packRowsBF16(a[r0*lda+p0:], lda, pan, 8, full/16)
+			done = full / 16 * 16
+		}
 		for r := range rows {
 			src := a[(r0+r)*lda+p0:][:min(2*kc, k-p0)]
-			for t := range full {
+			for t := done; t < full; t++ {
 				pan[t*mr+r] = pairBF16(alpha*src[2*t], alpha*src[2*t+1])
 			}
 			if full < kc {
@@ -188,8 +200,9 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 
 // packBBF16 writes op(B)[p0:p0+2·kc, jc:jc+nc] as panels of nr columns of pairs: panel q
 // holds, for each pair t, the nr pairs (op(B)[p0+2t, j], op(B)[p0+2t+1, j]) of columns
-// j = jc+q·nr+c (zero past the last column, and a zero high half at p0+2t+1 == k).
-func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc, nr int) {
+// j = jc+q·nr+c (zero past the last column, and a zero high half at p0+2t+1 == k). asm: the
+// AVX512_BF16 packing may be used (whole panels of 32 columns).
+func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc, nr int, asm bool) {
 	full := min(kc, (k-p0)/2)
 	for q := 0; q*nr < nc; q++ {
 		pan := dst[q*kc*nr : (q+1)*kc*nr]
@@ -198,9 +211,15 @@ func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc
 			clear(pan)
 		}
 		j0 := jc + q*nr
+		fast := asm && nr == 32 && cols == 32
 		if !trans {
 			// A pair joins two stored rows of the [k, n] matrix.
-			for t := range full {
+			done := 0
+			if fast && full > 0 {
+				packPairsBF16(b[p0*ldb+j0:], ldb, pan, 32, full)
+				done = full
+			}
+			for t := done; t < full; t++ {
 				lo := b[(p0+2*t)*ldb+j0:][:cols]
 				hi := b[(p0+2*t+1)*ldb+j0:][:cols]
 				out := pan[t*nr:][:cols]
@@ -218,9 +237,16 @@ func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc
 			continue
 		}
 		// Stored [n, k]: a pair is two adjacent values of a stored row.
+		done := 0
+		if fast && full >= 16 {
+			for j := 0; j < 32; j += 8 {
+				packRowsBF16(b[(j0+j)*ldb+p0:], ldb, pan[j:], 32, full/16)
+			}
+			done = full / 16 * 16
+		}
 		for j := range cols {
 			src := b[(j0+j)*ldb+p0:][:min(2*kc, k-p0)]
-			for t := range full {
+			for t := done; t < full; t++ {
 				pan[t*nr+j] = pairBF16(src[2*t], src[2*t+1])
 			}
 			if full < kc {

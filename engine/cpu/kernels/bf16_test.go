@@ -142,7 +142,8 @@ func TestSgemmBF16(t *testing.T) {
 		// Several K slices (512 values each, odd and even ends), N blocks and M blocks, and the
 		// degenerate sizes.
 		ds = append(ds, dims{257, 129, 600}, dims{97, 513, 513}, dims{100, 600, 20}, dims{13, 65, 1025},
-			dims{25, 70, 512}, dims{25, 70, 511}, dims{1, 1, 1}, dims{0, 5, 5}, dims{5, 0, 5}, dims{5, 5, 0}, dims{0, 0, 0})
+			dims{25, 70, 512}, dims{25, 70, 511}, dims{33, 100, 301}, dims{16, 64, 96}, dims{9, 200, 64},
+			dims{1, 1, 1}, dims{0, 5, 5}, dims{5, 0, 5}, dims{5, 5, 0}, dims{0, 0, 0})
 		ab := [][2]float32{{1, 0}, {1, 1}, {0.5, -0.75}, {-2, 0}, {0, 0.5}, {0, 0}, {0.3, 1}}
 		for i, d := range ds {
 			for tr := range 4 {

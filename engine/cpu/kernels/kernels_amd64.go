@@ -321,3 +321,29 @@ func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accu
 		gemm8x32BF16(kp, pa, pb, ptr(c), ldc, acc)
 	}
 }
+
+// packRowsBF16 packs 8 rows of pairs of adjacent values (a[i·lda+2t], a[i·lda+2t+1]) for
+// t < 16·n32 into dst[t·stride+i], stride 8 (A panels) or 32 (8 columns of a B panel).
+func packRowsBF16(a []float32, lda int, dst []uint32, stride, n32 int) {
+	if !(hasBF16 && n32 > 0 && lda >= 32*n32 && len(a) >= 7*lda+32*n32 && len(dst) >= (16*n32-1)*stride+8) {
+		fail("packRowsBF16: 8 rows of %d (stride %d) into %d words, from %d", 32*n32, lda, len(dst), len(a))
+	}
+	if stride == 8 {
+		packA8BF16(&a[0], lda, &dst[0], n32)
+	} else {
+		packBT8BF16(&a[0], lda, &dst[0], n32)
+	}
+}
+
+// packPairsBF16 packs kp pairs of stored rows into width (8 or 32) pairs each:
+// dst[t·width+j] = (a[2t·lda+j], a[(2t+1)·lda+j]).
+func packPairsBF16(a []float32, lda int, dst []uint32, width, kp int) {
+	if !(hasBF16 && kp > 0 && lda >= width && len(a) >= (2*kp-1)*lda+width && len(dst) >= width*kp) {
+		fail("packPairsBF16: %d pairs of rows of %d (stride %d) into %d words, from %d", kp, width, lda, len(dst), len(a))
+	}
+	if width == 8 {
+		packAT8BF16(&a[0], lda, &dst[0], kp)
+	} else {
+		packB32BF16(&a[0], lda, &dst[0], kp)
+	}
+}

@@ -290,3 +290,27 @@ func gemm12x32BF16(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate
 //
 //go:noescape
 func gemm6x64BF16(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
+
+// packA8BF16 writes dst[t·8+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 8 and t < 16·n32:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packA8BF16(a *float32, lda int, dst *uint32, n32 int)
+
+// packBT8BF16 writes dst[t·32+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 8 and t < 16·n32:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packBT8BF16(a *float32, lda int, dst *uint32, n32 int)
+
+// packAT8BF16 writes dst[t·8+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 8 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packAT8BF16(a *float32, lda int, dst *uint32, kp int)
+
+// packB32BF16 writes dst[t·32+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 32 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packB32BF16(a *float32, lda int, dst *uint32, kp int)

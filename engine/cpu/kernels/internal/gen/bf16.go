@@ -6,12 +6,15 @@ package main
 // a broadcast pair of A and adds both products to 16 accumulators: two k steps per
 // instruction where VFMADD231PS does one, at the same issue rate.
 //
-// Neither avo v0.5.0 nor the Go assembler knows VDPBF16PS. The kernel is therefore written
-// with VFMADD231PS standing in for it (the same operand shape: zmm3, zmm2, zmm1, with zmm1 read
-// and written), so that avo allocates the registers, and after Generate the stand-ins in
-// the kernel's text are replaced by the bytes of VDPBF16PS with the same registers (bf16Encode).
-// VDPBF16PS and VFMADD231PS differ in encoding, so nothing else of the function may be a
-// VFMADD231PS: bf16Patch rewrites every one between the kernel's TEXT and the next.
+// Neither avo v0.5.0 nor the Go assembler knows the AVX512_BF16 instructions (VDPBF16PS,
+// VCVTNE2PS2BF16). The kernels are therefore written with a stand-in of the same operand shape
+// (VFMADD231PS for VDPBF16PS: zmm3, zmm2, zmm1 with zmm1 read and written; VPADDD for
+// VCVTNE2PS2BF16: zmm1 only written), marked by a comment "bf16: <instruction>", so that avo
+// allocates the registers; after Generate, bf16Patch replaces each marked stand-in by the
+// bytes of the real instruction on the same registers (evexEncode).
+//
+// The packing to bf16 pairs is in assembly too: in Go, rounding and gathering each value
+// took about as long as the kernel's whole work on it.
 
 import (
 	"fmt"
@@ -26,14 +29,10 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// bf16Kernels lists the generated bf16 kernel names, for bf16Patch.
-var bf16Kernels []string
-
 func gemmBF16(mr, nv int) {
 	const lanes, vbytes = 16, 64
 	nr := nv * lanes
 	name := fmt.Sprintf("gemm%dx%dBF16", mr, nr)
-	bf16Kernels = append(bf16Kernels, name)
 	TEXT(name, NOSPLIT, "func(k2 int, a, b *uint32, c *float32, ldc int, accumulate int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes the %d×%d tile T = Σ_q Σ_h bf16(a[q·%d+i], h)·bf16(b[q·%d+j], h)", name, mr, nr, mr, nr),
@@ -52,7 +51,7 @@ func gemmBF16(mr, nv int) {
 			t := ZMM()
 			VPBROADCASTD(a.Offset(q*4*mr+4*i), t)
 			for v := range bv {
-				VFMADD231PS(bv[v], t, acc[i*nv+v]) // VDPBF16PS, see bf16Patch
+				dpbf16(bv[v], t, acc[i*nv+v])
 			}
 		}
 	}
@@ -111,61 +110,185 @@ func gemmBF16(mr, nv int) {
 	RET()
 }
 
-// bf16Encode returns the EVEX encoding of VDPBF16PS zmm(src2), zmm(src1), zmm(dst) in Go's
-// operand order (Intel: VDPBF16PS zmm_dst, zmm_src1, zmm_src2; EVEX.512.F3.0F38.W0 52 /r),
-// without masking, register operands only.
-func bf16Encode(src2, src1, dst int) []byte {
-	inv := func(r, bit int) byte { return byte((r>>bit)&1) ^ 1 }
-	p0 := inv(dst, 3)<<7 | inv(src2, 4)<<6 | inv(src2, 3)<<5 | inv(dst, 4)<<4 | 0b010 // map 0F38
-	p1 := byte(0)<<7 | byte(^src1&15)<<3 | 1<<2 | 0b10                                // W0, vvvv, pp = F3
-	p2 := byte(0b10)<<5 | inv(src1, 4)<<3                                             // L'L = 512, V'
-	modrm := byte(0b11)<<6 | byte(dst&7)<<3 | byte(src2&7)
-	return []byte{0x62, p0, p1, p2, 0x52, modrm}
+// dpbf16 is VDPBF16PS b, a, acc (acc += pairwise products of a and b), through its stand-in.
+func dpbf16(b, a, acc VecVirtual) {
+	Comment("bf16: VDPBF16PS")
+	VFMADD231PS(b, a, acc)
 }
 
-var fmaLine = regexp.MustCompile(`^(\s*)VFMADD231PS\s+Z(\d+),\s*Z(\d+),\s*Z(\d+)\s*$`)
+// cvtne2ps2bf16 is VCVTNE2PS2BF16 lo, hi, dst: the 2·n bf16 of the n floats of lo (low half
+// of dst) and of hi (high half), rounded to nearest even, through its stand-in.
+func cvtne2ps2bf16(lo, hi, dst VecVirtual) {
+	Comment("bf16: VCVTNE2PS2BF16")
+	VPADDD(lo, hi, dst)
+}
 
-// bf16Patch replaces the VFMADD231PS stand-ins of the bf16 kernels in the generated assembly
-// by VDPBF16PS bytes (see the top of this file).
+// Word permutations interleaving the two halves of a VCVTNE2PS2BF16 result into pairs: word
+// 2j from the low half, word 2j+1 from the high half (zmm: 32 words, ymm: 16).
+var pairIdx512, pairIdx256 Mem
+
+func pairData() {
+	pairIdx512 = GLOBL("pairidx512", RODATA|NOPTR)
+	for i := 0; i < 32; i++ {
+		DATA(2*i, U16(uint16(i/2+16*(i%2))))
+	}
+	pairIdx256 = GLOBL("pairidx256", RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		DATA(2*i, U16(uint16(i/2+8*(i%2))))
+	}
+}
+
+// packRowsBF16 packs 8 rows whose pairs are adjacent values (A stored [m, k], B stored [n, k]):
+// for each group of 32 values, each row's 32 floats become 16 pairs in one register, and the
+// 8×16 transpose of pack8 writes pair t of row i at dst + stride·t + 4·i.
+func packRowsBF16(name string, stride int) {
+	TEXT(name, NOSPLIT, "func(a *float32, lda int, dst *uint32, n32 int)")
+	Pragma("noescape")
+	Doc(name+fmt.Sprintf(" writes dst[t·%d+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 8 and t < 16·n32:", stride/4),
+		"the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).")
+	a, lda, dst, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("n32")
+	SHLQ(U8(2), lda) // bytes
+	lda3 := GP64()
+	LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+	b := GP64() // row 4
+	LEAQ(Mem{Base: a, Index: lda, Scale: 4}, b)
+	rows := []Mem{
+		{Base: a}, {Base: a, Index: lda, Scale: 1}, {Base: a, Index: lda, Scale: 2}, {Base: a, Index: lda3, Scale: 1},
+		{Base: b}, {Base: b, Index: lda, Scale: 1}, {Base: b, Index: lda, Scale: 2}, {Base: b, Index: lda3, Scale: 1},
+	}
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	Label("loop")
+	r := make([]VecVirtual, 8)
+	for i := range r {
+		lo, hi := ZMM(), ZMM()
+		VMOVUPS(rows[i], lo)
+		VMOVUPS(rows[i].Offset(64), hi)
+		r[i] = ZMM()
+		cvtne2ps2bf16(lo, hi, r[i]) // words in order: pairs 0..15 of the row
+	}
+	transpose8x16(r, dst, stride)
+	ADDQ(U32(128), a)
+	ADDQ(U32(128), b)
+	ADDQ(U32(16*stride), dst)
+	DECQ(n)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// packPairsBF16 packs width columns whose pairs join two stored rows (A stored [k, m], B stored
+// [k, n]): each pair t of stored rows 2t, 2t+1 becomes width pairs at dst + 4·width·t.
+func packPairsBF16(name string, width int) {
+	TEXT(name, NOSPLIT, "func(a *float32, lda int, dst *uint32, kp int)")
+	Pragma("noescape")
+	Doc(name+fmt.Sprintf(" writes dst[t·%d+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < %d and t < kp:", width, width),
+		"the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).")
+	a, lda, dst, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("kp")
+	SHLQ(U8(2), lda) // bytes
+	var idx VecVirtual
+	if width == 8 {
+		idx = YMM()
+		VMOVDQU16(pairIdx256, idx)
+	} else {
+		idx = ZMM()
+		VMOVDQU16(pairIdx512, idx)
+	}
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	Label("loop")
+	if width == 8 {
+		lo, hi, o := YMM(), YMM(), YMM()
+		VMOVUPS(Mem{Base: a}, lo)
+		VMOVUPS(Mem{Base: a, Index: lda, Scale: 1}, hi)
+		cvtne2ps2bf16(lo, hi, o)
+		VPERMW(o, idx, o)
+		VMOVDQU32(o, Mem{Base: dst})
+	} else {
+		for h := 0; h < width/16; h++ {
+			lo, hi, o := ZMM(), ZMM(), ZMM()
+			VMOVUPS(Mem{Base: a, Disp: 64 * h}, lo)
+			VMOVUPS(Mem{Base: a, Index: lda, Scale: 1, Disp: 64 * h}, hi)
+			cvtne2ps2bf16(lo, hi, o)
+			VPERMW(o, idx, o)
+			VMOVDQU32(o, Mem{Base: dst, Disp: 64 * h})
+		}
+	}
+	LEAQ(Mem{Base: a, Index: lda, Scale: 2}, a)
+	ADDQ(U32(4*width), dst)
+	DECQ(n)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// evexEncode returns the EVEX encoding of a register-only AVX-512 instruction of map 0F38, W0,
+// no masking: opcode op, prefix pp (1: 66, 2: F3, 3: F2), vector length ll (1: 256, 2: 512 bits),
+// operands in Go's order (rm, vvvv, reg: Intel's reg, vvvv, rm).
+func evexEncode(op, pp, ll byte, rm, vvvv, reg int) []byte {
+	inv := func(r, bit int) byte { return byte((r>>bit)&1) ^ 1 }
+	p0 := inv(reg, 3)<<7 | inv(rm, 4)<<6 | inv(rm, 3)<<5 | inv(reg, 4)<<4 | 0b010 // map 0F38
+	p1 := byte(^vvvv&15)<<3 | 1<<2 | pp                                           // W0, vvvv
+	p2 := ll<<5 | inv(vvvv, 4)<<3                                                 // L'L, V'
+	modrm := byte(0b11)<<6 | byte(reg&7)<<3 | byte(rm&7)
+	return []byte{0x62, p0, p1, p2, op, modrm}
+}
+
+// bf16Ops: opcode and prefix of each instruction bf16Patch writes.
+var bf16Ops = map[string]struct{ op, pp byte }{
+	"VDPBF16PS":      {0x52, 2}, // EVEX.F3.0F38.W0 52 /r
+	"VCVTNE2PS2BF16": {0x72, 3}, // EVEX.F2.0F38.W0 72 /r
+}
+
+var (
+	markLine  = regexp.MustCompile(`^\s*// bf16: (\w+)$`)
+	standLine = regexp.MustCompile(`^(\s*)V\w+\s+([YZ])(\d+),\s*[YZ](\d+),\s*[YZ](\d+)\s*$`)
+)
+
+// bf16Patch replaces each stand-in marked "bf16: <instruction>" in the generated assembly by
+// the bytes of that instruction (see the top of this file).
 func bf16Patch(path string) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	lines := strings.Split(string(src), "\n")
-	in := false
+	want := ""
 	patched := 0
 	for i, line := range lines {
-		if strings.HasPrefix(line, "TEXT ") {
-			in = false
-			for _, k := range bf16Kernels {
-				if strings.HasPrefix(line, "TEXT ·"+k+"(SB)") {
-					in = true
-				}
-			}
+		if m := markLine.FindStringSubmatch(line); m != nil {
+			want = m[1]
 			continue
 		}
-		if !in || !strings.Contains(line, "VFMADD231PS") {
+		if want == "" || strings.TrimSpace(line) == "" {
 			continue
 		}
-		m := fmaLine.FindStringSubmatch(line)
-		if m == nil {
-			return fmt.Errorf("%s:%d: cannot patch %q into VDPBF16PS", path, i+1, strings.TrimSpace(line))
+		m := standLine.FindStringSubmatch(line)
+		code, ok := bf16Ops[want]
+		if m == nil || !ok {
+			return fmt.Errorf("%s:%d: cannot patch %q into %s", path, i+1, strings.TrimSpace(line), want)
 		}
 		r := make([]int, 3)
 		for j := range r {
-			r[j], _ = strconv.Atoi(m[j+2])
+			r[j], _ = strconv.Atoi(m[j+3])
 		}
-		enc := bf16Encode(r[0], r[1], r[2])
+		ll := byte(2)
+		if m[2] == "Y" {
+			ll = 1
+		}
+		enc := evexEncode(code.op, code.pp, ll, r[0], r[1], r[2])
 		parts := make([]string, len(enc))
 		for j, x := range enc {
 			parts[j] = fmt.Sprintf("BYTE $0x%02x", x)
 		}
-		lines[i] = fmt.Sprintf("%s%s // VDPBF16PS Z%d, Z%d, Z%d", m[1], strings.Join(parts, "; "), r[0], r[1], r[2])
+		lines[i] = fmt.Sprintf("%s%s // %s %s%d, %s%d, %s%d", m[1], strings.Join(parts, "; "), want, m[2], r[0], m[2], r[1], m[2], r[2])
+		want = ""
 		patched++
 	}
-	if patched == 0 && len(bf16Kernels) > 0 {
-		return fmt.Errorf("%s: no VDPBF16PS stand-ins found", path)
+	if patched == 0 {
+		return fmt.Errorf("%s: no bf16 stand-ins found", path)
 	}
 	return os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
 }

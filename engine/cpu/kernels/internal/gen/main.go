@@ -188,9 +188,14 @@ func main() {
 	pack8()
 	gemm(avx512, 8, 2) // 16 accumulators, 2 B vectors, broadcasts of A
 	gemm(avx2, 6, 2)   // 12 accumulators, 2 B vectors, 2 broadcasts: all 16 registers
+	pairData()
 	gemmBF16(8, 2)
 	gemmBF16(12, 2)
 	gemmBF16(6, 4)
+	packRowsBF16("packA8BF16", 4*8)   // A [m, k] into panels of 8 rows
+	packRowsBF16("packBT8BF16", 4*32) // 8 of the 32 columns of a B panel, B stored [n, k]
+	packPairsBF16("packAT8BF16", 8)   // A stored [k, m]
+	packPairsBF16("packB32BF16", 32)  // B [k, n] into panels of 32 columns
 	Generate()
 	out, stubs := flag.Lookup("out").Value.String(), flag.Lookup("stubs").Value.String()
 	if err := bf16Patch(out); err != nil {
