@@ -219,3 +219,24 @@ func TestSgemmBF16Bounds(t *testing.T) {
 		}()
 	}
 }
+
+// BenchmarkGemmBF16Kernel: the micro-kernel alone on panels in L1/L2 (kp = 256 pairs).
+func BenchmarkGemmBF16Kernel(b *testing.B) {
+	if !HasBF16() {
+		b.Skip("no AVX512_BF16")
+	}
+	const kp = 256
+	mr, nr := tileBF16(lvAVX512)
+	a, bb := make([]uint32, mr*kp), make([]uint32, nr*kp)
+	for i := range a {
+		a[i] = 0x3f803f80 // (1, 1)
+	}
+	for i := range bb {
+		bb[i] = 0x3f803f80
+	}
+	c := make([]float32, mr*nr)
+	for b.Loop() {
+		microKernelBF16(lvAVX512, kp, a, bb, c, nr, false)
+	}
+	b.ReportMetric(4*float64(mr*nr*kp)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -7,7 +7,6 @@ package kernels
 // vector.
 
 import (
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -271,27 +270,11 @@ func pack8(a []float32, lda int, dst []float32, n16 int) bool {
 // bf16Ready reports whether SgemmBF16 runs the VDPBF16PS micro-kernel under kernel set lv.
 func bf16Ready(lv int32) bool { return lv == lvAVX512 && hasBF16 }
 
-// bf16Tile picks among the generated bf16 micro-kernels (0: 8×32, 1: 12×32, 2: 6×64).
-var bf16Tile = func() int {
-	switch os.Getenv("POSFORMER_BF16_TILE") {
-	case "12x32":
-		return 1
-	case "6x64":
-		return 2
-	}
-	return 0
-}()
-
-// tileBF16 is the SgemmBF16 micro-kernel tile (rows, columns) under kernel set lv.
+// tileBF16 is the SgemmBF16 micro-kernel tile (rows, columns) under kernel set lv. The
+// assembly packing (packRowsBF16, packPairsBF16) assumes 8×32.
 func tileBF16(lv int32) (mr, nr int) {
 	if !bf16Ready(lv) {
 		return 4, 4
-	}
-	switch bf16Tile {
-	case 1:
-		return 12, 32
-	case 2:
-		return 6, 64
 	}
 	return 8, 32
 }
@@ -311,15 +294,7 @@ func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accu
 	if accumulate {
 		acc = 1
 	}
-	pa, pb := unsafe.SliceData(a), unsafe.SliceData(b)
-	switch bf16Tile {
-	case 1:
-		gemm12x32BF16(kp, pa, pb, ptr(c), ldc, acc)
-	case 2:
-		gemm6x64BF16(kp, pa, pb, ptr(c), ldc, acc)
-	default:
-		gemm8x32BF16(kp, pa, pb, ptr(c), ldc, acc)
-	}
+	gemm8x32BF16(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
 }
 
 // packRowsBF16 packs 8 rows of pairs of adjacent values (a[i·lda+2t], a[i·lda+2t+1]) for
