@@ -148,6 +148,7 @@ func RoundBF16(x float32) float32 { return fromBF16(toBF16(x)) }
 // AVX512_BF16 packing may be used (whole panels of 8 rows, alpha 1).
 func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc, mr int, alpha float32, asm bool) {
 	full := min(kc, (k-p0)/2) // pairs with both halves inside op(A)
+	pairedNext := false       // the last panel's packing did this one's full pairs too
 	for q := 0; q*mr < mc; q++ {
 		pan := dst[q*kc*mr : (q+1)*kc*mr]
 		rows := min(mr, mc-q*mr)
@@ -159,7 +160,13 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 		if trans {
 			// op(A) rows are columns of the stored [k, m] matrix: a pair joins two stored rows.
 			done := 0
-			if fast && full > 0 {
+			switch {
+			case fast && pairedNext:
+				done, pairedNext = full, false
+			case fast && full > 0 && q*mr+16 <= mc:
+				packPairs2x8BF16(a[p0*lda+r0:], lda, dst[q*kc*mr:], kc*mr, full)
+				done, pairedNext = full, true
+			case fast && full > 0:
 				packPairsBF16(a[p0*lda+r0:], lda, pan, 8, full)
 				done = full
 			}

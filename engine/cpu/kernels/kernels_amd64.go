@@ -322,3 +322,12 @@ func packPairsBF16(a []float32, lda int, dst []uint32, width, kp int) {
 		packB32BF16(&a[0], lda, &dst[0], kp)
 	}
 }
+
+// packPairs2x8BF16 is packPairsBF16 for two panels of 8 pairs at once: columns 0-7 into dst,
+// columns 8-15 into dst[pstride:].
+func packPairs2x8BF16(a []float32, lda int, dst []uint32, pstride, kp int) {
+	if !(hasBF16 && kp > 0 && lda >= 16 && pstride >= 8*kp && len(a) >= (2*kp-1)*lda+16 && len(dst) >= pstride+8*kp) {
+		fail("packPairs2x8BF16: %d pairs of rows of 16 (stride %d) into %d words (panel stride %d), from %d", kp, lda, len(dst), pstride, len(a))
+	}
+	packAT16BF16(&a[0], lda, &dst[0], kp, pstride)
+}

@@ -7992,6 +7992,38 @@ done:
 	VZEROUPPER
 	RET
 
+// func packAT16BF16(a *float32, lda int, dst *uint32, kp int, pstride int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, AVX512VL
+TEXT ·packAT16BF16(SB), NOSPLIT, $0-40
+	MOVQ      a+0(FP), AX
+	MOVQ      lda+8(FP), CX
+	MOVQ      dst+16(FP), DX
+	MOVQ      kp+24(FP), BX
+	MOVQ      pstride+32(FP), SI
+	SHLQ      $0x02, CX
+	SHLQ      $0x02, SI
+	VMOVDQU16 pairidx512<>+0(SB), Z0
+	TESTQ     BX, BX
+	JZ        done
+
+loop:
+	VMOVUPS (AX), Z1
+	VMOVUPS (AX)(CX*1), Z2
+
+	// bf16: VCVTNE2PS2BF16
+	BYTE $0x62; BYTE $0xf2; BYTE $0x6f; BYTE $0x48; BYTE $0x72; BYTE $0xc9 // VCVTNE2PS2BF16 Z1, Z2, Z1
+	VPERMW        Z1, Z0, Z1
+	VMOVDQU32     Y1, (DX)
+	VEXTRACTI32X8 $0x01, Z1, (DX)(SI*1)
+	LEAQ          (AX)(CX*2), AX
+	ADDQ          $0x00000020, DX
+	DECQ          BX
+	JNZ           loop
+
+done:
+	VZEROUPPER
+	RET
+
 // func packB32BF16(a *float32, lda int, dst *uint32, kp int)
 // Requires: AVX, AVX512BW, AVX512F
 TEXT ·packB32BF16(SB), NOSPLIT, $0-32

@@ -44,3 +44,7 @@ func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accu
 // The AVX512_BF16 packing, never called here (bf16Ready is false).
 func packRowsBF16(a []float32, lda int, dst []uint32, stride, n32 int) { panic("unreachable") }
 func packPairsBF16(a []float32, lda int, dst []uint32, width, kp int)  { panic("unreachable") }
+
+func packPairs2x8BF16(a []float32, lda int, dst []uint32, pstride, kp int) {
+	panic("unreachable")
+}

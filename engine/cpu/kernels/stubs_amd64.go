@@ -295,6 +295,13 @@ func packBT8BF16(a *float32, lda int, dst *uint32, n32 int)
 //go:noescape
 func packAT8BF16(a *float32, lda int, dst *uint32, kp int)
 
+// packAT16BF16 writes dst[t·8+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 8 and
+// dst[pstride+t·8+j-8] for 8 <= j < 16, t < kp: the two values rounded to bf16 (nearest
+// even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packAT16BF16(a *float32, lda int, dst *uint32, kp int, pstride int)
+
 // packB32BF16 writes dst[t·32+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 32 and t < kp:
 // the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
 //

@@ -224,6 +224,40 @@ func packPairsBF16(name string, width int) {
 	RET()
 }
 
+// packPairs2x8BF16 is packPairsBF16 for two panels of 8 at once (A stored [k, m]): 16 values
+// of each stored row, whole cache lines, where two calls of the 8-wide kernel would each read
+// half of every line, the second after a pass over the whole K slice. Pairs of columns 0-7 go
+// to dst + 32·t, of columns 8-15 to dst + 4·pstride + 32·t.
+func packPairs2x8BF16(name string) {
+	TEXT(name, NOSPLIT, "func(a *float32, lda int, dst *uint32, kp int, pstride int)")
+	Pragma("noescape")
+	Doc(name+" writes dst[t·8+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 8 and",
+		"dst[pstride+t·8+j-8] for 8 <= j < 16, t < kp: the two values rounded to bf16 (nearest",
+		"even), the first in the low half (AVX512_BF16).")
+	a, lda, dst, n, ps := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("kp"), loadGP("pstride")
+	SHLQ(U8(2), lda) // bytes
+	SHLQ(U8(2), ps)
+	idx := ZMM()
+	VMOVDQU16(pairIdx512, idx)
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	Label("loop")
+	lo, hi, o := ZMM(), ZMM(), ZMM()
+	VMOVUPS(Mem{Base: a}, lo)
+	VMOVUPS(Mem{Base: a, Index: lda, Scale: 1}, hi)
+	cvtne2ps2bf16(lo, hi, o)
+	VPERMW(o, idx, o)
+	VMOVDQU32(o.AsY(), Mem{Base: dst})
+	VEXTRACTI32X8(U8(1), o, Mem{Base: dst, Index: ps, Scale: 1})
+	LEAQ(Mem{Base: a, Index: lda, Scale: 2}, a)
+	ADDQ(U32(32), dst)
+	DECQ(n)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
 // evexEncode returns the EVEX encoding of a register-only AVX-512 instruction of map 0F38, W0,
 // no masking: opcode op, prefix pp (1: 66, 2: F3, 3: F2), vector length ll (1: 256, 2: 512 bits),
 // operands in Go's order (rm, vvvv, reg: Intel's reg, vvvv, rm).

@@ -195,6 +195,7 @@ func main() {
 	packRowsBF16("packA8BF16", 4*8)   // A [m, k] into panels of 8 rows
 	packRowsBF16("packBT8BF16", 4*32) // 8 of the 32 columns of a B panel, B stored [n, k]
 	packPairsBF16("packAT8BF16", 8)   // A stored [k, m]
+	packPairs2x8BF16("packAT16BF16")  // the same, two panels at once
 	packPairsBF16("packB32BF16", 32)  // B [k, n] into panels of 32 columns
 	Generate()
 	out, stubs := flag.Lookup("out").Value.String(), flag.Lookup("stubs").Value.String()
