@@ -140,6 +140,7 @@ func lowerDot(lw *lowering) (stepFn, error) {
 		}, nil
 	}
 	mm := newMatmul(pool, B, M, N, K, lp.trans, transB)
+	mm.bf16 = lw.e.backend.bf16dot
 	return func(f *frame) {
 		a := typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
 		b := typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
@@ -238,6 +239,10 @@ type matmul struct {
 	transA, transB bool
 	// tiles: the work is cut into mt × nt tiles per batch item.
 	mt, nt, mSize, nSize int
+	// bf16: the tiles that go to the blocked GEMM use kernels.SgemmBF16 (backend option
+	// bf16dot); the paths without packing (tinyDot, MatMulNT, DotRows, Axpy: few rows or a
+	// tiny contraction) stay float32.
+	bf16 bool
 }
 
 func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
@@ -269,7 +274,8 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 }
 
 func (mm *matmul) run(a, b, c []float32) {
-	if mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
+	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
+	if !mm.bf16 && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
 		mm.runSharedA(a, b, c)
 		return
 	}
@@ -398,6 +404,10 @@ func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
 		bb, ldb = b[n0*K:], K
 	} else {
 		bb, ldb = b[n0:], N
+	}
+	if mm.bf16 {
+		kernels.SgemmBF16(mm.transA, mm.transB, m, n, K, 1, aa, lda, bb, ldb, 0, c[m0*N+n0:], N)
+		return
 	}
 	kernels.Sgemm(mm.transA, mm.transB, m, n, K, 1, aa, lda, bb, ldb, 0, c[m0*N+n0:], N)
 }

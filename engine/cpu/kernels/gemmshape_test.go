@@ -5,14 +5,16 @@ import (
 	"testing"
 )
 
-// BenchmarkSgemmTrainShapes: the products of a v2 training step (dim 128, hidden 512, 2048
-// tokens): x·Wᵀ, the weight gradient (A transposed) and the input gradient, against 512³. In a
-// step they run about half as fast as here, their operands coming from memory rather than cache.
-func BenchmarkSgemmTrainShapes(b *testing.B) {
-	for _, s := range []struct {
-		m, n, k int
-		ta, tb  bool
-	}{{512, 512, 512, false, false}, {2048, 512, 128, false, true}, {512, 128, 2048, true, false}, {2048, 128, 512, false, false}, {2048, 128, 128, false, true}} {
+// trainShapes: the products of a v2 training step (dim 128, hidden 512, 2048 tokens): x·Wᵀ,
+// the weight gradient (A transposed) and the input gradient, against 512³.
+var trainShapes = []struct {
+	m, n, k int
+	ta, tb  bool
+}{{512, 512, 512, false, false}, {2048, 512, 128, false, true}, {512, 128, 2048, true, false}, {2048, 128, 512, false, false}, {2048, 128, 128, false, true}}
+
+// benchTrainShapes runs gemm (Sgemm's signature) on every training shape, in GFLOP/s.
+func benchTrainShapes(b *testing.B, gemm func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)) {
+	for _, s := range trainShapes {
 		b.Run(fmt.Sprintf("%dx%dx%d-%v%v", s.m, s.n, s.k, s.ta, s.tb), func(b *testing.B) {
 			a, bb, c := randSlice(s.m*s.k), randSlice(s.k*s.n), make([]float32, s.m*s.n)
 			lda, ldb := s.k, s.n
@@ -23,9 +25,21 @@ func BenchmarkSgemmTrainShapes(b *testing.B) {
 				ldb = s.k
 			}
 			for b.Loop() {
-				Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
+				gemm(s.ta, s.tb, s.m, s.n, s.k, 1, a, lda, bb, ldb, 0, c, s.n)
 			}
 			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// BenchmarkSgemmTrainShapes: the training step's products. In a step they run about half as
+// fast as here, their operands coming from memory rather than cache.
+func BenchmarkSgemmTrainShapes(b *testing.B) { benchTrainShapes(b, Sgemm) }
+
+// BenchmarkSgemmBF16: the same products with bf16 operands (the packing included).
+func BenchmarkSgemmBF16(b *testing.B) {
+	if !HasBF16() {
+		b.Logf("no AVX512_BF16 (kernel set %s): the Go kernel", Path())
+	}
+	benchTrainShapes(b, SgemmBF16)
 }

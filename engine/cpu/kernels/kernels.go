@@ -2,7 +2,8 @@
 // matrix-vector rows, small and blocked matrix products, elementwise arithmetic, exp and
 // reductions. Every kernel exists three times: AVX-512 and AVX2+FMA assembly (amd64, generated
 // by internal/gen with avo) and portable Go (the only one elsewhere). The best set the CPU has
-// is chosen at start-up; $POSFORMER_KERNELS or SetPath can force another.
+// is chosen at start-up; $POSFORMER_KERNELS or SetPath can force another. SgemmBF16 (bf16.go)
+// is Sgemm with bfloat16 operands, on AVX512_BF16 where the CPU has it.
 //
 // This file holds the exported API: it checks every length and stride (a bad call panics with
 // a message instead of reading or writing out of bounds) and hands the work to the selected set.

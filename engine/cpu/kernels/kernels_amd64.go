@@ -15,6 +15,7 @@ import (
 var (
 	hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	hasBF16   = hasAVX512 && cpu.X86.HasAVX512BF16
 )
 
 func supported(lv int32) bool {
@@ -264,4 +265,69 @@ func pack8(a []float32, lda int, dst []float32, n16 int) bool {
 	}
 	pack8AVX512(&a[0], lda, &dst[0], n16)
 	return true
+}
+
+// bf16Ready reports whether SgemmBF16 runs the VDPBF16PS micro-kernel under kernel set lv.
+func bf16Ready(lv int32) bool { return lv == lvAVX512 && hasBF16 }
+
+// tileBF16 is the SgemmBF16 micro-kernel tile (rows, columns) under kernel set lv. The
+// assembly packing (packRowsBF16, packPairsBF16) assumes 8×32.
+func tileBF16(lv int32) (mr, nr int) {
+	if !bf16Ready(lv) {
+		return 4, 4
+	}
+	return 8, 32
+}
+
+// microKernelBF16 computes the tile of kernel set lv from packed pair panels a (mr pairs per
+// pair of k) and b (nr pairs) over kp pairs into c (row stride ldc), overwriting or adding.
+func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accumulate bool) {
+	mr, nr := tileBF16(lv)
+	if !(kp >= 1 && len(a) >= mr*kp && len(b) >= nr*kp && ldc >= nr && len(c) >= (mr-1)*ldc+nr) {
+		fail("SgemmBF16: micro-kernel operands out of bounds")
+	}
+	if !bf16Ready(lv) {
+		gemmBF16Go(kp, a, b, c, ldc, accumulate)
+		return
+	}
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	gemm8x32BF16(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
+}
+
+// packRowsBF16 packs 8 rows of pairs of adjacent values (a[i·lda+2t], a[i·lda+2t+1]) for
+// t < 16·n32 into dst[t·stride+i], stride 8 (A panels) or 32 (8 columns of a B panel).
+func packRowsBF16(a []float32, lda int, dst []uint32, stride, n32 int) {
+	if !(hasBF16 && n32 > 0 && lda >= 32*n32 && len(a) >= 7*lda+32*n32 && len(dst) >= (16*n32-1)*stride+8) {
+		fail("packRowsBF16: 8 rows of %d (stride %d) into %d words, from %d", 32*n32, lda, len(dst), len(a))
+	}
+	if stride == 8 {
+		packA8BF16(&a[0], lda, &dst[0], n32)
+	} else {
+		packBT8BF16(&a[0], lda, &dst[0], n32)
+	}
+}
+
+// packPairsBF16 packs kp pairs of stored rows into width (8 or 32) pairs each:
+// dst[t·width+j] = (a[2t·lda+j], a[(2t+1)·lda+j]).
+func packPairsBF16(a []float32, lda int, dst []uint32, width, kp int) {
+	if !(hasBF16 && kp > 0 && lda >= width && len(a) >= (2*kp-1)*lda+width && len(dst) >= width*kp) {
+		fail("packPairsBF16: %d pairs of rows of %d (stride %d) into %d words, from %d", kp, width, lda, len(dst), len(a))
+	}
+	if width == 8 {
+		packAT8BF16(&a[0], lda, &dst[0], kp)
+	} else {
+		packB32BF16(&a[0], lda, &dst[0], kp)
+	}
+}
+
+// packPairs2x8BF16 is packPairsBF16 for two panels of 8 pairs at once: columns 0-7 into dst,
+// columns 8-15 into dst[pstride:].
+func packPairs2x8BF16(a []float32, lda int, dst []uint32, pstride, kp int) {
+	if !(hasBF16 && kp > 0 && lda >= 16 && pstride >= 8*kp && len(a) >= (2*kp-1)*lda+16 && len(dst) >= pstride+8*kp) {
+		fail("packPairs2x8BF16: %d pairs of rows of 16 (stride %d) into %d words (panel stride %d), from %d", kp, lda, len(dst), pstride, len(a))
+	}
+	packAT16BF16(&a[0], lda, &dst[0], kp, pstride)
 }

@@ -29,3 +29,22 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 }
 
 func pack8(a []float32, lda int, dst []float32, n16 int) bool { return false }
+
+func bf16Ready(lv int32) bool { return false }
+
+func tileBF16(lv int32) (mr, nr int) { return 4, 4 }
+
+func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accumulate bool) {
+	if !(kp >= 1 && len(a) >= 4*kp && len(b) >= 4*kp && ldc >= 4 && len(c) >= 3*ldc+4) {
+		fail("SgemmBF16: micro-kernel operands out of bounds")
+	}
+	gemmBF16Go(kp, a, b, c, ldc, accumulate)
+}
+
+// The AVX512_BF16 packing, never called here (bf16Ready is false).
+func packRowsBF16(a []float32, lda int, dst []uint32, stride, n32 int) { panic("unreachable") }
+func packPairsBF16(a []float32, lda int, dst []uint32, width, kp int)  { panic("unreachable") }
+
+func packPairs2x8BF16(a []float32, lda int, dst []uint32, pstride, kp int) {
+	panic("unreachable")
+}

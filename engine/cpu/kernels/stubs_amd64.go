@@ -269,3 +269,41 @@ func gemm8x32AVX512(k int, a *float32, b *float32, c *float32, ldc int, accumula
 //
 //go:noescape
 func gemm6x16AVX2(k int, a *float32, b *float32, c *float32, ldc int, accumulate int)
+
+// gemm8x32BF16 computes the 8×32 tile T = Σ_q Σ_h bf16(a[q·8+i], h)·bf16(b[q·32+j], h)
+// over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
+// or adds T to it if accumulate != 0 (AVX512_BF16: VDPBF16PS).
+//
+//go:noescape
+func gemm8x32BF16(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
+
+// packA8BF16 writes dst[t·8+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 8 and t < 16·n32:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packA8BF16(a *float32, lda int, dst *uint32, n32 int)
+
+// packBT8BF16 writes dst[t·32+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 8 and t < 16·n32:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packBT8BF16(a *float32, lda int, dst *uint32, n32 int)
+
+// packAT8BF16 writes dst[t·8+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 8 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packAT8BF16(a *float32, lda int, dst *uint32, kp int)
+
+// packAT16BF16 writes dst[t·8+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 8 and
+// dst[pstride+t·8+j-8] for 8 <= j < 16, t < kp: the two values rounded to bf16 (nearest
+// even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packAT16BF16(a *float32, lda int, dst *uint32, kp int, pstride int)
+
+// packB32BF16 writes dst[t·32+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 32 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
+//
+//go:noescape
+func packB32BF16(a *float32, lda int, dst *uint32, kp int)

@@ -188,8 +188,21 @@ func main() {
 	pack8()
 	gemm(avx512, 8, 2) // 16 accumulators, 2 B vectors, broadcasts of A
 	gemm(avx2, 6, 2)   // 12 accumulators, 2 B vectors, 2 broadcasts: all 16 registers
+	pairData()
+	// bf16: an 8×32 tile (12×32 and 6×64 ran the kernel alone at the same rate, and 8 rows
+	// share pack8's transpose), and the packing into its panels.
+	gemmBF16(8, 2)
+	packRowsBF16("packA8BF16", 4*8)   // A [m, k] into panels of 8 rows
+	packRowsBF16("packBT8BF16", 4*32) // 8 of the 32 columns of a B panel, B stored [n, k]
+	packPairsBF16("packAT8BF16", 8)   // A stored [k, m]
+	packPairs2x8BF16("packAT16BF16")  // the same, two panels at once
+	packPairsBF16("packB32BF16", 32)  // B [k, n] into panels of 32 columns
 	Generate()
 	out, stubs := flag.Lookup("out").Value.String(), flag.Lookup("stubs").Value.String()
+	if err := bf16Patch(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if err := checkAVX2(out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

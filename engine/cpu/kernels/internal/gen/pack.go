@@ -32,6 +32,20 @@ func pack8() {
 		r[i] = ZMM()
 		VMOVUPS(rows[i], r[i])
 	}
+	transpose8x16(r, dst, 4*8)
+	ADDQ(U32(64), a)
+	ADDQ(U32(64), b)
+	ADDQ(U32(512), dst)
+	DECQ(n)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// transpose8x16 stores the 8×16 matrix of 32-bit values in r (r[i] is row i) by columns:
+// column c (8 values, rows 0-7) at dst + stride·c (bytes, at least 32).
+func transpose8x16(r []VecVirtual, dst GPVirtual, stride int) {
 	// Within each 128-bit lane (columns c0..c3 of the lane): pairs of rows interleaved, then
 	// pairs of pairs, so that u[c] holds rows 0-3 of column c of every lane and v[c] rows 4-7.
 	t := make([]VecVirtual, 8)
@@ -67,16 +81,14 @@ func pack8() {
 				o := ZMM()
 				VSHUFF32X4(U8(sel), y, x, o)
 				column := 4*(lane+2*k) + c
-				VMOVUPS(o, Mem{Base: dst, Disp: 4 * 8 * column})
+				// o holds columns column and column+1: adjacent unless the stride is 8 values.
+				if stride == 4*8 {
+					VMOVUPS(o, Mem{Base: dst, Disp: stride * column})
+				} else {
+					VMOVUPS(o.AsY(), Mem{Base: dst, Disp: stride * column})
+					VEXTRACTF32X8(U8(1), o, Mem{Base: dst, Disp: stride * (column + 1)})
+				}
 			}
 		}
 	}
-	ADDQ(U32(64), a)
-	ADDQ(U32(64), b)
-	ADDQ(U32(512), dst)
-	DECQ(n)
-	JNZ(LabelRef("loop"))
-	Label("done")
-	VZEROUPPER()
-	RET()
 }
