@@ -73,6 +73,15 @@ func TestVariantsAndNames(t *testing.T) {
 		}
 	}
 	got := strings.Join(pi.Args, " ")
+	// lm trains with bf16 products, its fine-tunes too; the synthetic tasks do not.
+	if !strings.Contains(got, "--backend cpu:bf16dot=true") {
+		t.Errorf("PI fine-tune of lm without the task's backend: %s", got)
+	}
+	for _, m := range V2.Models("w", []string{tasks.Copy}, []string{"rope"}, 1) {
+		if strings.Contains(strings.Join(m.Args, " "), "--backend") {
+			t.Errorf("copy: %v", m.Args)
+		}
+	}
 	if pi.Name != "rope-pi4-seed2" || pi.Needs != "rope-seed2" || !strings.Contains(got, "-init "+filepath.Join("w", "lm", "rope-seed2")) ||
 		!strings.Contains(got, "--rope-scaling linear --rope-scale 4 -seq 512") {
 		t.Errorf("PI model %s needs %s: %s", pi.Name, pi.Needs, got)
