@@ -22,7 +22,8 @@ import (
 // fuseBlock is how many elements a fused tree evaluates at a time.
 const fuseBlock = 512
 
-// fusable ops: the float32 elementwise ops the block evaluator implements.
+// fusable ops: the float32 elementwise ops the block evaluator implements (a unary op other than
+// Neg, Abs, Sqrt and Rsqrt runs through its vecUnary32 slice function, which it must have).
 var fusableOps = map[backends.OpType]bool{
 	backends.OpTypeAdd: true, backends.OpTypeSub: true, backends.OpTypeMul: true, backends.OpTypeDiv: true,
 	backends.OpTypeMax: true, backends.OpTypeMin: true, backends.OpTypeNeg: true, backends.OpTypeAbs: true,
