@@ -47,8 +47,9 @@ func ulpErr(got float32, want float64) float64 {
 		}
 		return math.Inf(1)
 	}
-	_, e := math.Frexp(want) // |want| in [2^(e-1), 2^e)
-	ulp := math.Ldexp(1, max(e-1, -126)-23)
+	// |want| in [2^e, 2^(e+1)): the ulp is 2^(e-23), and 2^-149 below 2^-126.
+	e := int(math.Float64bits(want)>>52&0x7ff) - 1023
+	ulp := math.Float64frombits(uint64(max(e, -126)-23+1023) << 52)
 	return math.Abs(g-want) / ulp
 }
 
@@ -132,7 +133,7 @@ func TestMathF32Sweep(t *testing.T) {
 		c := mathF32Cases[rg.fn]
 		name := fmt.Sprintf("%s[%g,%g]", rg.fn, rg.lo, rg.hi)
 		worst, at := sweepBits(c, f32bits(rg.lo), f32bits(rg.hi), stride, rg.signs)
-		t.Logf("%s: max error %.4f ulp at %g (%#x)", name, worst, at, f32bits(at))
+		t.Logf("%s: max error %.6f ulp at %g (%#x)", name, worst, at, f32bits(at))
 		if !(worst < 1) {
 			t.Errorf("%s: error %g ulp at %g (%#x): got %g, want %g", name, worst, at, f32bits(at),
 				one(c.fn, at), c.ref(float64(at)))
