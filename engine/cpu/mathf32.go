@@ -139,12 +139,17 @@ func logF64(b []float64, plus1 float64) {
 		tmp := ix - logOff
 		e := &logTab[(tmp>>(52-logBits))%(1<<logBits)]
 		r := math.Float64frombits(ix-tmp&(0xfff<<52))*e.invc - 1
-		y := e.logc + float64(int64(tmp)>>52)*ln2
+		k := int64(tmp) >> 52
+		y := e.logc + float64(k)*ln2
 		y = y + r + r*r*(-1.0/2+r*(1.0/3+r*(-1.0/4+r*(1.0/5))))
 		if plus1 != 0 {
-			// The rounding of u (exact; only tiny x have one), and the sign of x, which log1p
+			// log1p(x) = log(u) + log1p(d/u) ≈ log(u) + d/u with d = x - (u-1) the rounding of u:
+			// exact and the only term that matters for |x| < 2^-29 (then u ≈ 1, k = 0); for
+			// x >= 2^53, u-1 may round too and d be off by an ulp of u, but d/u stays below
+			// 2^-52. 2^-k stands for 1/u (within a factor of 2). And the sign of x, which log1p
 			// keeps: log1p(-0) = -0.
-			y = math.Copysign(y+(x-(u-1)), x)
+			d := (x - (u - 1)) * math.Float64frombits(uint64(1023-k)<<52)
+			y = math.Copysign(y+d, x)
 		}
 		b[i] = y
 	}
@@ -154,9 +159,9 @@ func logF64(b []float64, plus1 float64) {
 // correctly rounded result or its neighbour); log1p(±0) = ±0, log1p(-1) = -Inf, log1p(x < -1)
 // = NaN, log1p(+Inf) = +Inf, NaN stays NaN.
 //
-// u = 1+x in float64 is exact unless |x| < 2^-29 or x > 2^53; log1p(x) = log(u) + (x-(u-1))
-// (the second term is the rounding of u, exact, and only matters for tiny x), log(u) as in
-// log32. The result takes the sign of x, which log1p keeps, so that log1p(-0) = -0.
+// u = 1+x in float64 is exact unless |x| < 2^-29 or x > 2^53; log1p(x) = log(u) + d/u with
+// d = x-(u-1) the rounding of u (it only matters for tiny x), log(u) as in log32. The result
+// takes the sign of x, which log1p keeps, so that log1p(-0) = -0.
 func log1p32(a, out []float32) {
 	var buf [mathChunk]float64
 	for lo := 0; lo < len(out); lo += mathChunk {

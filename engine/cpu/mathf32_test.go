@@ -155,6 +155,11 @@ func TestMathF32Huge(t *testing.T) {
 		xs = append(xs, x, -x)
 	}
 	xs = append(xs, math.MaxFloat32, -math.MaxFloat32, trigFast, -trigFast, 1e7, 3e9, 1e30)
+	// Around 2^53, where 1+x in float64 rounds and so may (1+x)-1 (log1p).
+	for b := f32bits(1 << 50); b < f32bits(1<<56); b += 1021 {
+		xs = append(xs, math.Float32frombits(b))
+	}
+	xs = append(xs, 1<<53, math.Nextafter32(1<<53, 0), math.Nextafter32(1<<53, 1<<60), 1<<54)
 	out := make([]float32, len(xs))
 	for _, fn := range []string{"sin", "cos", "tanh", "log", "log1p"} {
 		c := mathF32Cases[fn]
