@@ -14,8 +14,8 @@ package cpu
 // MATHF32_EXHAUSTIVE=1, about 5 minutes on two cores; the default run sweeps every 97th float32
 // of the same ranges, and TestMathF32Huge a log-spaced set of all magnitudes, asserting < 1 ulp).
 //
-// Where Go may fuse a multiply and an add (arm64; not amd64 without GOAMD64=v3), the results
-// are at least as accurate: the exact steps (n·pio2Hi/16, the range reductions' subtractions)
+// Where the compiler fuses a multiply and an add (the Go spec allows it; arm64 does, amd64 at
+// GOAMD64=v1 does not), the results are at least as accurate: the exact steps (n·pio2Hi/16, the range reductions' subtractions)
 // stay exact and the others round once instead of twice.
 //
 // Like the kernels, the functions work on len(out) elements; a must be at least as long. Each
