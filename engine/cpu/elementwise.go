@@ -746,10 +746,7 @@ func floatUnaryStep[T ~float32 | ~float64](lw *lowering) (stepFn, error) {
 	case backends.OpTypeIsNaN:
 		return lowerMap(lw, func(x T) bool { return x != x }), nil
 	}
-	if _, ok := any(T(0)).(float32); ok && (lw.n.op == backends.OpTypeExp || lw.n.op == backends.OpTypeLogistic || lw.n.op == backends.OpTypeSign) {
-		vec := map[backends.OpType]func(a, out []float32){
-			backends.OpTypeExp: kernels.Exp, backends.OpTypeLogistic: logistic32, backends.OpTypeSign: kernels.Sign,
-		}[lw.n.op]
+	if vec := vecUnary32[lw.n.op]; vec != nil && isFloat32[T]() {
 		ia, io := lw.in[0], lw.out
 		p := lw.e.backend.pool
 		return func(f *frame) {
@@ -766,6 +763,19 @@ func floatUnaryStep[T ~float32 | ~float64](lw *lowering) (stepFn, error) {
 		return nil, err
 	}
 	return lowerMap(lw, fn), nil
+}
+
+// vecUnary32 are the float32 unary ops with a slice function (vector kernels or mathf32.go's
+// loops), in place of floatUnary's float64 call per element.
+var vecUnary32 = map[backends.OpType]func(a, out []float32){
+	backends.OpTypeExp: kernels.Exp, backends.OpTypeLogistic: logistic32, backends.OpTypeSign: kernels.Sign,
+	backends.OpTypeTanh: tanh32, backends.OpTypeLog: log32, backends.OpTypeLog1p: log1p32,
+	backends.OpTypeSin: sin32, backends.OpTypeCos: cos32,
+}
+
+func isFloat32[T any]() bool {
+	_, ok := any(*new(T)).(float32)
+	return ok
 }
 
 func intUnaryStep[T integer](lw *lowering) (stepFn, error) {

@@ -22,12 +22,14 @@ import (
 // fuseBlock is how many elements a fused tree evaluates at a time.
 const fuseBlock = 512
 
-// fusable ops: the float32 elementwise ops the block evaluator implements.
+// fusable ops: the float32 elementwise ops the block evaluator implements (a unary op other than
+// Neg, Abs, Sqrt and Rsqrt runs through its vecUnary32 slice function, which it must have).
 var fusableOps = map[backends.OpType]bool{
 	backends.OpTypeAdd: true, backends.OpTypeSub: true, backends.OpTypeMul: true, backends.OpTypeDiv: true,
 	backends.OpTypeMax: true, backends.OpTypeMin: true, backends.OpTypeNeg: true, backends.OpTypeAbs: true,
 	backends.OpTypeExp: true, backends.OpTypeLog: true, backends.OpTypeSqrt: true, backends.OpTypeRsqrt: true,
 	backends.OpTypeTanh: true, backends.OpTypeLogistic: true, backends.OpTypeSign: true,
+	backends.OpTypeLog1p: true, backends.OpTypeSin: true, backends.OpTypeCos: true,
 }
 
 // fusable reports whether n may be part of a fused tree: a float32 elementwise op whose operands
@@ -291,17 +293,20 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 			fusedBinary(in.op, a, b, sb, out)
 		case backends.OpTypeNeg:
 			kernels.MulScalar(a, -1, out)
-		case backends.OpTypeExp:
-			kernels.Exp(a, out)
-		case backends.OpTypeLogistic:
-			logistic32(a, out)
-		case backends.OpTypeSign:
-			kernels.Sign(a, out)
-		default:
-			f := fusedUnary[in.op]
-			for j, x := range a {
-				out[j] = f(x)
+		case backends.OpTypeAbs:
+			for j, x := range a[:len(out)] {
+				out[j] = float32(math.Abs(float64(x)))
 			}
+		case backends.OpTypeSqrt:
+			for j, x := range a[:len(out)] {
+				out[j] = float32(math.Sqrt(float64(x)))
+			}
+		case backends.OpTypeRsqrt:
+			for j, x := range a[:len(out)] {
+				out[j] = float32(1 / math.Sqrt(float64(x)))
+			}
+		default:
+			vecUnary32[in.op](a, out)
 		}
 	}
 }
@@ -340,16 +345,6 @@ func fusedBinary(op backends.OpType, a, b []float32, sb float32, out []float32) 
 	case backends.OpTypeMin:
 		kernels.Minimum(a, b, out)
 	}
-}
-
-var fusedUnary = map[backends.OpType]func(float32) float32{
-	backends.OpTypeAbs:  func(x float32) float32 { return float32(math.Abs(float64(x))) },
-	backends.OpTypeLog:  func(x float32) float32 { return float32(math.Log(float64(x))) },
-	backends.OpTypeSqrt: func(x float32) float32 { return float32(math.Sqrt(float64(x))) },
-	backends.OpTypeRsqrt: func(x float32) float32 {
-		return float32(1 / math.Sqrt(float64(x)))
-	},
-	backends.OpTypeTanh: func(x float32) float32 { return float32(math.Tanh(float64(x))) },
 }
 
 // leafViews returns the frame's scratch list of leaf slices.
