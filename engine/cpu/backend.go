@@ -112,6 +112,9 @@ func (b *Backend) Summary() string {
 	}
 	if b.bf16dot {
 		act += ", bf16 products"
+		if !kernels.HasBF16() {
+			act += " (no AVX512_BF16 here: a portable kernel, slower than float32)"
+		}
 	}
 	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, kernels.Path(), b.threads, act)
 }
