@@ -80,6 +80,9 @@ func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	u := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(sp))), len(sp))
 	ap, bp := u[:blockM*blockKP], u[blockM*blockKP:]
 	var edge [maxMR * maxNR]float32
+	kern := func(kp int, a, b []uint32, c []float32, ldc int, accumulate bool) {
+		microKernelBF16(lv, kp, a, b, c, ldc, accumulate)
+	}
 	kp := (k + 1) / 2
 	for pq := 0; pq < kp; pq += blockKP {
 		kc := min(blockKP, kp-pq)
@@ -91,32 +94,7 @@ func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 			for ic := 0; ic < m; ic += blockM {
 				mc := min(blockM, m-ic)
 				packABF16(ap, a, lda, transA, p0, kc, k, ic, mc, mr, alpha, bf16Ready(lv))
-				for jr := 0; jr < nc; jr += nr {
-					bpan := bp[(jr/nr)*kc*nr : (jr/nr+1)*kc*nr]
-					cols := min(nr, nc-jr)
-					for ir := 0; ir < mc; ir += mr {
-						apan := ap[(ir/mr)*kc*mr : (ir/mr+1)*kc*mr]
-						rows := min(mr, mc-ir)
-						ci := (ic+ir)*ldc + jc + jr
-						if rows == mr && cols == nr {
-							microKernelBF16(lv, kc, apan, bpan, c[ci:], ldc, accumulate)
-							continue
-						}
-						tile := edge[:mr*nr]
-						microKernelBF16(lv, kc, apan, bpan, tile, nr, false)
-						for i := range rows {
-							dst := c[ci+i*ldc : ci+i*ldc+cols]
-							src := tile[i*nr : i*nr+cols]
-							if accumulate {
-								for j := range dst {
-									dst[j] += src[j]
-								}
-							} else {
-								copy(dst, src)
-							}
-						}
-					}
-				}
+				macroKernel(kern, mr, nr, kc, mc, nc, ap, bp, c[ic*ldc+jc:], ldc, accumulate, edge[:mr*nr])
 			}
 		}
 	}

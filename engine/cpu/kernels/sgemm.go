@@ -93,6 +93,9 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 func blocked(lv int32, m, n, k int, panelsOfA func(pc, kc, ic, mc int) []float32, b []float32, ldb int, transB bool, beta float32, c []float32, ldc int, bp []float32) {
 	mr, nr := tileOf(lv)
 	var edge [maxMR * maxNR]float32
+	kern := func(kc int, a, b, c []float32, ldc int, accumulate bool) {
+		microKernel(lv, kc, a, b, c, ldc, accumulate)
+	}
 	for pc := 0; pc < k; pc += blockK {
 		kc := min(blockK, k-pc)
 		accumulate := pc > 0 || beta != 0
@@ -102,31 +105,38 @@ func blocked(lv int32, m, n, k int, panelsOfA func(pc, kc, ic, mc int) []float32
 			for ic := 0; ic < m; ic += blockM {
 				mc := min(blockM, m-ic)
 				ap := panelsOfA(pc, kc, ic, mc)
-				for jr := 0; jr < nc; jr += nr {
-					bpan := bp[(jr/nr)*kc*nr : (jr/nr+1)*kc*nr]
-					cols := min(nr, nc-jr)
-					for ir := 0; ir < mc; ir += mr {
-						apan := ap[(ir/mr)*kc*mr : (ir/mr+1)*kc*mr]
-						rows := min(mr, mc-ir)
-						ci := (ic+ir)*ldc + jc + jr
-						if rows == mr && cols == nr {
-							microKernel(lv, kc, apan, bpan, c[ci:], ldc, accumulate)
-							continue
-						}
-						tile := edge[:mr*nr]
-						microKernel(lv, kc, apan, bpan, tile, nr, false)
-						for i := range rows {
-							dst := c[ci+i*ldc : ci+i*ldc+cols]
-							src := tile[i*nr : i*nr+cols]
-							if accumulate {
-								for j := range dst {
-									dst[j] += src[j]
-								}
-							} else {
-								copy(dst, src)
-							}
-						}
+				macroKernel(kern, mr, nr, kc, mc, nc, ap, bp, c[ic*ldc+jc:], ldc, accumulate, edge[:mr*nr])
+			}
+		}
+	}
+}
+
+// macroKernel multiplies the packed panels of an mc×kc block of A and a kc×nc block of B into
+// the block of C at c (row stride ldc), one mr×nr tile at a time: whole tiles in place, the
+// partial ones at the right and bottom edges through the scratch tile edge. The panels are
+// float32 (Sgemm) or pairs of bfloat16 (SgemmBF16); kc counts what a panel holds per row.
+func macroKernel[P any](kern func(kc int, a, b []P, c []float32, ldc int, accumulate bool), mr, nr, kc, mc, nc int, ap, bp []P, c []float32, ldc int, accumulate bool, edge []float32) {
+	for jr := 0; jr < nc; jr += nr {
+		bpan := bp[(jr/nr)*kc*nr : (jr/nr+1)*kc*nr]
+		cols := min(nr, nc-jr)
+		for ir := 0; ir < mc; ir += mr {
+			apan := ap[(ir/mr)*kc*mr : (ir/mr+1)*kc*mr]
+			rows := min(mr, mc-ir)
+			ci := ir*ldc + jr
+			if rows == mr && cols == nr {
+				kern(kc, apan, bpan, c[ci:], ldc, accumulate)
+				continue
+			}
+			kern(kc, apan, bpan, edge, nr, false)
+			for i := range rows {
+				dst := c[ci+i*ldc : ci+i*ldc+cols]
+				src := edge[i*nr : i*nr+cols]
+				if accumulate {
+					for j := range dst {
+						dst[j] += src[j]
 					}
+				} else {
+					copy(dst, src)
 				}
 			}
 		}
