@@ -70,8 +70,9 @@ type Executable struct {
 	slots       []slot
 	steps       []stepFn
 	stepOps     []backends.OpType
-	outSlot     []int  // the slot holding each output
-	outCopy     []bool // the output must be copied out of its slot (a parameter, a constant, or an output twice)
+	stepLabels  []string // with step timers on (steptimes.go)
+	outSlot     []int    // the slot holding each output
+	outCopy     []bool   // the output must be copied out of its slot (a parameter, a constant, or an output twice)
 	inPlace     []inPlace
 	arenaSize   int
 	framesMu    sync.Mutex
@@ -229,6 +230,9 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 		}
 		e.steps = append(e.steps, fn)
 		e.stepOps = append(e.stepOps, n.op)
+		if StepTimesEnabled() {
+			e.stepLabels = append(e.stepLabels, stepLabel(n, f, inputs))
+		}
 		for _, s := range append([]int{lw.out}, lw.extra...) {
 			e.slots[s].def = t
 			e.slots[s].last = max(e.slots[s].last, t)

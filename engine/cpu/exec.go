@@ -131,8 +131,12 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 			f.slots[i] = buf.data
 		}
 	}
-	for _, step := range e.steps {
-		step(f)
+	if e.stepLabels != nil {
+		e.runTimed(f)
+	} else {
+		for _, step := range e.steps {
+			step(f)
+		}
 	}
 	outs = make([]backends.Buffer, len(result))
 	for i, buf := range result {
