@@ -242,8 +242,9 @@ func run(o options) error {
 		// model sees a placement it was never trained on (64 consecutive positions of 1,024).
 		randomizePositions(evalBatch.Positions, o.randomPositions, rand.New(rand.NewPCG(99, 98)))
 	}
-	fmt.Fprintf(os.Stderr, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes\n",
-		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.steps, o.batch, cfg.TrainSeqLen)
+	fmt.Fprintf(os.Stderr, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes, %s\n",
+		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.steps, o.batch, cfg.TrainSeqLen,
+		engine.BackendSummary(backend))
 
 	start := time.Now()
 	prevSeconds := 0.0
