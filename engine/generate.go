@@ -35,6 +35,7 @@ type Sampler struct {
 	seen      map[int]bool // for long histories (RepeatLastN 0 keeps them all)
 	top       []int        // topK's and pickNucleus's scratch
 	exps      []float64    // pickNucleus's scratch
+	probs     []float64    // the candidates' weights, pick's and pickNucleus's scratch
 }
 
 // NewSampler validates s.
@@ -107,16 +108,25 @@ func (sm *Sampler) pick(logits []float32) int {
 		}
 		sort.SliceStable(ids, func(a, b int) bool { return logits[ids[a]] > logits[ids[b]] })
 	}
-	probs := make([]float64, len(ids))
+	probs := sm.probs[:0]
 	top, sum := float64(logits[ids[0]]), 0.0
-	for i, id := range ids {
-		probs[i] = math.Exp((float64(logits[id]) - top) / sm.s.Temp)
-		sum += probs[i]
+	for _, id := range ids {
+		q := math.Exp((float64(logits[id]) - top) / sm.s.Temp)
+		probs = append(probs, q)
+		sum += q
 	}
+	sm.probs = probs
+	return sm.draw(ids, probs, sum)
+}
+
+// draw picks one of ids, in order of decreasing probability, with weights probs that sum to
+// total: the smallest prefix reaching TopP (when it is below 1) is kept, then sampled.
+func (sm *Sampler) draw(ids []int, probs []float64, total float64) int {
+	sum := total
 	if p := sm.s.TopP; p > 0 && p < 1 {
 		cum := 0.0
 		for i := range probs {
-			cum += probs[i] / sum
+			cum += probs[i] / total
 			if cum >= p {
 				ids, probs = ids[:i+1], probs[:i+1]
 				break
@@ -189,25 +199,12 @@ func (sm *Sampler) pickNucleus(logits []float32, p float64) int {
 		return argmax(logits)
 	}
 	sort.SliceStable(ids, func(a, b int) bool { return logits[ids[a]] > logits[ids[b]] })
-	cum := 0.0
-	for i, id := range ids {
-		cum += e[id] / total
-		if cum >= p {
-			ids = ids[:i+1]
-			break
-		}
-	}
-	sum := 0.0
+	probs := sm.probs[:0]
 	for _, id := range ids {
-		sum += e[id]
+		probs = append(probs, e[id])
 	}
-	u := sm.rng.Float64() * sum
-	for _, id := range ids {
-		if u -= e[id]; u < 0 {
-			return id
-		}
-	}
-	return ids[len(ids)-1]
+	sm.probs = probs
+	return sm.draw(ids, probs, total)
 }
 
 // Stats reports a generation's timing, as llama.cpp's prompt-eval and eval lines do.
