@@ -64,14 +64,7 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 }
 
 func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if beta != 0 && beta != 1 {
-		for i := range m {
-			row := c[i*ldc : i*ldc+n]
-			for j := range row {
-				row[j] *= beta
-			}
-		}
-	}
+	scaleC(c, m, n, ldc, beta)
 	lv := level.Load()
 	mr, nr := tileBF16(lv)
 	sp := getScratch()

@@ -52,29 +52,16 @@ func putScratch(s []float32) {
 }
 
 func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if k == 0 || alpha == 0 {
-		for i := range m {
-			row := c[i*ldc : i*ldc+n]
-			if beta == 0 {
-				clear(row)
-			} else if beta != 1 {
-				for j := range row {
-					row[j] *= beta
-				}
+	if k == 0 || alpha == 0 { // C = beta·C
+		if beta == 0 {
+			for i := range m {
+				clear(c[i*ldc : i*ldc+n])
 			}
 		}
+		scaleC(c, m, n, ldc, beta)
 		return
 	}
-	// The first K slice overwrites C when beta == 0 (C is never read) and accumulates into it
-	// otherwise, after scaling by beta if that is not 1.
-	if beta != 0 && beta != 1 {
-		for i := range m {
-			row := c[i*ldc : i*ldc+n]
-			for j := range row {
-				row[j] *= beta
-			}
-		}
-	}
+	scaleC(c, m, n, ldc, beta)
 	lv := level.Load()
 	mr, _ := tileOf(lv)
 	sp := getScratch()
@@ -85,6 +72,20 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		return ap
 	}
 	blocked(lv, m, n, k, panelsOfA, b, ldb, transB, beta, c, ldc, bp)
+}
+
+// scaleC prepares C for the K slices: the first overwrites C when beta == 0 (C is never read)
+// and accumulates into it otherwise, after this scaling by beta if that is not 1.
+func scaleC(c []float32, m, n, ldc int, beta float32) {
+	if beta == 0 || beta == 1 {
+		return
+	}
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		for j := range row {
+			row[j] *= beta
+		}
+	}
 }
 
 // blocked is the loop nest of Sgemm over K slices, column blocks of B and row blocks of A;
@@ -195,14 +196,7 @@ func SgemmPacked(pa PackedA, transB bool, n int, b []float32, ldb int, beta floa
 		sgemm(false, transB, m, n, 0, 1, nil, 1, b, ldb, beta, c, ldc)
 		return
 	}
-	if beta != 0 && beta != 1 {
-		for i := range m {
-			row := c[i*ldc : i*ldc+n]
-			for j := range row {
-				row[j] *= beta
-			}
-		}
-	}
+	scaleC(c, m, n, ldc, beta)
 	mr, _ := tileOf(pa.lv)
 	rows := (m + mr - 1) / mr * mr
 	sp := getScratch()
