@@ -43,42 +43,15 @@ func TestToBF16(t *testing.T) {
 // the float64 product of the rounded operands and against Sgemm on the unrounded ones.
 func runGemmBF16(t *testing.T, r *rand.Rand, c gemmCase) {
 	t.Helper()
-	m, n, k := c.m, c.n, c.k
-	aRows, aCols := m, k
-	if c.transA {
-		aRows, aCols = k, m
-	}
-	bRows, bCols := k, n
-	if c.transB {
-		bRows, bCols = n, k
-	}
-	lda, ldb, ldc := aCols+r.IntN(3), bCols+r.IntN(3), n+r.IntN(4)
-	a := guarded(r, max(0, (aRows-1)*lda+aCols), r.IntN(5))
-	b := guarded(r, max(0, (bRows-1)*ldb+bCols), r.IntN(5))
-	cs, ok := output(max(0, (m-1)*ldc+n), r.IntN(5))
-	orig := make([]float32, len(cs))
-	for i := range cs {
-		if c.beta == 0 {
-			cs[i] = nan32 // must not be read
-		} else {
-			cs[i] = r.Float32()*2 - 1
-		}
-		orig[i] = cs[i]
-	}
-	for i := range m {
-		for j := n; j < ldc && i*ldc+j < len(cs); j++ {
-			cs[i*ldc+j] = canary
-			orig[i*ldc+j] = canary
-		}
-	}
+	o := newGemmOperands(r, c)
+	a, b, lda, ldb := o.a, o.b, o.lda, o.ldb
 	// Sgemm on the unrounded operands, for the bf16 error bound.
-	full := make([]float32, len(cs))
-	copy(full, orig)
-	if m > 0 && n > 0 {
-		Sgemm(c.transA, c.transB, m, n, k, c.alpha, a, lda, b, ldb, c.beta, full, ldc)
+	full := make([]float32, len(o.c))
+	copy(full, o.orig)
+	if c.m > 0 && c.n > 0 {
+		Sgemm(c.transA, c.transB, c.m, c.n, c.k, c.alpha, a, lda, b, ldb, c.beta, full, o.ldc)
 	}
-	SgemmBF16(c.transA, c.transB, m, n, k, c.alpha, a, lda, b, ldb, c.beta, cs, ldc)
-	ok(t)
+	SgemmBF16(c.transA, c.transB, c.m, c.n, c.k, c.alpha, a, lda, b, ldb, c.beta, o.c, o.ldc)
 	at := func(i, p int) float64 {
 		if c.transA {
 			return float64(RoundBF16(c.alpha * a[p*lda+i]))
@@ -91,38 +64,12 @@ func runGemmBF16(t *testing.T, r *rand.Rand, c gemmCase) {
 		}
 		return float64(RoundBF16(b[p*ldb+j]))
 	}
-	for i := range m {
-		for j := range ldc {
-			idx := i*ldc + j
-			if idx >= len(cs) {
-				break
-			}
-			if j >= n {
-				if cs[idx] != canary {
-					t.Fatalf("SgemmBF16 %+v: wrote C[%d,%d] past n", c, i, j)
-				}
-				continue
-			}
-			var want, mag float64
-			for p := range k {
-				v := at(i, p) * bt(p, j)
-				want += v
-				mag += math.Abs(v)
-			}
-			if c.beta != 0 {
-				v := float64(c.beta) * float64(orig[idx])
-				want += v
-				mag += math.Abs(v)
-			}
-			if !near(cs[idx], want, mag) {
-				t.Fatalf("SgemmBF16 %+v ld %d,%d,%d: C[%d,%d] = %g, want %g (rounded operands)", c, lda, ldb, ldc, i, j, cs[idx], want)
-			}
-			// Each operand is within 2⁻⁹ of its rounding: each product within about 2⁻⁸.
-			if math.Abs(float64(cs[idx])-float64(full[idx])) > 1e-2*mag+1e-30 {
-				t.Fatalf("SgemmBF16 %+v: C[%d,%d] = %g, Sgemm gives %g (magnitude %g)", c, i, j, cs[idx], full[idx], mag)
-			}
+	checkGemm(t, "SgemmBF16", " (rounded operands)", c, o, at, bt, func(i, j, idx int, mag float64) {
+		// Each operand is within 2⁻⁹ of its rounding: each product within about 2⁻⁸.
+		if math.Abs(float64(o.c[idx])-float64(full[idx])) > 1e-2*mag+1e-30 {
+			t.Fatalf("SgemmBF16 %+v: C[%d,%d] = %g, Sgemm gives %g (magnitude %g)", c, i, j, o.c[idx], full[idx], mag)
 		}
-	}
+	})
 }
 
 func TestSgemmBF16(t *testing.T) {

@@ -19,9 +19,15 @@ type gemmCase struct {
 	packed         bool // through PackA and SgemmPacked
 }
 
-// runGemm sets up one case with random padding and offsets, runs Sgemm and checks it.
-func runGemm(t *testing.T, r *rand.Rand, c gemmCase) {
-	t.Helper()
+// gemmOperands is one case's A, B and C with random padding and offsets: NaN poison around A
+// and B, canaries around C and between its rows, and C NaN when beta == 0 (it must not be read).
+type gemmOperands struct {
+	a, b, c, orig []float32 // orig: C before the call
+	lda, ldb, ldc int
+	ok            func(t *testing.T) // nothing outside C was written
+}
+
+func newGemmOperands(r *rand.Rand, c gemmCase) gemmOperands {
 	m, n, k := c.m, c.n, c.k
 	aRows, aCols := m, k
 	if c.transA {
@@ -31,38 +37,85 @@ func runGemm(t *testing.T, r *rand.Rand, c gemmCase) {
 	if c.transB {
 		bRows, bCols = n, k
 	}
-	lda, ldb, ldc := aCols+r.IntN(3), bCols+r.IntN(3), n+r.IntN(4)
-	a := guarded(r, max(0, (aRows-1)*lda+aCols), r.IntN(5))
-	b := guarded(r, max(0, (bRows-1)*ldb+bCols), r.IntN(5))
-	cs, ok := output(max(0, (m-1)*ldc+n), r.IntN(5))
-	orig := make([]float32, len(cs))
-	for i := range cs {
+	var o gemmOperands
+	o.lda, o.ldb, o.ldc = aCols+r.IntN(3), bCols+r.IntN(3), n+r.IntN(4)
+	o.a = guarded(r, max(0, (aRows-1)*o.lda+aCols), r.IntN(5))
+	o.b = guarded(r, max(0, (bRows-1)*o.ldb+bCols), r.IntN(5))
+	o.c, o.ok = output(max(0, (m-1)*o.ldc+n), r.IntN(5))
+	o.orig = make([]float32, len(o.c))
+	for i := range o.c {
 		if c.beta == 0 {
-			cs[i] = nan32 // must not be read
+			o.c[i] = nan32 // must not be read
 		} else {
-			cs[i] = r.Float32()*2 - 1
+			o.c[i] = r.Float32()*2 - 1
 		}
-		orig[i] = cs[i]
+		o.orig[i] = o.c[i]
 	}
 	// Elements between rows (j >= n) are canaries too.
 	for i := range m {
-		for j := n; j < ldc && i*ldc+j < len(cs); j++ {
-			cs[i*ldc+j] = canary
-			orig[i*ldc+j] = canary
+		for j := n; j < o.ldc && i*o.ldc+j < len(o.c); j++ {
+			o.c[i*o.ldc+j] = canary
+			o.orig[i*o.ldc+j] = canary
 		}
 	}
-	if c.packed {
-		pa := PackA(c.transA, m, k, c.alpha, a, lda, make([]float32, PackedASize(m, k)))
-		SgemmPacked(pa, c.transB, n, b, ldb, c.beta, cs, ldc)
-	} else {
-		Sgemm(c.transA, c.transB, m, n, k, c.alpha, a, lda, b, ldb, c.beta, cs, ldc)
+	return o
+}
+
+// checkGemm holds C to Σ_p at(i, p)·bt(p, j) + beta·C (at, bt: the operands as the kernel
+// multiplies them, alpha in at) in float64, within float32 rounding of the terms' magnitude,
+// with the canaries between rows untouched; also, if not nil, checks each element further.
+func checkGemm(t *testing.T, name, note string, c gemmCase, o gemmOperands, at func(i, p int) float64, bt func(p, j int) float64, also func(i, j, idx int, mag float64)) {
+	t.Helper()
+	o.ok(t)
+	for i := range c.m {
+		for j := range o.ldc {
+			idx := i*o.ldc + j
+			if idx >= len(o.c) {
+				break
+			}
+			if j >= c.n {
+				if o.c[idx] != canary {
+					t.Fatalf("%s %+v: wrote C[%d,%d] past n", name, c, i, j)
+				}
+				continue
+			}
+			var want, mag float64
+			for p := range c.k {
+				v := at(i, p) * bt(p, j)
+				want += v
+				mag += math.Abs(v)
+			}
+			if c.beta != 0 {
+				v := float64(c.beta) * float64(o.orig[idx])
+				want += v
+				mag += math.Abs(v)
+			}
+			if !near(o.c[idx], want, mag) {
+				t.Fatalf("%s %+v ld %d,%d,%d: C[%d,%d] = %g, want %g%s", name, c, o.lda, o.ldb, o.ldc, i, j, o.c[idx], want, note)
+			}
+			if also != nil {
+				also(i, j, idx, mag)
+			}
+		}
 	}
-	ok(t)
+}
+
+// runGemm sets up one case with random padding and offsets, runs Sgemm and checks it.
+func runGemm(t *testing.T, r *rand.Rand, c gemmCase) {
+	t.Helper()
+	o := newGemmOperands(r, c)
+	a, b, lda, ldb := o.a, o.b, o.lda, o.ldb
+	if c.packed {
+		pa := PackA(c.transA, c.m, c.k, c.alpha, a, lda, make([]float32, PackedASize(c.m, c.k)))
+		SgemmPacked(pa, c.transB, c.n, b, ldb, c.beta, o.c, o.ldc)
+	} else {
+		Sgemm(c.transA, c.transB, c.m, c.n, c.k, c.alpha, a, lda, b, ldb, c.beta, o.c, o.ldc)
+	}
 	at := func(i, p int) float64 {
 		if c.transA {
-			return float64(a[p*lda+i])
+			return float64(c.alpha) * float64(a[p*lda+i])
 		}
-		return float64(a[i*lda+p])
+		return float64(c.alpha) * float64(a[i*lda+p])
 	}
 	bt := func(p, j int) float64 {
 		if c.transB {
@@ -70,34 +123,7 @@ func runGemm(t *testing.T, r *rand.Rand, c gemmCase) {
 		}
 		return float64(b[p*ldb+j])
 	}
-	for i := range m {
-		for j := range ldc {
-			idx := i*ldc + j
-			if idx >= len(cs) {
-				break
-			}
-			if j >= n {
-				if cs[idx] != canary {
-					t.Fatalf("Sgemm %+v: wrote C[%d,%d] past n", c, i, j)
-				}
-				continue
-			}
-			var want, mag float64
-			for p := range k {
-				v := float64(c.alpha) * at(i, p) * bt(p, j)
-				want += v
-				mag += math.Abs(v)
-			}
-			if c.beta != 0 {
-				v := float64(c.beta) * float64(orig[idx])
-				want += v
-				mag += math.Abs(v)
-			}
-			if !near(cs[idx], want, mag) {
-				t.Fatalf("Sgemm %+v ld %d,%d,%d: C[%d,%d] = %g, want %g", c, lda, ldb, ldc, i, j, cs[idx], want)
-			}
-		}
-	}
+	checkGemm(t, "Sgemm", "", c, o, at, bt, nil)
 }
 
 func TestSgemm(t *testing.T) {
