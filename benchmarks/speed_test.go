@@ -7,6 +7,7 @@
 package benchmarks
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -127,6 +128,11 @@ var (
 // cmd/bench -make-llama2c writes it) and loaded as any checkpoint, with the default backend
 // (or $GOMLX_BACKEND).
 func randomEngine(b *testing.B, cfg models.Config) *engine.Engine {
+	return randomEngineAs(b, cfg, "", quant.F32)
+}
+
+// randomEngineAs is randomEngine on the given backend, with the weight matrices held as weights.
+func randomEngineAs(b *testing.B, cfg models.Config, backend string, weights quant.Type) *engine.Engine {
 	w, err := llama2c.RandomWeights(cfg, 1, 0.02)
 	if err != nil {
 		b.Fatal(err)
@@ -135,7 +141,7 @@ func randomEngine(b *testing.B, cfg models.Config) *engine.Engine {
 	if err := llama2c.Write(path, cfg, w, 0); err != nil {
 		b.Fatal(err)
 	}
-	e, err := engine.Load(path, "", 0)
+	e, err := engine.LoadAs(path, backend, 0, weights)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,6 +152,18 @@ func randomEngine(b *testing.B, cfg models.Config) *engine.Engine {
 // restarts when it reaches 256 tokens, so the figure is the mean over positions 33..255.
 func BenchmarkDecode260K(b *testing.B) { benchDecode(b, randomEngine(b, shape260K), 32) }
 func BenchmarkDecode15M(b *testing.B)  { benchDecode(b, randomEngine(b, shape15M), 32) }
+
+// BenchmarkDecodeQuantized15M is BenchmarkDecode15M with the weights held as Q8_0 or Q4_0, on
+// the exact path and with int8 activations (cpu:actq8=true).
+func BenchmarkDecodeQuantized15M(b *testing.B) {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, backend := range []string{"cpu", "cpu:actq8=true"} {
+			b.Run(fmt.Sprintf("%v/%s", typ, backend), func(b *testing.B) {
+				benchDecode(b, randomEngineAs(b, shape15M, backend, typ), 32)
+			})
+		}
+	}
+}
 
 // BenchmarkPrefill128x15M is a 128-token prompt through the 15M shape (last token's logits).
 func BenchmarkPrefill128x15M(b *testing.B) { benchPrefill(b, randomEngine(b, shape15M), 128) }
@@ -228,19 +246,7 @@ func BenchmarkGenerate260K(b *testing.B) { benchGenerate(b, randomEngine(b, shap
 // BenchmarkGenerate15MQ8 is side_by_side.sh's Q8_0 row as cmd/infer runs it (255 tokens after
 // BOS, int8 activations) on random weights of the 15M shape.
 func BenchmarkGenerate15MQ8(b *testing.B) {
-	w, err := llama2c.RandomWeights(shape15M, 1, 0.02)
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "random.bin")
-	if err := llama2c.Write(path, shape15M, w, 0); err != nil {
-		b.Fatal(err)
-	}
-	e, err := engine.LoadAs(path, "cpu:actq8=true", 0, quant.Q8_0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchGenerate(b, e, 255)
+	benchGenerate(b, randomEngineAs(b, shape15M, "cpu:actq8=true", quant.Q8_0), 255)
 }
 
 func benchGenerate(b *testing.B, e *engine.Engine, n int) {

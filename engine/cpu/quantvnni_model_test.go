@@ -3,19 +3,14 @@ package cpu_test
 // Model-level tests of actq8=true: what int8 activations do to a whole decoder.
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/engine/cpu/kernels"
-	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/llama2c"
 	"github.com/posformer/posformer/models/quant"
 )
 
@@ -110,78 +105,4 @@ func argmax(v []float32) int {
 		}
 	}
 	return best
-}
-
-// Decoding the llama2.c 15M shape (random weights) held as Q8_0 or Q4_0, exact and with int8
-// activations, after a 32-token prompt: tokens per second and CPU milliseconds per token (less
-// disturbed by other processes on a shared machine).
-//
-//	go test ./engine/cpu -run XXX -bench DecodeActQ8 -benchtime 512x
-func BenchmarkDecodeActQ8(b *testing.B) {
-	cfg := models.Config{
-		Kind: models.Decoder, VocabSize: 32000, Dim: 288, NumLayers: 6, NumHeads: 6, NumKVHeads: 6,
-		HiddenDim: 768, TieEmbeddings: true, MaxSeqLen: 256,
-		Positional: map[string]any{"name": "rope", "layout": "interleaved"},
-	}
-	w, err := llama2c.RandomWeights(cfg, 1, 0.02)
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "random15M.bin")
-	if err := llama2c.Write(path, cfg, w, 0); err != nil {
-		b.Fatal(err)
-	}
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-		for _, backend := range []string{"cpu", "cpu:actq8=true"} {
-			b.Run(fmt.Sprintf("%v/%s", typ, backend), func(b *testing.B) {
-				e, err := engine.LoadAs(path, backend, 0, typ)
-				if err != nil {
-					b.Fatal(err)
-				}
-				benchDecodeSteps(b, e)
-			})
-		}
-	}
-}
-
-func benchDecodeSteps(b *testing.B, e *engine.Engine) {
-	const promptLen = 32
-	var s *engine.Session
-	next := 0
-	restart := func() {
-		s = e.NewSession(1)
-		toks, pos := make([]int, promptLen), make([]int, promptLen)
-		for i := range toks {
-			toks[i], pos[i] = 100+i, i
-		}
-		if _, err := s.Append([][]int{toks}, [][]int{pos}); err != nil {
-			b.Fatal(err)
-		}
-		next = promptLen
-	}
-	restart()
-	b.ResetTimer()
-	cpu := cpuTime()
-	for range b.N {
-		if next == 256 {
-			b.StopTimer()
-			restart()
-			b.StartTimer()
-		}
-		if _, err := s.Append([][]int{{65}}, [][]int{{next}}); err != nil {
-			b.Fatal(err)
-		}
-		next++
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-	b.ReportMetric((cpuTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/tok")
-}
-
-// cpuTime is the CPU time of this process, all threads.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
