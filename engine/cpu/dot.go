@@ -382,14 +382,10 @@ func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
 	}
 	if !mm.transA && !mm.transB && m <= 4 && K <= 64 {
 		// A few rows of x times a short, wide B (decoding's q·k over the cached keys, stored
-		// [headDim, slots]): each row of C is a sum of K scaled rows of B, vector FMAs along n,
-		// where packing B would cost more than the product.
+		// [headDim, slots]): each row of C is a sum of K scaled rows of B, where packing B
+		// would cost more than the product.
 		for i := m0; i < m1; i++ {
-			ci := c[i*N+n0 : i*N+n1]
-			clear(ci)
-			for p := range K {
-				kernels.Axpy(a[i*K+p], b[p*N+n0:p*N+n1], ci)
-			}
+			kernels.VecMat(a[i*K:(i+1)*K], b[n0:], N, c[i*N+n0:i*N+n1])
 		}
 		return
 	}

@@ -152,3 +152,25 @@ func BenchmarkDotRowsHeads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVecMat is one head's q·k against keys cached transposed [headDim 48, slots 256]
+// (the 15M shape), as VecMat and as the headDim Axpy passes it replaced.
+func BenchmarkVecMat(b *testing.B) {
+	const k, n = 48, 256
+	x, m, y := randSlice(k), randSlice(k*n), make([]float32, n)
+	forEachPathB(b, "/VecMat", func(b *testing.B) {
+		for b.Loop() {
+			VecMat(x, m, n, y)
+		}
+		b.ReportMetric(float64(4*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	})
+	forEachPathB(b, "/Axpy", func(b *testing.B) {
+		for b.Loop() {
+			clear(y)
+			for p := range k {
+				Axpy(x[p], m[p*n:(p+1)*n], y)
+			}
+		}
+		b.ReportMetric(float64(4*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	})
+}

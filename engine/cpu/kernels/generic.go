@@ -42,6 +42,16 @@ func axpyGo(alpha float32, x, y []float32) {
 	}
 }
 
+func vecMatGo(x, b []float32, ldb int, y []float32) {
+	clear(y)
+	for p, v := range x {
+		row := b[p*ldb : p*ldb+len(y)]
+		for j, w := range row {
+			y[j] += v * w
+		}
+	}
+}
+
 func sumGo(a []float32) float32 {
 	var s0, s1, s2, s3 float32
 	i := 0

@@ -146,6 +146,25 @@ func DotRows(w []float32, ldw int, x []float32, y []float32) {
 	matMulNT(1, rows, k, x, k, w, ldw, y, rows)
 }
 
+// VecMat is a row vector times a matrix stored row-major [k, n]: y[j] = Σ_p x[p]·b[p·ldb+j]
+// for j < len(y), p < len(x). A decoding step's q·k against keys cached transposed
+// [headDim, slots] is one VecMat per head: a block of y stays in registers while the rows of b
+// go by, where len(x) Axpy passes would load and store all of y each time.
+func VecMat(x []float32, b []float32, ldb int, y []float32) {
+	k, n := len(x), len(y)
+	if !(span(len(b), k, n, ldb)) {
+		fail("VecMat: %d rows of %d with stride %d do not fit in %d", k, n, ldb, len(b))
+	}
+	if n == 0 {
+		return
+	}
+	if k == 0 {
+		clear(y)
+		return
+	}
+	vecMat(x, b, ldb, y)
+}
+
 // MatMulNT is y[i·ldy+j] = Σ_p x[i·ldx+p]·w[j·ldw+p] for i < m, j < n, p < k: a few rows of x
 // (batched decoding, short prefill) against a weight matrix stored [n, k]. Rows of x go 8 at a
 // time, and each row of w is read once for all of them.

@@ -51,6 +51,17 @@ func axpy(alpha float32, x, y []float32) {
 	}
 }
 
+func vecMat(x, b []float32, ldb int, y []float32) {
+	switch level.Load() {
+	case lvAVX512:
+		vecMatAVX512(ptr(x), ptr(b), ldb, ptr(y), len(x), len(y))
+	case lvAVX2:
+		vecMatAVX2(ptr(x), ptr(b), ldb, ptr(y), len(x), len(y))
+	default:
+		vecMatGo(x, b, ldb, y)
+	}
+}
+
 func sum(a []float32) float32 {
 	switch level.Load() {
 	case lvAVX512:

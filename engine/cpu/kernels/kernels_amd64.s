@@ -1307,6 +1307,104 @@ done:
 	VZEROUPPER
 	RET
 
+// func vecMatAVX512(x *float32, b *float32, ldb int, y *float32, k int, n int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·vecMatAVX512(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ ldb+16(FP), DX
+	SHLQ $0x02, DX
+	MOVQ y+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ n+40(FP), DI
+
+wide:
+	CMPQ   DI, $0x00000080
+	JB     narrow
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+wideRows:
+	VBROADCASTSS (R8), Z8
+	VFMADD231PS  (R9), Z8, Z0
+	VFMADD231PS  64(R9), Z8, Z1
+	VFMADD231PS  128(R9), Z8, Z2
+	VFMADD231PS  192(R9), Z8, Z3
+	VFMADD231PS  256(R9), Z8, Z4
+	VFMADD231PS  320(R9), Z8, Z5
+	VFMADD231PS  384(R9), Z8, Z6
+	VFMADD231PS  448(R9), Z8, Z7
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          wideRows
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	VMOVUPS      Z4, 256(BX)
+	VMOVUPS      Z5, 320(BX)
+	VMOVUPS      Z6, 384(BX)
+	VMOVUPS      Z7, 448(BX)
+	ADDQ         $0x00000200, CX
+	ADDQ         $0x00000200, BX
+	SUBQ         $0x00000080, DI
+	JMP          wide
+
+narrow:
+	CMPQ   DI, $0x00000010
+	JB     tail
+	VXORPS Z0, Z0, Z0
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+narrowRows:
+	VBROADCASTSS (R8), Z1
+	VFMADD231PS  (R9), Z1, Z0
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          narrowRows
+	VMOVUPS      Z0, (BX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, BX
+	SUBQ         $0x00000010, DI
+	JMP          narrow
+
+tail:
+	TESTQ  DI, DI
+	JZ     done
+	LEAQ   tailmask<>+0(SB), R8
+	KMOVW  (R8)(DI*2), K1
+	VXORPS Z0, Z0, Z0
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+tailRows:
+	VBROADCASTSS (R8), Z1
+	VMOVUPS.Z    (R9), K1, Z2
+	VFMADD231PS  Z2, Z1, Z0
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          tailRows
+	VMOVUPS      Z0, K1, (BX)
+
+done:
+	VZEROUPPER
+	RET
+
 // func mmnt1AVX512(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, n int, k int)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL
 TEXT ·mmnt1AVX512(SB), NOSPLIT, $0-64
@@ -5259,6 +5357,107 @@ scalars:
 	ADDQ         $0x00000004, CX
 	DECQ         DX
 	JMP          scalars
+
+done:
+	VZEROUPPER
+	RET
+
+// func vecMatAVX2(x *float32, b *float32, ldb int, y *float32, k int, n int)
+// Requires: AVX, FMA3
+TEXT ·vecMatAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ ldb+16(FP), DX
+	SHLQ $0x02, DX
+	MOVQ y+24(FP), BX
+	MOVQ k+32(FP), SI
+	MOVQ n+40(FP), DI
+
+wide:
+	CMPQ   DI, $0x00000040
+	JB     narrow
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+wideRows:
+	VBROADCASTSS (R8), Y8
+	VFMADD231PS  (R9), Y8, Y0
+	VFMADD231PS  32(R9), Y8, Y1
+	VFMADD231PS  64(R9), Y8, Y2
+	VFMADD231PS  96(R9), Y8, Y3
+	VFMADD231PS  128(R9), Y8, Y4
+	VFMADD231PS  160(R9), Y8, Y5
+	VFMADD231PS  192(R9), Y8, Y6
+	VFMADD231PS  224(R9), Y8, Y7
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          wideRows
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	VMOVUPS      Y2, 64(BX)
+	VMOVUPS      Y3, 96(BX)
+	VMOVUPS      Y4, 128(BX)
+	VMOVUPS      Y5, 160(BX)
+	VMOVUPS      Y6, 192(BX)
+	VMOVUPS      Y7, 224(BX)
+	ADDQ         $0x00000100, CX
+	ADDQ         $0x00000100, BX
+	SUBQ         $0x00000040, DI
+	JMP          wide
+
+narrow:
+	CMPQ   DI, $0x00000008
+	JB     tail
+	VXORPS Y0, Y0, Y0
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+narrowRows:
+	VBROADCASTSS (R8), Y1
+	VFMADD231PS  (R9), Y1, Y0
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          narrowRows
+	VMOVUPS      Y0, (BX)
+	ADDQ         $0x00000020, CX
+	ADDQ         $0x00000020, BX
+	SUBQ         $0x00000008, DI
+	JMP          narrow
+
+tail:
+	TESTQ DI, DI
+	JZ    done
+
+column:
+	VXORPS X0, X0, X0
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+columnRows:
+	VMOVSS      (R8), X1
+	VFMADD231SS (R9), X1, X0
+	ADDQ        $0x04, R8
+	ADDQ        DX, R9
+	DECQ        R10
+	JNZ         columnRows
+	VMOVSS      X0, (BX)
+	ADDQ        $0x04, CX
+	ADDQ        $0x04, BX
+	DECQ        DI
+	JNZ         column
 
 done:
 	VZEROUPPER

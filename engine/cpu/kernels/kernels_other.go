@@ -15,6 +15,8 @@ func scalarOp(o op, a []float32, s float32, out []float32) { scalarOpGo(o, a, s,
 func exp(a, out []float32)                                 { expGo(a, out) }
 func sign(a, out []float32)                                { signGo(a, out) }
 
+func vecMat(x, b []float32, ldb int, y []float32) { vecMatGo(x, b, ldb, y) }
+
 func matMulNT(m, n, k int, x []float32, ldx int, w []float32, ldw int, y []float32, ldy int) {
 	matMulNTGo(m, n, k, x, ldx, w, ldw, y, ldy)
 }

@@ -475,6 +475,34 @@ func TestDotRows(t *testing.T) {
 	})
 }
 
+func TestVecMat(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(17, 18))
+		ns := []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 127, 128, 129, 200, 256, 300}
+		for _, k := range []int{0, 1, 2, 5, 8, 16, 48, 64, 65} {
+			for _, n := range ns {
+				ldb := n + r.IntN(3)
+				b := guarded(r, max(0, (k-1)*ldb+n), r.IntN(4))
+				x := guarded(r, k, r.IntN(4))
+				y, ok := output(n, r.IntN(4))
+				VecMat(x, b, ldb, y)
+				ok(t)
+				for j := range n {
+					var want, mag float64
+					for p := range k {
+						v := float64(x[p]) * float64(b[p*ldb+j])
+						want += v
+						mag += math.Abs(v)
+					}
+					if !near(y[j], want, mag) {
+						t.Fatalf("VecMat k=%d n=%d ldb=%d: y[%d] = %g, want %g", k, n, ldb, j, y[j], want)
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestMatMulNT(t *testing.T) {
 	forEachPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(15, 16))

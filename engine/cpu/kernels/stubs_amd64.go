@@ -88,6 +88,11 @@ func signAVX512(a *float32, out *float32, n int)
 //go:noescape
 func expAVX512(a *float32, out *float32, n int)
 
+// vecMatAVX512 sets y[j] = Σ_p x[p]·b[p·ldb+j] for j < n, p < k (k ≥ 1).
+//
+//go:noescape
+func vecMatAVX512(x *float32, b *float32, ldb int, y *float32, k int, n int)
+
 // mmnt1AVX512 sets y[i·ldy+j] = Σ_p x[i·ldx+p]·w[j·ldw+p] for i < 1, j < n, p < k.
 //
 //go:noescape
@@ -212,6 +217,11 @@ func signAVX2(a *float32, out *float32, n int)
 //
 //go:noescape
 func expAVX2(a *float32, out *float32, n int)
+
+// vecMatAVX2 sets y[j] = Σ_p x[p]·b[p·ldb+j] for j < n, p < k (k ≥ 1).
+//
+//go:noescape
+func vecMatAVX2(x *float32, b *float32, ldb int, y *float32, k int, n int)
 
 // mmnt1AVX2 sets y[i·ldy+j] = Σ_p x[i·ldx+p]·w[j·ldw+p] for i < 1, j < n, p < k.
 //
