@@ -35,7 +35,7 @@ func TestQuantizedBitsPerByte(t *testing.T) {
 	}
 	bpb := map[row]float64{}
 	for _, r := range []row{{quant.F32, false}, {quant.BF16, false}, {quant.Q8_0, false}, {quant.Q4_0, false}, {quant.Q8_0, true}, {quant.Q4_0, true}} {
-		backend, name := "", r.typ.String()
+		backend, name := "cpu:actq8=false", r.typ.String()
 		if r.actq8 {
 			backend, name = "cpu:actq8=true", name+" actq8"
 		}

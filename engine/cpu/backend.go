@@ -7,8 +7,9 @@
 // the graph is built, with "backend cpu: op X not implemented".
 //
 // Select it with backends.NewWithConfig("cpu") or GOMLX_BACKEND=cpu; "cpu:threads=N" sets the
-// number of threads (default GOMAXPROCS), "cpu:actq8=true" quantizes x to int8 in products with
-// Q8_0 and Q4_0 weights, "cpu:bf16dot=true" rounds the operands of float32 matrix products to
+// number of threads (default GOMAXPROCS), "cpu:actq8=false" keeps x in float32 in products with
+// Q8_0 and Q4_0 weights (by default quantized to int8 where the CPU has AVX-512 VNNI, as
+// llama.cpp does), "cpu:bf16dot=true" rounds the operands of float32 matrix products to
 // bfloat16 (see New).
 package cpu
 
@@ -17,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/posformer/posformer/engine/cpu/kernels"
@@ -32,9 +34,10 @@ func init() {
 // Backend implements backends.Backend.
 type Backend struct {
 	threads   int
-	fuse      bool // fuse elementwise chains (see fuse.go); "fuse=false" turns it off
-	actq8     bool // Q8_0 and Q4_0 products quantize x to int8 blocks (quantvnni.go); "actq8=true"
-	bf16dot   bool // float32 products on the blocked GEMM take bf16 operands (dot.go); "bf16dot=true"
+	fuse      bool        // fuse elementwise chains (see fuse.go); "fuse=false" turns it off
+	actq8     bool        // Q8_0 and Q4_0 products quantize x to int8 blocks (quantvnni.go); "actq8=..."
+	actUsed   atomic.Bool // some compiled product takes int8 activations (for Summary)
+	bf16dot   bool        // float32 products on the blocked GEMM take bf16 operands (dot.go); "bf16dot=true"
 	pool      *pool
 	bufs      bufferPool
 	arenas    arenaPool
@@ -44,15 +47,17 @@ type Backend struct {
 var _ backends.Backend = (*Backend)(nil)
 
 // New returns a backend; config is a comma-separated list of options: "threads=N" (default
-// GOMAXPROCS), "fuse=false" (run elementwise chains op by op, to measure what fusion gives) and
-// "actq8=true" (products with Q8_0 or Q4_0 weights take x quantized to int8 blocks, as llama.cpp
-// does: faster, and no longer what the graph says to float rounding; see quantvnni.go) and
+// GOMAXPROCS), "fuse=false" (run elementwise chains op by op, to measure what fusion gives),
+// "actq8=true|false" (decoding's products with Q8_0 or Q4_0 weights take x quantized to int8
+// blocks, as llama.cpp's do: faster, and no longer what the graph says to float rounding; see
+// quantvnni.go. The default is true where the int8 kernels run in assembly, AVX-512 VNNI, and
+// false elsewhere, where the portable integer path is slower than the exact one) and
 // "bf16dot=true" (float32 products large enough for the blocked GEMM round their operands to
 // bfloat16 and sum in float32, kernels.SgemmBF16: about twice as fast with AVX512_BF16, a
 // relative error near 2⁻⁸ per product; without AVX512_BF16 a portable kernel, much slower).
 func New(config string) (*Backend, error) {
 	threads := runtime.GOMAXPROCS(0)
-	fuse, actq8, bf16dot := true, false, false
+	fuse, actq8, bf16dot := true, asmVNNI(), false
 	for _, opt := range strings.Split(config, ",") {
 		opt = strings.TrimSpace(opt)
 		if opt == "" {
@@ -103,11 +108,11 @@ func (b *Backend) Description() string {
 }
 
 // Summary is "cpu (avx512 kernels, 2 threads)": which kernel set runs and on how many threads,
-// and ", int8 activations" with actq8=true, ", bf16 products" with bf16dot=true (the numbers
-// differ from the exact path's).
+// and ", int8 activations" once a compiled product takes them (actq8 and Q8_0 or Q4_0 weights),
+// ", bf16 products" with bf16dot=true: the numbers differ from the exact path's.
 func (b *Backend) Summary() string {
 	act := ""
-	if b.actq8 {
+	if b.actUsed.Load() {
 		act = ", int8 activations"
 	}
 	if b.bf16dot {

@@ -286,6 +286,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	act := lw.e.backend.actq8 && (qa.typ == quant.Q8_0 || qa.typ == quant.Q4_0) && M <= 4
 	sa := -1
 	if act {
+		lw.e.backend.actUsed.Store(true)
 		sa = lw.scratch(M * actRowBytes(K))
 	}
 	stored := quantMatrix{typ: qa.typ, K: K}

@@ -20,7 +20,7 @@ import (
 // computed in Go, for decoding-sized and prefill-sized x, with and without leading axes; when
 // the dequantized matrix is also an output, nothing is rewritten and the result is the same.
 func TestQuantizedProduct(t *testing.T) {
-	be := mustBackend(t, "")
+	be := mustBackend(t, "actq8=false")
 	r := rand.New(rand.NewPCG(7, 8))
 	const N = 100
 	for _, K := range []int{96, 160, 40} { // rows shorter and longer than the no-packing path's minimum; bf16 with a tail

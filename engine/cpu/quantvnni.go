@@ -7,8 +7,8 @@ package cpu
 //
 //	y = Σ_b d_x[b]·d_w[b] · Σ_{j in b} q_x[j]·q_w[j]
 //
-// This changes the numbers (x loses its low bits, as in llama.cpp's Q8_0 path), which is why it
-// is an option and the float32-activation kernels (quantkern.go) stay the default. With AVX-512
+// This changes the numbers (x loses its low bits, as in llama.cpp's Q8_0 path); the
+// float32-activation kernels (quantkern.go) stay available with actq8=false. With AVX-512
 // VNNI (vpdpbusd: 64 int8 multiply-adds per instruction) the integer dot runs in
 // quantvnni_amd64.s; elsewhere, or with the portable kernels forced, in Go below.
 //

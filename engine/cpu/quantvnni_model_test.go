@@ -46,7 +46,7 @@ func TestActQ8DecodingStaysClose(t *testing.T) {
 
 // decodeClose compares the exact and the int8-activation paths over steps greedy tokens.
 func decodeClose(t *testing.T, dir string, typ quant.Type, prompt []int, steps int) {
-	exact, err := engine.LoadAs(dir, "cpu", 256, typ)
+	exact, err := engine.LoadAs(dir, "cpu:actq8=false", 256, typ)
 	if err != nil {
 		t.Fatal(err)
 	}

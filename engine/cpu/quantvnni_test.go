@@ -404,14 +404,36 @@ func splitParts(t *testing.T, parts []*tensors.Tensor) ([]byte, []float32) {
 	return q, tensors.MustCopyFlatData[float32](parts[1])
 }
 
-// The option parses, shows in the summary, and a bad value says which values are valid.
+// The option parses and defaults to on exactly where the int8 kernels are assembly; the summary
+// says "int8 activations" once a product takes them, not before; a bad value says which values
+// are valid.
 func TestActQ8Option(t *testing.T) {
-	be := mustBackend(t, "threads=1,actq8=true")
-	if s := be.Summary(); !strings.Contains(s, "int8 activations") {
-		t.Errorf("Summary() = %q, want it to say int8 activations", s)
+	if be := mustBackend(t, ""); be.actq8 != asmVNNI() {
+		t.Errorf("default actq8 = %v, want %v (int8 kernels in assembly: %v)", be.actq8, asmVNNI(), asmVNNI())
 	}
-	if s := mustBackend(t, "actq8=false").Summary(); strings.Contains(s, "int8") {
-		t.Errorf("Summary() = %q without actq8", s)
+	be := mustBackend(t, "threads=1,actq8=true")
+	if !be.actq8 {
+		t.Errorf("actq8=true left the option off")
+	}
+	if s := be.Summary(); strings.Contains(s, "int8") {
+		t.Errorf("Summary() = %q before any quantized product", s)
+	}
+	// decode runs one Q8_0 product of one row on a backend.
+	decode := func(be *Backend) {
+		exe := MustNewExec(be, func(in []*Node) []*Node {
+			return []*Node{layers.QuantizedWeight(quant.Q8_0, 4, 32, in[1:]...).MulT(in[0])}
+		})
+		parts, _ := quantParts(t, quant.Q8_0, make([]float32, 4*32), 4, 32)
+		exe.MustExec(append([]any{tensors.FromFlatDataAndDimensions(make([]float32, 32), 1, 32)}, anySlice(parts)...)...)
+	}
+	decode(be)
+	if s := be.Summary(); !strings.Contains(s, "int8 activations") {
+		t.Errorf("Summary() = %q after a Q8_0 product, want it to say int8 activations", s)
+	}
+	off := mustBackend(t, "actq8=false")
+	decode(off)
+	if s := off.Summary(); strings.Contains(s, "int8") {
+		t.Errorf("Summary() = %q with actq8=false", s)
 	}
 	if _, err := New("actq8=maybe"); err == nil || !strings.Contains(err.Error(), "actq8") || !strings.Contains(err.Error(), "true or false") {
 		t.Errorf(`New("actq8=maybe") = %v, want an error naming actq8 and its values`, err)
