@@ -212,6 +212,7 @@ type Stats struct {
 	PromptTokens, Generated int
 	Prefill, Decode         time.Duration // excluding Compile
 	Compile                 time.Duration // graphs compiled on first use during the generation
+	Cache                   time.Duration // allocating the KV cache ahead (Session.Reserve)
 	StopReason              string
 }
 
@@ -244,6 +245,17 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 		limit = min(limit, l)
 	}
 	s := e.NewSession(1)
+	// The whole cache is allocated before the first token, as llama.cpp does when it creates a
+	// context; its time is reported apart from the rates, like compilation.
+	reserved := time.Now()
+	need := limit
+	if n >= 0 {
+		need = min(limit, len(prompt)+n)
+	}
+	if err := s.Reserve(need); err != nil {
+		return st, err
+	}
+	st.Cache = time.Since(reserved)
 	start, compiled := time.Now(), e.CompileTime()
 	last, err := s.AppendLast([][]int{prompt}, [][]int{iotaFrom(0, len(prompt))})
 	if err != nil {

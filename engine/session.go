@@ -32,6 +32,9 @@ type Session struct {
 	step   *stepInputs // stepOne's input buffers, written in place at every step
 	Used   []int       // slots filled, per row
 	logits []float32   // appendOne's result, reused
+	// spare holds caches allocated ahead by Reserve, by window size: zero and already touched,
+	// so growing into one is a copy.
+	spare map[int][]*tensors.Tensor
 }
 
 // stepInputs are the four inputs of a one-token step (token, position, validity, slot), as
@@ -140,15 +143,62 @@ func (e *Engine) deviceTensor(sh shapes.Shape) (*tensors.Tensor, error) {
 	return t, nil
 }
 
+// Reserve allocates now every cache the session will grow through to hold tokens slots a row,
+// as llama.cpp allocates its whole KV cache when it creates a context. The first write to fresh
+// memory faults its pages in, which is slow on a virtual machine (3-13 ms per MB on the
+// machines of benchmarks/SPEED.md): without Reserve that cost falls on the token whose step
+// crosses into a larger window. The reserved caches of all windows up to the last coexist,
+// about twice the last one's memory, until the session grows through them.
+func (s *Session) Reserve(tokens int) error {
+	last := s.e.window(min(max(tokens, 1), s.e.Capacity))
+	for w := s.e.window(1); ; w = s.e.window(w + 1) {
+		if w > s.window && s.spare[w] == nil {
+			ts, err := s.e.newCache(s.batch, w)
+			if err != nil {
+				return fmt.Errorf("reserving the KV cache: %w", err)
+			}
+			if s.spare == nil {
+				s.spare = map[int][]*tensors.Tensor{}
+			}
+			s.spare[w] = ts
+		}
+		if w >= last {
+			return nil
+		}
+	}
+}
+
+// newCache allocates the (zero) cache tensors of window slots.
+func (e *Engine) newCache(batch, window int) ([]*tensors.Tensor, error) {
+	shs := e.cacheShapes(batch, window)
+	ts := make([]*tensors.Tensor, len(shs))
+	for i, sh := range shs {
+		t, err := e.deviceTensor(sh)
+		if err != nil {
+			for _, t := range ts[:i] {
+				t.FinalizeAll()
+			}
+			return nil, err
+		}
+		ts[i] = t
+	}
+	return ts, nil
+}
+
 // grow enlarges the cache to window slots, keeping its content; new slots are zero (empty).
 func (s *Session) grow(window int) error {
 	prev := s.cache
-	s.cache = make([]*tensors.Tensor, len(s.e.cacheShapes(s.batch, window)))
-	for i, sh := range s.e.cacheShapes(s.batch, window) {
-		t, err := s.e.deviceTensor(sh)
-		if err != nil {
+	next, ok := s.spare[window]
+	delete(s.spare, window)
+	if !ok {
+		var err error
+		if next, err = s.e.newCache(s.batch, window); err != nil {
 			return fmt.Errorf("growing the KV cache: %w", err)
 		}
+	}
+	s.cache = next
+	for i, sh := range s.e.cacheShapes(s.batch, window) {
+		t := next[i]
 		if prev != nil {
 			old := prev[i]
 			axis := slotAxis(i)
@@ -178,7 +228,6 @@ func (s *Session) grow(window int) error {
 			}
 			old.FinalizeAll()
 		}
-		s.cache[i] = t
 	}
 	s.window = window
 	return nil

@@ -17,12 +17,13 @@ func windowConfig(pe map[string]any) models.Config {
 
 // The cache grows window by window; decoding across the window edges, in a batch of ragged
 // rows, gives the logits of recomputing each row from scratch, and AppendLast gives Append's
-// last row.
+// last row. With the caches reserved ahead (Reserve), the same, and growing uses them all.
 func TestCachedEqualsFullAcrossWindows(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, pe := range []map[string]any{
-		{"name": "rope", "layout": "interleaved"}, {"name": "alibi"}, {"name": "shaw"}, {"name": "t5"},
+	for i, pe := range []map[string]any{
+		{"name": "rope", "layout": "interleaved"}, {"name": "alibi"}, {"name": "shaw"}, {"name": "t5"}, {"name": "rope"},
 	} {
+		reserve := i == 4
 		e := newTestEngine(t, windowConfig(pe))
 		if got := e.window(1); got != 64 {
 			t.Fatalf("first window is %d slots, want 64", got)
@@ -30,6 +31,14 @@ func TestCachedEqualsFullAcrossWindows(t *testing.T) {
 		lens := []int{50, 7}
 		rows := [][]int{randomTokens(r, 150), randomTokens(r, 140)}
 		s := e.NewSession(2)
+		if reserve {
+			if err := s.Reserve(150); err != nil {
+				t.Fatal(err)
+			}
+			if len(s.spare) != 3 {
+				t.Fatalf("Reserve(150) holds caches of %d windows, want 3 (64, 128, 200)", len(s.spare))
+			}
+		}
 		prompt := [][]int{rows[0][:lens[0]], rows[1][:lens[1]]}
 		last, err := s.AppendLast(prompt, [][]int{iota(0, lens[0]), iota(0, lens[1])})
 		if err != nil {
@@ -72,6 +81,9 @@ func TestCachedEqualsFullAcrossWindows(t *testing.T) {
 		// Windows double from 64 up to the context: 64, 128, then the context's 200.
 		if s.window != 200 {
 			t.Errorf("%v: after 150 tokens the window is %d slots, want 200", pe, s.window)
+		}
+		if len(s.spare) != 0 {
+			t.Errorf("%v: %d reserved caches left unused after growing to the last window", pe, len(s.spare))
 		}
 	}
 }

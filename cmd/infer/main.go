@@ -174,8 +174,7 @@ func run(o options, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled · %s\n",
-		load.Seconds(), st.Compile.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations(), engine.BackendSummary(e.Backend))
+	printStats(load, st, e)
 	return nil
 }
 
@@ -251,4 +250,12 @@ func (o options) sampler() (*engine.Sampler, error) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	return engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN})
+}
+
+// printStats is the summary line every run ends with, on stderr: where the time went and the
+// rates, which leave out compilation and the KV cache's allocation (as llama.cpp's leave out
+// creating its context).
+func printStats(load time.Duration, st engine.Stats, e *engine.Engine) {
+	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · kv cache %.3f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled · %s\n",
+		load.Seconds(), st.Compile.Seconds(), st.Cache.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations(), engine.BackendSummary(e.Backend))
 }
