@@ -11,6 +11,7 @@ import (
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models/quant"
 )
@@ -19,12 +20,18 @@ import (
 // product over the stored bytes, and equals the float64 product with the dequantized matrix
 // computed in Go, for decoding-sized and prefill-sized x, with and without leading axes; when
 // the dequantized matrix is also an output, nothing is rewritten and the result is the same.
+// Under every kernel set the CPU has (each runs its own quantized kernels).
 func TestQuantizedProduct(t *testing.T) {
 	be := mustBackend(t, "actq8=false")
-	r := rand.New(rand.NewPCG(7, 8))
-	const N = 100
-	for _, K := range []int{96, 160, 40} { // rows shorter and longer than the no-packing path's minimum; bf16 with a tail
-		testQuantizedProduct(t, be, r, N, K)
+	for _, p := range kernels.Paths() {
+		t.Run(p, func(t *testing.T) {
+			withKernels(t, p)
+			r := rand.New(rand.NewPCG(7, 8))
+			const N = 100
+			for _, K := range []int{96, 160, 40} { // rows shorter and longer than the no-packing path's minimum; bf16 with a tail
+				testQuantizedProduct(t, be, r, N, K)
+			}
+		})
 	}
 }
 

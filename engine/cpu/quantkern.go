@@ -1,9 +1,10 @@
 package cpu
 
 // Kernels for products with quantized weights (quantdot.go): rows of BF16, Q8_0 or Q4_0
-// weights against float32 rows of x. With AVX-512 (the kernel set in use being "avx512"),
-// hand-written assembly widens the weights in registers (quantkern_amd64.s); elsewhere a few
-// rows are dequantized into a panel and multiplied by the float32 kernels.
+// weights against float32 rows of x. With the AVX-512 or the AVX2 kernel set in use,
+// hand-written assembly widens the weights in registers (quantkern_amd64.s,
+// quantkern_avx2_amd64.s); elsewhere a few rows are dequantized into a panel and multiplied by
+// the float32 kernels.
 
 import (
 	"math"
@@ -15,8 +16,30 @@ import (
 // in L2 while every row of x passes over them.
 const quantRowBlock = 256
 
-// asmQuant reports whether the assembly kernels run (AVX-512, and that set not forced off).
-func asmQuant() bool { return haveQuantAsm && kernels.Path() == "avx512" }
+// quantAsm names the assembly the quantized kernels run.
+type quantAsm int8
+
+const (
+	noQuantAsm  quantAsm = iota // the Go panel path
+	quantAVX2                   // quantkern_avx2_amd64.s
+	quantAVX512                 // quantkern_amd64.s
+)
+
+// quantKernels is the assembly that goes with the kernel set in use (which the kernels package
+// only selects on a CPU that has its instructions). Each call reads it once, so it finishes on
+// the assembly it started with even if the kernel set changes meanwhile.
+func quantKernels() quantAsm {
+	if !haveQuantAsm {
+		return noQuantAsm
+	}
+	switch kernels.Path() {
+	case kernels.AVX512:
+		return quantAVX512
+	case kernels.AVX2:
+		return quantAVX2
+	}
+	return noQuantAsm
+}
 
 func dequantBF16(w []uint16, dst []float32) {
 	for i, v := range w {
@@ -28,8 +51,8 @@ func dequantQ8_0(q []int8, d []float32, dst []float32) {
 	if len(d) == 0 {
 		return
 	}
-	if asmQuant() {
-		q8Dequant(q, d, dst)
+	if a := quantKernels(); a != noQuantAsm {
+		q8Dequant(a, q, d, dst)
 		return
 	}
 	for b, s := range d {
@@ -43,8 +66,8 @@ func dequantQ4_0(q []uint8, d []float32, dst []float32) {
 	if len(d) == 0 {
 		return
 	}
-	if asmQuant() {
-		q4Dequant(q, d, dst)
+	if a := quantKernels(); a != noQuantAsm {
+		q4Dequant(a, q, d, dst)
 		return
 	}
 	for b := range d {
@@ -61,9 +84,9 @@ func dotRowsBF16(w []uint16, k int, x, y []float32) {
 	if len(y) == 0 {
 		return
 	}
-	if asmQuant() {
+	if a := quantKernels(); a != noQuantAsm {
 		n16 := k / 16
-		bf16DotRows(w, k, x, y, n16)
+		bf16DotRows(a, w, k, x, y, n16)
 		if tail := 16 * n16; tail < k {
 			for r := range y {
 				var s float32
@@ -82,8 +105,8 @@ func dotRowsQ8_0(q []int8, d []float32, k int, x, y []float32) {
 	if len(y) == 0 {
 		return
 	}
-	if asmQuant() {
-		q8DotRows(q, d, x, y, k/32)
+	if a := quantKernels(); a != noQuantAsm {
+		q8DotRows(a, q, d, x, y, k/32)
 		return
 	}
 	interimRows(1, len(y), k, x, k, y, len(y), func(r0, r1 int, dst []float32) {
@@ -95,8 +118,8 @@ func dotRowsQ4_0(q []uint8, d []float32, k int, x, y []float32) {
 	if len(y) == 0 {
 		return
 	}
-	if asmQuant() {
-		q4DotRows(q, d, x, y, k/32)
+	if a := quantKernels(); a != noQuantAsm {
+		q4DotRows(a, q, d, x, y, k/32)
 		return
 	}
 	interimRows(1, len(y), k, x, k, y, len(y), func(r0, r1 int, dst []float32) {

@@ -36,7 +36,7 @@ var vnniCPU = cpuid.X86.HasAVX512F && cpuid.X86.HasAVX512BW && cpuid.X86.HasAVX5
 // asmVNNI reports whether the int8 kernels run in assembly: the CPU has VNNI and the AVX-512
 // kernel set is in use (kernels.SetPath("generic") or $POSFORMER_KERNELS=generic selects the Go
 // integer path, as it selects the portable float32 kernels).
-func asmVNNI() bool { return haveVNNIAsm && vnniCPU && asmQuant() }
+func asmVNNI() bool { return haveVNNIAsm && vnniCPU && quantKernels() == quantAVX512 }
 
 // actRow is one row of x quantized to Q8_0, in one of two forms: q and d in ggml's order, which
 // the portable path reads, or (when the assembly runs) vq, vc and vd, the same values laid out

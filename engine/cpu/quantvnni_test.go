@@ -444,7 +444,7 @@ func TestActQ8Option(t *testing.T) {
 }
 
 // withKernels selects a kernel set for the rest of the test.
-func withKernels(t *testing.T, p string) {
+func withKernels(t testing.TB, p string) {
 	t.Helper()
 	saved := kernels.Path()
 	if err := kernels.SetPath(p); err != nil {
