@@ -11,11 +11,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/benchmarks/speed"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
@@ -84,7 +83,7 @@ func benchDecode(b *testing.B, e *engine.Engine, promptLen int) {
 	}
 	next++
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := speed.CPUTime()
 	for range b.N {
 		if next == 256 {
 			b.StopTimer()
@@ -97,31 +96,13 @@ func benchDecode(b *testing.B, e *engine.Engine, promptLen int) {
 		next++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-	b.ReportMetric((cpuTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/tok")
+	b.ReportMetric((speed.CPUTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/tok")
 }
 
-// cpuTime is the CPU time of this process, all threads: on a shared machine it is disturbed
-// less than the wall time by other processes.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// llamaShape is a llama2.c architecture (RMSNorm, SwiGLU, interleaved RoPE, tied embeddings).
-func llamaShape(dim, hidden, layers, heads, kvHeads, vocab, seq int) models.Config {
-	return models.Config{
-		Kind: models.Decoder, VocabSize: vocab, Dim: dim, NumLayers: layers, NumHeads: heads,
-		NumKVHeads: kvHeads, HiddenDim: hidden, TieEmbeddings: true, MaxSeqLen: seq,
-		Positional: map[string]any{"name": "rope", "layout": "interleaved"},
-	}
-}
-
+// The random models of cmd/bench -speed: llama2.c's stories260K and stories15M shapes.
 var (
-	shape260K = llamaShape(64, 172, 5, 8, 4, 512, 512)
-	shape15M  = llamaShape(288, 768, 6, 6, 6, 32000, 256)
+	shape260K = speed.Shapes["260K"]
+	shape15M  = speed.Shapes["15M"]
 )
 
 // randomEngine loads a model of cfg with random weights, written as a llama2.c file (as
@@ -229,14 +210,14 @@ func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := speed.CPUTime()
 	for range b.N {
 		if _, err := tr.Step(batch, 1e-3); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
-	b.ReportMetric((cpuTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/step")
+	b.ReportMetric((speed.CPUTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/step")
 }
 
 // BenchmarkGenerate260K is what cmd/infer times: Generate from one token to 512 (the cache

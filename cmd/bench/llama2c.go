@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/posformer/posformer/benchmarks/speed"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
 )
@@ -51,7 +52,7 @@ func runMakeLlama2c(args []string) error {
 	if kvHeads == 0 {
 		kvHeads = heads
 	}
-	cfg := llamaConfig(dim, hidden, layers, heads, kvHeads, vocab, seq)
+	cfg := speed.LlamaConfig(dim, hidden, layers, heads, kvHeads, vocab, seq)
 	cfg.TieEmbeddings = !unshared
 	return writeRandomLlama2c(out, cfg, seed, std, version)
 }

@@ -15,8 +15,8 @@
 //
 // The logic lives in benchmarks/: tasks (generators and scorers), recipe (the models and their
 // training command), eval (rows, cells, baselines), stats, report (tables, plots, RESULTS.md and
-// its "against the papers" section) and grid (the resumable --full runner). This command holds
-// the flags and the wiring.
+// its "against the papers" section), grid (the resumable --full runner), and speed for the -speed
+// mode (speed.go). This command holds the flags and the wiring.
 package main
 
 import (

@@ -45,3 +45,32 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		t.Errorf("--full flags: %+v, %v", o, err)
 	}
 }
+
+// The -speed mode checks its flags before measuring anything: a bad one is a one-line error.
+func TestSpeedBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "0"}, "-n must be >= 1, got 0"},
+		{[]string{"-reps", "0"}, "-reps must be >= 1, got 0"},
+		{[]string{"-c", "-1"}, "-c must be >= 0, got -1"},
+		{[]string{"-prompts", "16,x"}, `-prompts: want comma-separated positive integers, got "16,x"`},
+		{[]string{"-batches", "0"}, `-batches: want comma-separated positive integers, got "0"`},
+		{[]string{"--weights", "q9"}, `--weights "q9": unknown weight type (valid: f32, bf16, q8_0, q4_0)`},
+		{[]string{"-shape", "7B"}, `-shape "7B": unknown (valid: 15M, 260K)`},
+		{[]string{"-m", "/nonexistent/model.bin"}, "-m /nonexistent/model.bin: "},
+		{[]string{"extra"}, `-speed: unexpected argument "extra"`},
+		{[]string{"-bogus"}, "-speed: flag provided but not defined: -bogus (run with -speed -h for the flags)"},
+	}
+	for _, c := range cases {
+		err := runSpeed(c.args)
+		if err == nil {
+			t.Errorf("%v: no error", c.args)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+			t.Errorf("%v: error %q, want one line containing %q", c.args, msg, c.want)
+		}
+	}
+}
