@@ -404,7 +404,28 @@ func (b *Builder) Transpose(x backends.Op, perm ...int) (backends.Op, error) {
 	if err != nil {
 		return nil, err
 	}
+	if keepsOrder(ns[0].shape.Dimensions, perm) {
+		// The same bytes in the same order: a free view. Autodiff emits such transposes
+		// (identity permutations in the gradients of products), a copy each.
+		return b.add(backends.OpTypeReshape, s, nil, ns[0]), nil
+	}
 	return b.add(backends.OpTypeTranspose, s, slices.Clone(perm), ns[0]), nil
+}
+
+// keepsOrder reports whether transposing dims by perm leaves the elements in memory order: the
+// axes longer than 1 keep their relative order.
+func keepsOrder(dims, perm []int) bool {
+	last := -1
+	for _, p := range perm {
+		if dims[p] == 1 {
+			continue
+		}
+		if p < last {
+			return false
+		}
+		last = p
+	}
+	return true
 }
 
 // BroadcastInDim implements backends.Builder.

@@ -310,3 +310,70 @@ func TestCommonSubexpressionsMerged(t *testing.T) {
 		}
 	}
 }
+
+// A transpose that keeps the elements in memory order (the identity, or moving only axes of
+// size 1) is a view: no step, the same values; one that reorders them is a step.
+func TestOrderKeepingTransposeIsFree(t *testing.T) {
+	be := mustBackend(t, "")
+	op := must[backends.Op](t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		dims, perm []int
+		free       bool
+	}{
+		{[]int{2, 3, 4}, []int{0, 1, 2}, true},
+		{[]int{2, 1, 4}, []int{1, 0, 2}, true},
+		{[]int{2, 1, 4, 1}, []int{3, 0, 2, 1}, true},
+		{[]int{2, 3, 4}, []int{0, 2, 1}, false},
+		{[]int{2, 1, 3}, []int{2, 1, 0}, false},
+	} {
+		bld := be.Builder("transpose")
+		s := shapes.Make(dtypes.Float32, c.dims...)
+		x := op(bld.Parameter("x", s, nil))
+		// Add makes a step that reads the transposed values, whatever the transpose is.
+		y := op(bld.Transpose(x, c.perm...))
+		y = op(bld.Add(y, y))
+		exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
+		transposes := 0
+		for _, o := range exe.stepOps {
+			if o == backends.OpTypeTranspose {
+				transposes++
+			}
+		}
+		if (transposes == 0) != c.free {
+			t.Errorf("%v by %v: %d transpose steps, want free = %v", c.dims, c.perm, transposes, c.free)
+		}
+		in := randomBuffer(t, be, r, c.dims...)
+		xs := append([]float32(nil), typed[float32](in.data)...)
+		outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{in}, nil, 0))
+		got := typed[float32](outs[0].(*Buffer).data)
+		// The reference: output index → input index by the permutation's definition.
+		out := make([]int, len(c.perm))
+		for i, p := range c.perm {
+			out[i] = c.dims[p]
+		}
+		idx := make([]int, len(out))
+		for k := range got {
+			src := 0
+			for a := range c.dims {
+				// out axis i is input axis perm[i]
+				var v int
+				for i, p := range c.perm {
+					if p == a {
+						v = idx[i]
+					}
+				}
+				src = src*c.dims[a] + v
+			}
+			if want := 2 * xs[src]; got[k] != want {
+				t.Fatalf("%v by %v: element %d = %g, want %g", c.dims, c.perm, k, got[k], want)
+			}
+			for i := len(idx) - 1; i >= 0; i-- {
+				if idx[i]++; idx[i] < out[i] {
+					break
+				}
+				idx[i] = 0
+			}
+		}
+	}
+}
