@@ -152,9 +152,10 @@ func BenchmarkPrefill128x15M(b *testing.B) { benchPrefill(b, randomEngine(b, sha
 
 // BenchmarkTrainStep measures one AdamW step of cmd/train's toy models on random bytes:
 // dim 64, 2 layers, seq 64, batch 8 (small) and dim 96, 3 layers, seq 128, batch 8 (large); and
-// the benchmark v2 recipe's synthetic-task model (dim 128, 4 layers, seq 64, batch 32).
+// the benchmark v2 recipe's models (dim 128, 4 layers, batch 32): seq 64 for the synthetic
+// tasks, 128 for lm and mlm (which the grid trains with GOMLX_BACKEND=cpu:bf16dot=true).
 func BenchmarkTrainStep(b *testing.B) {
-	for _, c := range []trainShape{{"small", 64, 2, 64, 8, 2, 128}, {"large", 96, 3, 128, 8, 2, 192}, v2Shape} {
+	for _, c := range []trainShape{{"small", 64, 2, 64, 8, 2, 128}, {"large", 96, 3, 128, 8, 2, 192}, v2Shape, v2LMShape} {
 		b.Run(c.name, func(b *testing.B) { benchTrainStep(b, c, "rope") })
 	}
 }
@@ -173,7 +174,10 @@ type trainShape struct {
 	kv, hidden              int
 }
 
-var v2Shape = trainShape{"v2", 128, 4, 64, 32, 4, 512}
+var (
+	v2Shape   = trainShape{"v2", 128, 4, 64, 32, 4, 512}
+	v2LMShape = trainShape{"v2-lm", 128, 4, 128, 32, 4, 512}
+)
 
 func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 	pe := map[string]any{"name": scheme}
