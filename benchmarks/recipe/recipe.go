@@ -283,9 +283,24 @@ func SchemeOrder(s string) int {
 func (r Recipe) Describe() string {
 	return fmt.Sprintf("Recipe %s: every model `%s %s %s` (about 1.05 M parameters), L = %d tokens for the synthetic tasks and %d bytes for lm and mlm, "+
 		"trained until the held-out loss at L has not improved by 1%% for five evaluations (one per 100 steps), then cooled down (caps: %d steps for lm and mlm, %d for the synthetic tasks); "+
-		"%d seeds per (task, scheme); evaluated at %s L (and %s L for %s on lm); lm and mlm train with bfloat16 matrix products (float32 sums).",
+		"%d seeds per (task, scheme); evaluated at %s L (and %s L for %s on lm); %s train with bfloat16 matrix products (float32 sums).",
 		r.Name, strings.Join(r.Shape, " "), strings.Join(r.Optim, " "), strings.Join(r.Stop[:4], " "), r.TrainLen[tasks.Copy], r.TrainLen[tasks.LM],
-		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), strings.Join(r.BiasSchemes, ", "))
+		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), strings.Join(r.BiasSchemes, ", "), r.bf16Tasks())
+}
+
+// bf16Tasks names the tasks trained with bfloat16 products, in the tasks' order ("lm, passkey,
+// mqar and mlm").
+func (r Recipe) bf16Tasks() string {
+	var ts []string
+	for _, t := range tasks.Names() {
+		if strings.Contains(r.TrainBackend[t], "bf16dot=true") {
+			ts = append(ts, t)
+		}
+	}
+	if len(ts) < 2 {
+		return strings.Join(ts, "")
+	}
+	return strings.Join(ts[:len(ts)-1], ", ") + " and " + ts[len(ts)-1]
 }
 
 func joinInts(xs []int) string {

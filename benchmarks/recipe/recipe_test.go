@@ -73,14 +73,21 @@ func TestVariantsAndNames(t *testing.T) {
 		}
 	}
 	got := strings.Join(pi.Args, " ")
-	// lm trains with bf16 products, its fine-tunes too; the synthetic tasks do not.
+	// lm trains with bf16 products, its fine-tunes too, and so do passkey and mqar; copy and
+	// reverse, begun in float32, do not.
 	if !strings.Contains(got, "--backend cpu:bf16dot=true") {
 		t.Errorf("PI fine-tune of lm without the task's backend: %s", got)
 	}
-	for _, m := range V2.Models("w", []string{tasks.Copy}, []string{"rope"}, 1) {
-		if strings.Contains(strings.Join(m.Args, " "), "--backend") {
-			t.Errorf("copy: %v", m.Args)
+	for _, task := range []string{tasks.Copy, tasks.Reverse, tasks.Passkey, tasks.MQAR} {
+		bf16 := task == tasks.Passkey || task == tasks.MQAR
+		for _, m := range V2.Models("w", []string{task}, []string{"rope"}, 1) {
+			if strings.Contains(strings.Join(m.Args, " "), "--backend cpu:bf16dot=true") != bf16 {
+				t.Errorf("%s (bf16 products: %v): %v", task, bf16, m.Args)
+			}
 		}
+	}
+	if d := V2.Describe(); !strings.Contains(d, "; lm, passkey, mqar and mlm train with bfloat16") {
+		t.Errorf("Describe does not name the bf16 tasks: %s", d)
 	}
 	if pi.Name != "rope-pi4-seed2" || pi.Needs != "rope-seed2" || !strings.Contains(got, "-init "+filepath.Join("w", "lm", "rope-seed2")) ||
 		!strings.Contains(got, "--rope-scaling linear --rope-scale 4 -seq 512") {
