@@ -768,7 +768,7 @@ func floatUnaryStep[T ~float32 | ~float64](lw *lowering) (stepFn, error) {
 // vecUnary32 are the float32 unary ops with a slice function (vector kernels or mathf32.go's
 // loops), in place of floatUnary's float64 call per element.
 var vecUnary32 = map[backends.OpType]func(a, out []float32){
-	backends.OpTypeExp: kernels.Exp, backends.OpTypeLogistic: logistic32, backends.OpTypeSign: kernels.Sign,
+	backends.OpTypeExp: kernels.Exp, backends.OpTypeLogistic: kernels.Logistic, backends.OpTypeSign: kernels.Sign,
 	backends.OpTypeTanh: tanh32, backends.OpTypeLog: log32, backends.OpTypeLog1p: log1p32,
 	backends.OpTypeSin: sin32, backends.OpTypeCos: cos32,
 }

@@ -210,7 +210,11 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 			return
 		}
 		p.parallelFor(blocks, max(1, elementwiseGrain/fuseBlock), func(lo, hi int) {
-			evalBlocks(prog, make([]float32, nRegs*fuseBlock), leaves, modes, size, lo, hi, dst)
+			// Reused registers, not fresh ones per chunk: garbage here grows the heap into
+			// fresh pages between collections, and faulting them in is slow (compile.go).
+			regs := getFloats(nRegs * fuseBlock)
+			evalBlocks(prog, regs, leaves, modes, size, lo, hi, dst)
+			putFloats(regs)
 		})
 	}
 }
@@ -353,18 +357,4 @@ func (f *frame) leafViews(n int) [][]float32 {
 		f.leaves = make([][]float32, n)
 	}
 	return f.leaves[:n]
-}
-
-// logistic32 is 1/(1+e^-x) with the vector kernels, in chunks that stay in L1: e^-x overflows
-// to +Inf for x < -88 and the result is then 0, as it should be; NaN stays NaN.
-func logistic32(a, out []float32) {
-	const chunk = 2048
-	for lo := 0; lo < len(out); lo += chunk {
-		hi := min(lo+chunk, len(out))
-		o := out[lo:hi]
-		kernels.MulScalar(a[lo:hi], -1, o)
-		kernels.Exp(o, o)
-		kernels.AddScalar(o, 1, o)
-		kernels.RDivScalar(o, 1, o)
-	}
 }

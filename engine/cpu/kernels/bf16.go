@@ -70,9 +70,11 @@ func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	sp := getScratch()
 	defer putScratch(sp)
 	// The float32 scratch reused as words: the panels hold bit patterns, never floats.
-	u := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(sp))), len(sp))
-	ap, bp := u[:blockM*blockKP], u[blockM*blockKP:]
-	var edge [maxMR * maxNR]float32
+	fa, fb, edge := scratchParts(sp)
+	words := func(f []float32) []uint32 {
+		return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
+	}
+	ap, bp := words(fa), words(fb)
 	kern := func(kp int, a, b []uint32, c []float32, ldc int, accumulate bool) {
 		microKernelBF16(lv, kp, a, b, c, ldc, accumulate)
 	}

@@ -174,6 +174,20 @@ func expGo(a, out []float32) {
 	}
 }
 
+// logisticGo is the portable Logistic: the four passes it stands for, in chunks that stay in
+// L1.
+func logisticGo(a, out []float32) {
+	const chunk = 2048
+	for lo := 0; lo < len(out); lo += chunk {
+		hi := min(lo+chunk, len(out))
+		o := out[lo:hi]
+		scalarOpGo(opMul, a[lo:hi], -1, o)
+		expGo(o, o)
+		scalarOpGo(opAdd, o, 1, o)
+		scalarOpGo(opRDiv, o, 1, o)
+	}
+}
+
 // dotRowsGo computes y[j] = w[j·ldw:]·x for j < n, four rows of w per pass over x.
 func dotRowsGo(w []float32, ldw int, x, y []float32) {
 	k := len(x)

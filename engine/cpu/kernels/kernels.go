@@ -329,6 +329,18 @@ func Exp(a, out []float32) {
 	}
 }
 
+// Logistic sets out[i] = 1/(1 + e^−a[i]) in one pass, with the roundings of
+// RDivScalar(AddScalar(Exp(MulScalar(a, −1)), 1), 1): the same results as those four passes.
+// e^−x overflows to +Inf for x < −88 and the result is then 0, as it should be; NaN stays NaN.
+func Logistic(a, out []float32) {
+	if !(len(a) >= len(out)) {
+		fail("Logistic: operand of %d for %d results", len(a), len(out))
+	}
+	if len(out) > 0 {
+		logistic(a[:len(out)], out)
+	}
+}
+
 // Sum returns Σ a[i] (several partial sums, so the rounding differs from a sequential loop).
 func Sum(a []float32) float32 {
 	if len(a) == 0 {

@@ -165,6 +165,17 @@ func sign(a, out []float32) {
 	}
 }
 
+func logistic(a, out []float32) {
+	switch level.Load() {
+	case lvAVX512:
+		logisticAVX512(ptr(a), ptr(out), len(out))
+	case lvAVX2:
+		logisticAVX2(ptr(a), ptr(out), len(out))
+	default:
+		logisticGo(a, out)
+	}
+}
+
 func exp(a, out []float32) {
 	switch level.Load() {
 	case lvAVX512:

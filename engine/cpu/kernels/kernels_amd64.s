@@ -1307,6 +1307,136 @@ done:
 	VZEROUPPER
 	RET
 
+// func logisticAVX512(a *float32, out *float32, n int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·logisticAVX512(SB), NOSPLIT, $0-24
+	MOVQ         a+0(FP), AX
+	MOVQ         out+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS f32const<>+20(SB), Z0
+	VBROADCASTSS f32const<>+24(SB), Z1
+	VBROADCASTSS f32const<>+8(SB), Z2
+	VBROADCASTSS f32const<>+12(SB), Z3
+	VBROADCASTSS f32const<>+16(SB), Z4
+	VBROADCASTSS f32const<>+52(SB), Z5
+	VBROADCASTSS f32const<>+56(SB), Z6
+	VBROADCASTSS f32const<>+28(SB), Z7
+	VBROADCASTSS f32const<>+32(SB), Z8
+	VBROADCASTSS f32const<>+36(SB), Z9
+	VBROADCASTSS f32const<>+40(SB), Z10
+	VBROADCASTSS f32const<>+44(SB), Z11
+	VBROADCASTSS f32const<>+48(SB), Z12
+	CMPQ         DX, $0x00000020
+	JB           vectors
+
+blocks:
+	VMOVUPS      (AX), Z13
+	VXORPS       Z6, Z13, Z13
+	VMAXPS       Z13, Z0, Z13
+	VMINPS       Z13, Z1, Z13
+	VMULPS       Z2, Z13, Z14
+	VRNDSCALEPS  $0x00, Z14, Z14
+	VFNMADD231PS Z3, Z14, Z13
+	VFNMADD231PS Z4, Z14, Z13
+	VMOVAPS      Z7, Z15
+	VFMADD213PS  Z8, Z13, Z15
+	VFMADD213PS  Z9, Z13, Z15
+	VFMADD213PS  Z10, Z13, Z15
+	VFMADD213PS  Z11, Z13, Z15
+	VFMADD213PS  Z12, Z13, Z15
+	VFMADD213PS  Z5, Z13, Z15
+	VFMADD213PS  Z5, Z13, Z15
+	VSCALEFPS    Z14, Z15, Z15
+	VADDPS       Z5, Z15, Z15
+	VDIVPS       Z15, Z5, Z15
+	VMOVUPS      Z15, (CX)
+	VMOVUPS      64(AX), Z13
+	VXORPS       Z6, Z13, Z13
+	VMAXPS       Z13, Z0, Z13
+	VMINPS       Z13, Z1, Z13
+	VMULPS       Z2, Z13, Z14
+	VRNDSCALEPS  $0x00, Z14, Z14
+	VFNMADD231PS Z3, Z14, Z13
+	VFNMADD231PS Z4, Z14, Z13
+	VMOVAPS      Z7, Z15
+	VFMADD213PS  Z8, Z13, Z15
+	VFMADD213PS  Z9, Z13, Z15
+	VFMADD213PS  Z10, Z13, Z15
+	VFMADD213PS  Z11, Z13, Z15
+	VFMADD213PS  Z12, Z13, Z15
+	VFMADD213PS  Z5, Z13, Z15
+	VFMADD213PS  Z5, Z13, Z15
+	VSCALEFPS    Z14, Z15, Z15
+	VADDPS       Z5, Z15, Z15
+	VDIVPS       Z15, Z5, Z15
+	VMOVUPS      Z15, 64(CX)
+	ADDQ         $0x00000080, AX
+	ADDQ         $0x00000080, CX
+	SUBQ         $0x00000020, DX
+	CMPQ         DX, $0x00000020
+	JAE          blocks
+
+vectors:
+	CMPQ DX, $0x00000010
+	JB   tail
+
+vector:
+	VMOVUPS      (AX), Z13
+	VXORPS       Z6, Z13, Z13
+	VMAXPS       Z13, Z0, Z13
+	VMINPS       Z13, Z1, Z13
+	VMULPS       Z2, Z13, Z14
+	VRNDSCALEPS  $0x00, Z14, Z14
+	VFNMADD231PS Z3, Z14, Z13
+	VFNMADD231PS Z4, Z14, Z13
+	VMOVAPS      Z7, Z15
+	VFMADD213PS  Z8, Z13, Z15
+	VFMADD213PS  Z9, Z13, Z15
+	VFMADD213PS  Z10, Z13, Z15
+	VFMADD213PS  Z11, Z13, Z15
+	VFMADD213PS  Z12, Z13, Z15
+	VFMADD213PS  Z5, Z13, Z15
+	VFMADD213PS  Z5, Z13, Z15
+	VSCALEFPS    Z14, Z15, Z15
+	VADDPS       Z5, Z15, Z15
+	VDIVPS       Z15, Z5, Z15
+	VMOVUPS      Z15, (CX)
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000010, DX
+	CMPQ         DX, $0x00000010
+	JAE          vector
+
+tail:
+	TESTQ        DX, DX
+	JZ           done
+	LEAQ         tailmask<>+0(SB), BX
+	KMOVW        (BX)(DX*2), K1
+	VMOVUPS.Z    (AX), K1, Z13
+	VXORPS       Z6, Z13, Z13
+	VMAXPS       Z13, Z0, Z13
+	VMINPS       Z13, Z1, Z13
+	VMULPS       Z2, Z13, Z0
+	VRNDSCALEPS  $0x00, Z0, Z0
+	VFNMADD231PS Z3, Z0, Z13
+	VFNMADD231PS Z4, Z0, Z13
+	VMOVAPS      Z7, Z1
+	VFMADD213PS  Z8, Z13, Z1
+	VFMADD213PS  Z9, Z13, Z1
+	VFMADD213PS  Z10, Z13, Z1
+	VFMADD213PS  Z11, Z13, Z1
+	VFMADD213PS  Z12, Z13, Z1
+	VFMADD213PS  Z5, Z13, Z1
+	VFMADD213PS  Z5, Z13, Z1
+	VSCALEFPS    Z0, Z1, Z1
+	VADDPS       Z5, Z1, Z1
+	VDIVPS       Z1, Z5, Z1
+	VMOVUPS      Z1, K1, (CX)
+
+done:
+	VZEROUPPER
+	RET
+
 // func vecMatAVX512(x *float32, b *float32, ldb int, y *float32, k int, n int)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·vecMatAVX512(SB), NOSPLIT, $0-48
@@ -5353,6 +5483,167 @@ scalars:
 	VMULPS       Y8, Y9, Y9
 	VMULPS       Y7, Y9, Y9
 	VMOVSS       X9, (CX)
+	ADDQ         $0x00000004, AX
+	ADDQ         $0x00000004, CX
+	DECQ         DX
+	JMP          scalars
+
+done:
+	VZEROUPPER
+	RET
+
+// func logisticAVX2(a *float32, out *float32, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·logisticAVX2(SB), NOSPLIT, $0-24
+	MOVQ         a+0(FP), AX
+	MOVQ         out+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VBROADCASTSS f32const<>+20(SB), Y0
+	VBROADCASTSS f32const<>+24(SB), Y1
+	VBROADCASTSS f32const<>+8(SB), Y2
+	VBROADCASTSS f32const<>+12(SB), Y3
+	VBROADCASTSS f32const<>+16(SB), Y4
+	VBROADCASTSS f32const<>+52(SB), Y5
+	VBROADCASTSS f32const<>+56(SB), Y6
+	VBROADCASTSS f32const<>+60(SB), Y7
+	CMPQ         DX, $0x00000010
+	JB           vectors
+
+blocks:
+	VMOVUPS      (AX), Y8
+	VXORPS       Y6, Y8, Y8
+	VMAXPS       Y8, Y0, Y8
+	VMINPS       Y8, Y1, Y8
+	VMULPS       Y2, Y8, Y9
+	VROUNDPS     $0x00, Y9, Y9
+	VFNMADD231PS Y3, Y9, Y8
+	VFNMADD231PS Y4, Y9, Y8
+	VMOVUPS      vecconst<>+224(SB), Y10
+	VFMADD213PS  vecconst<>+256(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+288(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+320(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+352(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+384(SB), Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VCVTPS2DQ    Y9, Y8
+	VPSRAD       $0x01, Y8, Y9
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y9, Y9
+	VPSLLD       $0x17, Y9, Y9
+	VPADDD       Y7, Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VMULPS       Y9, Y10, Y10
+	VMULPS       Y8, Y10, Y10
+	VADDPS       Y5, Y10, Y10
+	VDIVPS       Y10, Y5, Y10
+	VMOVUPS      Y10, (CX)
+	VMOVUPS      32(AX), Y8
+	VXORPS       Y6, Y8, Y8
+	VMAXPS       Y8, Y0, Y8
+	VMINPS       Y8, Y1, Y8
+	VMULPS       Y2, Y8, Y9
+	VROUNDPS     $0x00, Y9, Y9
+	VFNMADD231PS Y3, Y9, Y8
+	VFNMADD231PS Y4, Y9, Y8
+	VMOVUPS      vecconst<>+224(SB), Y10
+	VFMADD213PS  vecconst<>+256(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+288(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+320(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+352(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+384(SB), Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VCVTPS2DQ    Y9, Y8
+	VPSRAD       $0x01, Y8, Y9
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y9, Y9
+	VPSLLD       $0x17, Y9, Y9
+	VPADDD       Y7, Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VMULPS       Y9, Y10, Y10
+	VMULPS       Y8, Y10, Y10
+	VADDPS       Y5, Y10, Y10
+	VDIVPS       Y10, Y5, Y10
+	VMOVUPS      Y10, 32(CX)
+	ADDQ         $0x00000040, AX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000010, DX
+	CMPQ         DX, $0x00000010
+	JAE          blocks
+
+vectors:
+	CMPQ DX, $0x00000008
+	JB   tail
+
+vector:
+	VMOVUPS      (AX), Y8
+	VXORPS       Y6, Y8, Y8
+	VMAXPS       Y8, Y0, Y8
+	VMINPS       Y8, Y1, Y8
+	VMULPS       Y2, Y8, Y9
+	VROUNDPS     $0x00, Y9, Y9
+	VFNMADD231PS Y3, Y9, Y8
+	VFNMADD231PS Y4, Y9, Y8
+	VMOVUPS      vecconst<>+224(SB), Y10
+	VFMADD213PS  vecconst<>+256(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+288(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+320(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+352(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+384(SB), Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VCVTPS2DQ    Y9, Y8
+	VPSRAD       $0x01, Y8, Y9
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y9, Y9
+	VPSLLD       $0x17, Y9, Y9
+	VPADDD       Y7, Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VMULPS       Y9, Y10, Y10
+	VMULPS       Y8, Y10, Y10
+	VADDPS       Y5, Y10, Y10
+	VDIVPS       Y10, Y5, Y10
+	VMOVUPS      Y10, (CX)
+	ADDQ         $0x00000020, AX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000008, DX
+	CMPQ         DX, $0x00000008
+	JAE          vector
+
+tail:
+scalars:
+	TESTQ        DX, DX
+	JZ           done
+	VXORPS       Y8, Y8, Y8
+	VMOVSS       (AX), X8
+	VXORPS       Y6, Y8, Y8
+	VMAXPS       Y8, Y0, Y8
+	VMINPS       Y8, Y1, Y8
+	VMULPS       Y2, Y8, Y9
+	VROUNDPS     $0x00, Y9, Y9
+	VFNMADD231PS Y3, Y9, Y8
+	VFNMADD231PS Y4, Y9, Y8
+	VMOVUPS      vecconst<>+224(SB), Y10
+	VFMADD213PS  vecconst<>+256(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+288(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+320(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+352(SB), Y8, Y10
+	VFMADD213PS  vecconst<>+384(SB), Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VFMADD213PS  Y5, Y8, Y10
+	VCVTPS2DQ    Y9, Y8
+	VPSRAD       $0x01, Y8, Y9
+	VPSUBD       Y9, Y8, Y8
+	VPADDD       Y7, Y9, Y9
+	VPSLLD       $0x17, Y9, Y9
+	VPADDD       Y7, Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VMULPS       Y9, Y10, Y10
+	VMULPS       Y8, Y10, Y10
+	VADDPS       Y5, Y10, Y10
+	VDIVPS       Y10, Y5, Y10
+	VMOVSS       X10, (CX)
 	ADDQ         $0x00000004, AX
 	ADDQ         $0x00000004, CX
 	DECQ         DX

@@ -13,6 +13,7 @@ func maxOf(a []float32) float32                            { return maxGo(a) }
 func binary(o op, a, b, out []float32)                     { binaryGo(o, a, b, out) }
 func scalarOp(o op, a []float32, s float32, out []float32) { scalarOpGo(o, a, s, out) }
 func exp(a, out []float32)                                 { expGo(a, out) }
+func logistic(a, out []float32)                            { logisticGo(a, out) }
 func sign(a, out []float32)                                { signGo(a, out) }
 
 func vecMat(x, b []float32, ldb int, y []float32) { vecMatGo(x, b, ldb, y) }

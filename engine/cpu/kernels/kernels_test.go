@@ -424,6 +424,60 @@ func TestExp(t *testing.T) {
 	})
 }
 
+// Logistic gives, bit for bit, the four passes it fuses (under each kernel set), over the
+// exponential's range and its edges, in every tail length and in place; and its closed form
+// within float32 rounding.
+func TestLogistic(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(19, 20))
+		var xs []float32
+		for x := float32(-110); x < 110; x += 0.0133 {
+			xs = append(xs, x)
+		}
+		for range 20000 {
+			xs = append(xs, r.Float32()*40-20)
+		}
+		inf := float32(math.Inf(1))
+		xs = append(xs, 0, float32(math.Copysign(0, -1)), inf, -inf, 88.72, -88.73, 103.97, 104, -104, 200, -200, 1e-8, -1e-8, 1e-40)
+		want := make([]float32, len(xs))
+		MulScalar(xs, -1, want)
+		Exp(want, want)
+		AddScalar(want, 1, want)
+		RDivScalar(want, 1, want)
+		got := make([]float32, len(xs))
+		Logistic(xs, got)
+		for i, x := range xs {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("Logistic(%g) = %g, the four passes give %g", x, got[i], want[i])
+			}
+			if c := 1 / (1 + math.Exp(-float64(x))); math.Abs(float64(got[i])-c) > 2e-7*c+1e-38 {
+				t.Fatalf("Logistic(%g) = %g, 1/(1+e^-x) = %g", x, got[i], c)
+			}
+		}
+		nan := []float32{nan32}
+		if Logistic(nan, nan); !math.IsNaN(float64(nan[0])) {
+			t.Errorf("Logistic(NaN) = %g", nan[0])
+		}
+		for _, n := range lengths() {
+			if n > 300 {
+				continue
+			}
+			off := 500 + 41*n
+			in := guarded(r, n, n%3)
+			copy(in, xs[off:off+n])
+			o, ok := output(n, 1)
+			Logistic(in, o)
+			ok(t)
+			Logistic(in, in)
+			for i := range n {
+				if math.Float32bits(o[i]) != math.Float32bits(want[off+i]) || math.Float32bits(in[i]) != math.Float32bits(want[off+i]) {
+					t.Fatalf("Logistic n=%d: [%d] = %g / %g in place, want %g", n, i, o[i], in[i], want[off+i])
+				}
+			}
+		}
+	})
+}
+
 // TestExpPathsAgree: the vector sets agree with the portable one within an ulp or two.
 func TestExpPathsAgree(t *testing.T) {
 	saved := Path()

@@ -22,7 +22,7 @@ const (
 )
 
 // scratch holds the packing buffers for reuse (blockM·blockK + blockK·blockN floats, 64-byte
-// aligned). A mutex-guarded free list rather than a sync.Pool: a pool is emptied by every
+// aligned, then the edge tile of maxMR·maxNR: see scratchParts). A mutex-guarded free list rather than a sync.Pool: a pool is emptied by every
 // garbage collection, and under a tight memory limit each call would then allocate 600 KB
 // afresh. It holds at most as many buffers as there were concurrent calls.
 var scratch struct {
@@ -39,10 +39,20 @@ func getScratch() []float32 {
 		return s
 	}
 	scratch.Unlock()
-	const size = blockM*blockK + blockK*blockN
+	const size = blockM*blockK + blockK*blockN + maxMR*maxNR
 	raw := make([]float32, size+16)
 	off := (64 - int(uintptr(unsafe.Pointer(&raw[0]))%64)) % 64 / 4
 	return raw[off : off+size : off+size]
+}
+
+// scratchParts cuts a scratch buffer into the panels of A and B and the tile the micro-kernel
+// writes at the ragged edges of C. The tile lives here rather than in a local array, which
+// escapes to the heap (it goes through a generic function): a kilobyte of garbage per call
+// that, until the next collection, grows the heap into fresh pages, and faulting fresh pages
+// in is slow on virtual machines (benchmarks/SPEED.md, fifth session).
+func scratchParts(sp []float32) (ap, bp, edge []float32) {
+	const a, b = blockM * blockK, blockK * blockN
+	return sp[:a:a], sp[a : a+b : a+b], sp[a+b:]
 }
 
 func putScratch(s []float32) {
@@ -66,12 +76,12 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	mr, _ := tileOf(lv)
 	sp := getScratch()
 	defer putScratch(sp)
-	ap, bp := sp[:blockM*blockK], sp[blockM*blockK:]
+	ap, bp, edge := scratchParts(sp)
 	panelsOfA := func(pc, kc, ic, mc int) []float32 {
 		packA(ap, a, lda, transA, pc, kc, ic, mc, mr, alpha)
 		return ap
 	}
-	blocked(lv, m, n, k, panelsOfA, b, ldb, transB, beta, c, ldc, bp)
+	blocked(lv, m, n, k, panelsOfA, b, ldb, transB, beta, c, ldc, bp, edge)
 }
 
 // scaleC prepares C for the K slices: the first overwrites C when beta == 0 (C is never read)
@@ -91,9 +101,8 @@ func scaleC(c []float32, m, n, ldc int, beta float32) {
 // blocked is the loop nest of Sgemm over K slices, column blocks of B and row blocks of A;
 // panelsOfA gives the packed panels of A's block (ic, mc) in K slice (pc, kc), packing them
 // or reading them from a PackedA.
-func blocked(lv int32, m, n, k int, panelsOfA func(pc, kc, ic, mc int) []float32, b []float32, ldb int, transB bool, beta float32, c []float32, ldc int, bp []float32) {
+func blocked(lv int32, m, n, k int, panelsOfA func(pc, kc, ic, mc int) []float32, b []float32, ldb int, transB bool, beta float32, c []float32, ldc int, bp, edge []float32) {
 	mr, nr := tileOf(lv)
-	var edge [maxMR * maxNR]float32
 	kern := func(kc int, a, b, c []float32, ldc int, accumulate bool) {
 		microKernel(lv, kc, a, b, c, ldc, accumulate)
 	}
@@ -204,7 +213,8 @@ func SgemmPacked(pa PackedA, transB bool, n int, b []float32, ldb int, beta floa
 	panelsOfA := func(pc, kc, ic, mc int) []float32 {
 		return pa.data[pc*rows+ic*kc:]
 	}
-	blocked(pa.lv, m, n, k, panelsOfA, b, ldb, transB, beta, c, ldc, sp[blockM*blockK:])
+	_, bp, edge := scratchParts(sp)
+	blocked(pa.lv, m, n, k, panelsOfA, b, ldb, transB, beta, c, ldc, bp, edge)
 }
 
 // packA writes alpha·op(A)[ic:ic+mc, pc:pc+kc] as panels of mr rows: panel q holds, for each

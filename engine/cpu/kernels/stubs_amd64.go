@@ -88,6 +88,11 @@ func signAVX512(a *float32, out *float32, n int)
 //go:noescape
 func expAVX512(a *float32, out *float32, n int)
 
+// logisticAVX512 sets out[i] = 1/(1 + e^−a[i]) for i < n (out may be a).
+//
+//go:noescape
+func logisticAVX512(a *float32, out *float32, n int)
+
 // vecMatAVX512 sets y[j] = Σ_p x[p]·b[p·ldb+j] for j < n, p < k (k ≥ 1).
 //
 //go:noescape
@@ -217,6 +222,11 @@ func signAVX2(a *float32, out *float32, n int)
 //
 //go:noescape
 func expAVX2(a *float32, out *float32, n int)
+
+// logisticAVX2 sets out[i] = 1/(1 + e^−a[i]) for i < n (out may be a).
+//
+//go:noescape
+func logisticAVX2(a *float32, out *float32, n int)
 
 // vecMatAVX2 sets y[j] = Σ_p x[p]·b[p·ldb+j] for j < n, p < k (k ≥ 1).
 //

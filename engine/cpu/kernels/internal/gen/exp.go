@@ -18,9 +18,22 @@ import (
 )
 
 func exp(s isa) {
-	TEXT("exp"+s.name, NOSPLIT, "func(a, out *float32, n int)")
+	expKernel(s, "exp", "e^a[i]", false)
+}
+
+// logistic is 1/(1 + e^−x) in one pass: the negation (a sign flip), the exponential above,
+// an addition and a division, the operations and roundings of
+// RDivScalar(AddScalar(Exp(MulScalar(x, −1)), 1), 1), so its results are those four passes'
+// bit for bit.
+func logistic(s isa) {
+	expKernel(s, "logistic", "1/(1 + e^−a[i])", true)
+}
+
+// expKernel emits the exponential of each element, or with sigmoid the logistic function.
+func expKernel(s isa, name, formula string, sigmoid bool) {
+	TEXT(name+s.name, NOSPLIT, "func(a, out *float32, n int)")
 	Pragma("noescape")
-	Doc(fmt.Sprintf("exp%s sets out[i] = e^a[i] for i < n (out may be a).", s.name))
+	Doc(fmt.Sprintf("%s%s sets out[i] = %s for i < n (out may be a).", name, s.name, formula))
 	a, out := mem("a"), mem("out")
 	n := loadGP("n")
 
@@ -29,6 +42,9 @@ func exp(s isa) {
 	reg := map[string]Op{}
 	for _, c := range []string{"expLo", "expHi", "log2e", "ln2hi", "ln2lo", "one"} {
 		reg[c] = s.broadcast(c)
+	}
+	if sigmoid {
+		reg["signBit"] = s.broadcast("signBit")
 	}
 	if s.masks {
 		for _, c := range []string{"c7", "c6", "c5", "c4", "c3", "c2"} {
@@ -40,7 +56,7 @@ func exp(s isa) {
 			reg[c] = vectorConst(c)
 		}
 	}
-	body := func(x VecVirtual) VecVirtual {
+	expBody := func(x VecVirtual) VecVirtual {
 		VMAXPS(x, reg["expLo"], x)
 		VMINPS(x, reg["expHi"], x)
 		k := s.vec()
@@ -76,6 +92,16 @@ func exp(s isa) {
 		VMULPS(k1, p, p)
 		VMULPS(ki, p, p)
 		return p
+	}
+	body := expBody
+	if sigmoid {
+		body = func(x VecVirtual) VecVirtual {
+			VXORPS(reg["signBit"], x, x) // −x
+			p := expBody(x)
+			VADDPS(reg["one"], p, p)
+			VDIVPS(p, reg["one"], p) // 1/p
+			return p
+		}
 	}
 	stream{
 		s: s, n: n, ptrs: []GPVirtual{a.Base.(GPVirtual), out.Base.(GPVirtual)}, unroll: 2,

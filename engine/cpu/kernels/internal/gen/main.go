@@ -181,6 +181,7 @@ func main() {
 		}
 		sign(s)
 		exp(s)
+		logistic(s)
 		vecMat(s)
 		for m := 1; m <= 8; m++ {
 			mmnt(s, m)
