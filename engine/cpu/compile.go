@@ -47,6 +47,20 @@ type frame struct {
 	arena  []byte
 	regs   []float32   // fused trees' registers (fuse.go)
 	leaves [][]float32 // fused trees' leaves
+	state  []any       // per step, objects a step keeps across calls (stepState)
+}
+
+// stepState returns the object step keeps in this frame, made by mk on the frame's first call.
+// Frames are reused call after call (one per concurrent call), so a step that needs an object
+// per call (a task closure for the pool) allocates it once instead of once per call.
+func (f *frame) stepState(step int, mk func() any) any {
+	if step >= len(f.state) {
+		f.state = append(f.state, make([]any, step+1-len(f.state))...)
+	}
+	if f.state[step] == nil {
+		f.state[step] = mk()
+	}
+	return f.state[step]
 }
 
 type stepFn func(f *frame)

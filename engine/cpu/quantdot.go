@@ -300,68 +300,92 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		rows = 16
 	}
 	tasks := (N + rows - 1) / rows
+	noPack := M <= maxNTRows && K >= minNTDepth // as for float32 weights (dot.go)
+	step := lw.step
 	return func(f *frame) {
-		var x []float32
+		// The call's state lives in the frame, made once: a closure over it, handed to the
+		// pool, would be a heap object per call, and decoding's garbage costs page faults.
+		c := f.stepState(step, newQuantCall).(*quantCall)
 		if identity {
-			x = typed[float32](f.slots[ix])
+			c.x = typed[float32](f.slots[ix])
 		} else {
 			transposeBytes(4, f.slots[ix], xs.Dimensions, perm, f.slots[sx])
-			x = typed[float32](f.slots[sx])
+			c.x = typed[float32](f.slots[sx])
 		}
-		w := stored // per call: executions may run concurrently
-		w.q = f.slots[iq]
+		c.w = stored // per call: executions may run concurrently
+		c.w.q = f.slots[iq]
 		if id >= 0 {
-			w.d = typed[float32](f.slots[id])
+			c.w.d = typed[float32](f.slots[id])
 		}
-		y := typed[float32](f.slots[io])
-		var xa []byte
-		layout := false
+		c.y = typed[float32](f.slots[io])
+		c.M, c.N, c.K, c.rows, c.act, c.noPack = M, N, K, rows, act, noPack
+		c.xa, c.layout = nil, false
 		if act {
-			xa, layout = f.slots[sa], asmVNNI()
+			c.xa, c.layout = f.slots[sa], asmVNNI()
 			for i := range M {
 				// Lengths are fixed at compile time, so quantizing cannot fail.
-				quantizeAct(qa.typ, x[i*K:i*K+K], xa[i*actRowBytes(K):], layout)
+				quantizeAct(qa.typ, c.x[i*K:i*K+K], c.xa[i*actRowBytes(K):], c.layout)
 			}
 		}
-		var pa kernels.PackedA
-		noPack := M <= maxNTRows && K >= minNTDepth // as for float32 weights (dot.go)
+		c.pa = kernels.PackedA{}
 		if M > 4 && !noPack {
 			// x is packed once; every panel of W is multiplied by it.
 			buf := getFloats(kernels.PackedASize(M, K))
 			defer putFloats(buf)
-			pa = kernels.PackA(false, M, K, 1, x, K, buf)
-		}
-		task := func(t int) {
-			n0 := t * rows
-			n1 := min(N, n0+rows)
-			if act {
-				w.mulRowsAct(M, xa, layout, y, N, n0, n1)
-				return
-			}
-			if M <= 4 {
-				w.mulRows(M, x, y, N, n0, n1)
-				return
-			}
-			panel := getPanel()
-			for p0 := n0; p0 < n1; p0 += panelFloats / K {
-				p1 := min(n1, p0+panelFloats/K)
-				w.dequant(p0, p1, panel)
-				if noPack {
-					kernels.MatMulNT(M, p1-p0, K, x, K, panel, K, y[p0:], N)
-				} else {
-					kernels.SgemmPacked(pa, true, p1-p0, panel, K, 0, y[p0:], N)
-				}
-			}
-			putPanel(panel)
+			c.pa = kernels.PackA(false, M, K, 1, c.x, K, buf)
 		}
 		if M*N*K < minParallelQuantMACs || pool.threads() == 1 {
 			for t := range tasks {
-				task(t)
+				c.task(t)
 			}
 			return
 		}
-		pool.run(tasks, task)
+		pool.run(tasks, c.run)
 	}, nil
+}
+
+// quantCall is one call of a quantized product: its operands, and run, its task method bound
+// once.
+type quantCall struct {
+	w                   quantMatrix
+	x, y                []float32
+	xa                  []byte
+	layout, act, noPack bool
+	pa                  kernels.PackedA
+	M, N, K, rows       int
+	run                 func(t int)
+}
+
+func newQuantCall() any {
+	c := &quantCall{}
+	c.run = c.task
+	return c
+}
+
+// task computes rows [t·rows, (t+1)·rows) of y.
+func (c *quantCall) task(t int) {
+	M, N, K := c.M, c.N, c.K
+	n0 := t * c.rows
+	n1 := min(N, n0+c.rows)
+	if c.act {
+		c.w.mulRowsAct(M, c.xa, c.layout, c.y, N, n0, n1)
+		return
+	}
+	if M <= 4 {
+		c.w.mulRows(M, c.x, c.y, N, n0, n1)
+		return
+	}
+	panel := getPanel()
+	for p0 := n0; p0 < n1; p0 += panelFloats / K {
+		p1 := min(n1, p0+panelFloats/K)
+		c.w.dequant(p0, p1, panel)
+		if c.noPack {
+			kernels.MatMulNT(M, p1-p0, K, c.x, K, panel, K, c.y[p0:], N)
+		} else {
+			kernels.SgemmPacked(c.pa, true, p1-p0, panel, K, 0, c.y[p0:], N)
+		}
+	}
+	putPanel(panel)
 }
 
 // minParallelQuantMACs is the least work worth splitting over threads for a quantized product:
