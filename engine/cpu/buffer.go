@@ -33,7 +33,9 @@ func alloc(n int) []byte {
 		return []byte{}
 	}
 	words := make([]uint64, (n+7)/8)
-	return unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
+	hugePages(b)
+	return b
 }
 
 // bufferPool recycles the bytes of finalized buffers, keyed by their exact size: a decoding loop
