@@ -141,12 +141,32 @@ func lowerDot(lw *lowering) (stepFn, error) {
 	}
 	mm := newMatmul(pool, B, M, N, K, lp.trans, transB)
 	mm.bf16 = lw.e.backend.bf16dot
+	step := lw.step
 	return func(f *frame) {
-		a := typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
-		b := typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
-		mm.run(a, b, typed[float32](f.slots[io]))
+		// The call's operands live in the frame, with the task bound once (see quantCall).
+		call := f.stepState(step, newDotCall).(*dotCall)
+		call.mm = mm
+		call.a = typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
+		call.b = typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
+		call.c = typed[float32](f.slots[io])
+		mm.run(call)
 	}, nil
 }
+
+// dotCall is one call of a float32 product: its operands, and run, its task method bound once.
+type dotCall struct {
+	mm      *matmul
+	a, b, c []float32
+	run     func(task int)
+}
+
+func newDotCall() any {
+	c := &dotCall{}
+	c.run = c.task
+	return c
+}
+
+func (c *dotCall) task(t int) { c.mm.task(t, c.a, c.b, c.c) }
 
 // aroundContraction reports whether an operand's axes are its batch axes first, then free
 // axes (of total size o), the contracted axes together, and free axes again (size i).
@@ -273,7 +293,8 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 	return mm
 }
 
-func (mm *matmul) run(a, b, c []float32) {
+func (mm *matmul) run(call *dotCall) {
+	a, b, c := call.a, call.b, call.c
 	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
 	if !mm.bf16 && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
 		mm.runSharedA(a, b, c)
@@ -286,7 +307,7 @@ func (mm *matmul) run(a, b, c []float32) {
 		}
 		return
 	}
-	mm.pool.run(mm.B*tiles, func(task int) { mm.task(task, a, b, c) })
+	mm.pool.run(mm.B*tiles, call.run)
 }
 
 // runSharedA packs op(A) once and lets each task multiply it by its own columns of B: split
