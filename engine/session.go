@@ -144,15 +144,25 @@ func (e *Engine) deviceTensor(sh shapes.Shape) (*tensors.Tensor, error) {
 }
 
 // Reserve allocates now every cache the session will grow through to hold tokens slots a row,
-// as llama.cpp allocates its whole KV cache when it creates a context. The first write to fresh
-// memory faults its pages in, which is slow on a virtual machine (3-13 ms per MB on the
-// machines of benchmarks/SPEED.md): without Reserve that cost falls on the token whose step
-// crosses into a larger window. The reserved caches of all windows up to the last coexist,
-// about twice the last one's memory, until the session grows through them.
+// as llama.cpp allocates its whole KV cache when it creates a context. Growing into a fresh
+// cache mid-decode faults its pages in while the worker thread runs, which is slow on a virtual
+// machine (the grow to 256 slots of the 15M shape took 7-10 ms there; reserving every window
+// before the first token took 1 ms, benchmarks/SPEED.md). The reserved caches of all windows up
+// to the last coexist, about twice the last one's memory, until the session grows through
+// them; so Reserve stops at maxReserveBytes, and larger windows are allocated when reached
+// (a long -c whose generation ends early does not pay for the whole context).
 func (s *Session) Reserve(tokens int) error {
 	last := s.e.window(min(max(tokens, 1), s.e.Capacity))
+	reserved := 0
 	for w := s.e.window(1); ; w = s.e.window(w + 1) {
 		if w > s.window && s.spare[w] == nil {
+			bytes := 0
+			for _, sh := range s.e.cacheShapes(s.batch, w) {
+				bytes += int(sh.Memory())
+			}
+			if reserved += bytes; reserved > maxReserveBytes && w > s.e.window(1) {
+				return nil
+			}
 			ts, err := s.e.newCache(s.batch, w)
 			if err != nil {
 				return fmt.Errorf("reserving the KV cache: %w", err)
@@ -167,6 +177,9 @@ func (s *Session) Reserve(tokens int) error {
 		}
 	}
 }
+
+// maxReserveBytes bounds what Reserve allocates ahead.
+var maxReserveBytes = 256 << 20 // a variable for tests
 
 // newCache allocates the (zero) cache tensors of window slots.
 func (e *Engine) newCache(batch, window int) ([]*tensors.Tensor, error) {

@@ -207,3 +207,46 @@ func TestDecodingRunsOnBuffers(t *testing.T) {
 		}
 	}
 }
+
+// Reserve allocates ahead only up to maxReserveBytes; the windows past it are grown into when
+// reached, and decoding gives the same logits as recomputing from scratch.
+func TestReserveStopsAtItsBound(t *testing.T) {
+	e := newTestEngine(t, windowConfig(map[string]any{"name": "rope"}))
+	bytesOf := func(w int) int {
+		n := 0
+		for _, sh := range e.cacheShapes(1, w) {
+			n += int(sh.Memory())
+		}
+		return n
+	}
+	saved := maxReserveBytes
+	defer func() { maxReserveBytes = saved }()
+	maxReserveBytes = bytesOf(64) + bytesOf(128) // 64 and 128 fit, 200 does not
+	s := e.NewSession(1)
+	if err := s.Reserve(200); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.spare) != 2 || s.spare[64] == nil || s.spare[128] == nil {
+		t.Fatalf("reserved windows %v, want 64 and 128", len(s.spare))
+	}
+	r := rand.New(rand.NewPCG(23, 24))
+	row := randomTokens(r, 150)
+	var last []float32
+	for i, tok := range row {
+		out, err := s.Append([][]int{{tok}}, [][]int{{i}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = out[0][0]
+	}
+	if s.window != 200 || len(s.spare) != 0 {
+		t.Errorf("after 150 tokens: window %d, %d reserved caches left; want 200 and 0", s.window, len(s.spare))
+	}
+	full, err := e.Forward([][]int{row}, [][]int{iota(0, len(row))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(last, full[0][len(row)-1]); d > 1e-4 {
+		t.Errorf("cached vs full logits differ by %g", d)
+	}
+}
