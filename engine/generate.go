@@ -245,8 +245,8 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 		limit = min(limit, l)
 	}
 	s := e.NewSession(1)
-	// The whole cache is allocated before the first token, as llama.cpp does when it creates a
-	// context; its time is reported apart from the rates, like compilation.
+	// The cache is allocated before the first token (up to Reserve's bound), as llama.cpp does
+	// when it creates a context; its time is reported apart from the rates, like compilation.
 	reserved := time.Now()
 	need := limit
 	if n >= 0 {

@@ -312,7 +312,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			transposeBytes(4, f.slots[ix], xs.Dimensions, perm, f.slots[sx])
 			c.x = typed[float32](f.slots[sx])
 		}
-		c.w = stored // per call: executions may run concurrently
+		c.w = stored // the matrix's fixed parts, then this call's bytes
 		c.w.q = f.slots[iq]
 		if id >= 0 {
 			c.w.d = typed[float32](f.slots[id])
