@@ -403,25 +403,32 @@ func TestExp(t *testing.T) {
 		if Exp([]float32{-inf}, one); one[0] != 0 {
 			t.Errorf("exp(-Inf) = %g", one[0])
 		}
-		// Short and unaligned runs (the tails) agree with the long run, also in place.
-		for _, n := range lengths() {
-			if n > 300 {
-				continue
-			}
-			off := 1000 + 37*n
-			in := guarded(r, n, n%3)
-			copy(in, xs[off:off+n])
-			o, ok := output(n, 2)
-			Exp(in, o)
-			ok(t)
-			Exp(in, in)
-			for i := range n {
-				if math.Float32bits(o[i]) != math.Float32bits(out[off+i]) || math.Float32bits(in[i]) != math.Float32bits(out[off+i]) {
-					t.Fatalf("Exp n=%d: [%d] = %g / %g in place, want %g", n, i, o[i], in[i], out[off+i])
-				}
+		checkTails(t, r, "Exp", Exp, xs, out, 1000)
+	})
+}
+
+// checkTails runs f on short and unaligned runs of xs from offset off on (the kernels' tails),
+// into a guarded output and in place, and wants want's values there bit for bit: what the long
+// run gave.
+func checkTails(t *testing.T, r *rand.Rand, name string, f func(a, out []float32), xs, want []float32, off int) {
+	t.Helper()
+	for _, n := range lengths() {
+		if n > 300 {
+			continue
+		}
+		at := off + 37*n
+		in := guarded(r, n, n%3)
+		copy(in, xs[at:at+n])
+		o, ok := output(n, 2)
+		f(in, o)
+		ok(t)
+		f(in, in)
+		for i := range n {
+			if math.Float32bits(o[i]) != math.Float32bits(want[at+i]) || math.Float32bits(in[i]) != math.Float32bits(want[at+i]) {
+				t.Fatalf("%s n=%d: [%d] = %g / %g in place, want %g", name, n, i, o[i], in[i], want[at+i])
 			}
 		}
-	})
+	}
 }
 
 // Logistic gives, bit for bit, the four passes it fuses (under each kernel set), over the
@@ -458,23 +465,7 @@ func TestLogistic(t *testing.T) {
 		if Logistic(nan, nan); !math.IsNaN(float64(nan[0])) {
 			t.Errorf("Logistic(NaN) = %g", nan[0])
 		}
-		for _, n := range lengths() {
-			if n > 300 {
-				continue
-			}
-			off := 500 + 41*n
-			in := guarded(r, n, n%3)
-			copy(in, xs[off:off+n])
-			o, ok := output(n, 1)
-			Logistic(in, o)
-			ok(t)
-			Logistic(in, in)
-			for i := range n {
-				if math.Float32bits(o[i]) != math.Float32bits(want[off+i]) || math.Float32bits(in[i]) != math.Float32bits(want[off+i]) {
-					t.Fatalf("Logistic n=%d: [%d] = %g / %g in place, want %g", n, i, o[i], in[i], want[off+i])
-				}
-			}
-		}
+		checkTails(t, r, "Logistic", Logistic, xs, want, 500)
 	})
 }
 
