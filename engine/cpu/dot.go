@@ -279,6 +279,11 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 	if perBatch <= 1 {
 		return mm
 	}
+	if !transA && !transB && M <= 4 && K <= 64 && B >= p.threads() {
+		// q·k over cached keys (tile's VecMat path): one task per head, which reads its keys
+		// row by row in one pass; split columns, each task would stride over every row.
+		return mm
+	}
 	mm.nt = min(perBatch, max(1, N/64))
 	if mm.nt < perBatch && M >= 64 {
 		mm.mt = min((perBatch+mm.nt-1)/mm.nt, (M+31)/32)

@@ -1449,7 +1449,7 @@ TEXT ·vecMatAVX512(SB), NOSPLIT, $0-48
 	MOVQ n+40(FP), DI
 
 wide:
-	CMPQ   DI, $0x00000080
+	CMPQ   DI, $0x00000100
 	JB     narrow
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -1459,20 +1459,36 @@ wide:
 	VXORPS Z5, Z5, Z5
 	VXORPS Z6, Z6, Z6
 	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
 	MOVQ   AX, R8
 	MOVQ   CX, R9
 	MOVQ   SI, R10
 
 wideRows:
-	VBROADCASTSS (R8), Z8
-	VFMADD231PS  (R9), Z8, Z0
-	VFMADD231PS  64(R9), Z8, Z1
-	VFMADD231PS  128(R9), Z8, Z2
-	VFMADD231PS  192(R9), Z8, Z3
-	VFMADD231PS  256(R9), Z8, Z4
-	VFMADD231PS  320(R9), Z8, Z5
-	VFMADD231PS  384(R9), Z8, Z6
-	VFMADD231PS  448(R9), Z8, Z7
+	VBROADCASTSS (R8), Z16
+	VFMADD231PS  (R9), Z16, Z0
+	VFMADD231PS  64(R9), Z16, Z1
+	VFMADD231PS  128(R9), Z16, Z2
+	VFMADD231PS  192(R9), Z16, Z3
+	VFMADD231PS  256(R9), Z16, Z4
+	VFMADD231PS  320(R9), Z16, Z5
+	VFMADD231PS  384(R9), Z16, Z6
+	VFMADD231PS  448(R9), Z16, Z7
+	VFMADD231PS  512(R9), Z16, Z8
+	VFMADD231PS  576(R9), Z16, Z9
+	VFMADD231PS  640(R9), Z16, Z10
+	VFMADD231PS  704(R9), Z16, Z11
+	VFMADD231PS  768(R9), Z16, Z12
+	VFMADD231PS  832(R9), Z16, Z13
+	VFMADD231PS  896(R9), Z16, Z14
+	VFMADD231PS  960(R9), Z16, Z15
 	ADDQ         $0x04, R8
 	ADDQ         DX, R9
 	DECQ         R10
@@ -1485,33 +1501,133 @@ wideRows:
 	VMOVUPS      Z5, 320(BX)
 	VMOVUPS      Z6, 384(BX)
 	VMOVUPS      Z7, 448(BX)
-	ADDQ         $0x00000200, CX
-	ADDQ         $0x00000200, BX
-	SUBQ         $0x00000080, DI
+	VMOVUPS      Z8, 512(BX)
+	VMOVUPS      Z9, 576(BX)
+	VMOVUPS      Z10, 640(BX)
+	VMOVUPS      Z11, 704(BX)
+	VMOVUPS      Z12, 768(BX)
+	VMOVUPS      Z13, 832(BX)
+	VMOVUPS      Z14, 896(BX)
+	VMOVUPS      Z15, 960(BX)
+	ADDQ         $0x00000400, CX
+	ADDQ         $0x00000400, BX
+	SUBQ         $0x00000100, DI
 	JMP          wide
 
 narrow:
+	CMPQ   DI, $0x00000080
+	JB     after8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+rows8:
+	VBROADCASTSS (R8), Z8
+	VFMADD231PS  (R9), Z8, Z0
+	VFMADD231PS  64(R9), Z8, Z1
+	VFMADD231PS  128(R9), Z8, Z2
+	VFMADD231PS  192(R9), Z8, Z3
+	VFMADD231PS  256(R9), Z8, Z4
+	VFMADD231PS  320(R9), Z8, Z5
+	VFMADD231PS  384(R9), Z8, Z6
+	VFMADD231PS  448(R9), Z8, Z7
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          rows8
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	VMOVUPS      Z4, 256(BX)
+	VMOVUPS      Z5, 320(BX)
+	VMOVUPS      Z6, 384(BX)
+	VMOVUPS      Z7, 448(BX)
+	ADDQ         $0x00000200, CX
+	ADDQ         $0x00000200, BX
+	SUBQ         $0x00000080, DI
+
+after8:
+	CMPQ   DI, $0x00000040
+	JB     after4
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+rows4:
+	VBROADCASTSS (R8), Z4
+	VFMADD231PS  (R9), Z4, Z0
+	VFMADD231PS  64(R9), Z4, Z1
+	VFMADD231PS  128(R9), Z4, Z2
+	VFMADD231PS  192(R9), Z4, Z3
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          rows4
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	ADDQ         $0x00000100, CX
+	ADDQ         $0x00000100, BX
+	SUBQ         $0x00000040, DI
+
+after4:
+	CMPQ   DI, $0x00000020
+	JB     after2
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+rows2:
+	VBROADCASTSS (R8), Z2
+	VFMADD231PS  (R9), Z2, Z0
+	VFMADD231PS  64(R9), Z2, Z1
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          rows2
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, BX
+	SUBQ         $0x00000020, DI
+
+after2:
 	CMPQ   DI, $0x00000010
-	JB     tail
+	JB     after1
 	VXORPS Z0, Z0, Z0
 	MOVQ   AX, R8
 	MOVQ   CX, R9
 	MOVQ   SI, R10
 
-narrowRows:
+rows1:
 	VBROADCASTSS (R8), Z1
 	VFMADD231PS  (R9), Z1, Z0
 	ADDQ         $0x04, R8
 	ADDQ         DX, R9
 	DECQ         R10
-	JNZ          narrowRows
+	JNZ          rows1
 	VMOVUPS      Z0, (BX)
 	ADDQ         $0x00000040, CX
 	ADDQ         $0x00000040, BX
 	SUBQ         $0x00000010, DI
-	JMP          narrow
 
-tail:
+after1:
 	TESTQ  DI, DI
 	JZ     done
 	LEAQ   tailmask<>+0(SB), R8
@@ -5707,27 +5823,78 @@ wideRows:
 	JMP          wide
 
 narrow:
+	CMPQ   DI, $0x00000020
+	JB     after4
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+rows4:
+	VBROADCASTSS (R8), Y4
+	VFMADD231PS  (R9), Y4, Y0
+	VFMADD231PS  32(R9), Y4, Y1
+	VFMADD231PS  64(R9), Y4, Y2
+	VFMADD231PS  96(R9), Y4, Y3
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          rows4
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	VMOVUPS      Y2, 64(BX)
+	VMOVUPS      Y3, 96(BX)
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x00000080, BX
+	SUBQ         $0x00000020, DI
+
+after4:
+	CMPQ   DI, $0x00000010
+	JB     after2
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	MOVQ   SI, R10
+
+rows2:
+	VBROADCASTSS (R8), Y2
+	VFMADD231PS  (R9), Y2, Y0
+	VFMADD231PS  32(R9), Y2, Y1
+	ADDQ         $0x04, R8
+	ADDQ         DX, R9
+	DECQ         R10
+	JNZ          rows2
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	ADDQ         $0x00000040, CX
+	ADDQ         $0x00000040, BX
+	SUBQ         $0x00000010, DI
+
+after2:
 	CMPQ   DI, $0x00000008
-	JB     tail
+	JB     after1
 	VXORPS Y0, Y0, Y0
 	MOVQ   AX, R8
 	MOVQ   CX, R9
 	MOVQ   SI, R10
 
-narrowRows:
+rows1:
 	VBROADCASTSS (R8), Y1
 	VFMADD231PS  (R9), Y1, Y0
 	ADDQ         $0x04, R8
 	ADDQ         DX, R9
 	DECQ         R10
-	JNZ          narrowRows
+	JNZ          rows1
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, CX
 	ADDQ         $0x00000020, BX
 	SUBQ         $0x00000008, DI
-	JMP          narrow
 
-tail:
+after1:
 	TESTQ DI, DI
 	JZ    done
 

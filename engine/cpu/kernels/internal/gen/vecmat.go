@@ -14,8 +14,10 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// vecMatCols is the number of vector accumulators of the main column block.
-const vecMatCols = 8
+// vecMatCols is the number of vector accumulators of the main column block: 256 floats with
+// AVX-512 (half its registers), so that a 256-slot cache row is read in one pass; 64 with
+// AVX2 (half of its 16).
+func vecMatCols(s isa) int { return s.regs / 2 }
 
 func vecMat(s isa) {
 	name := "vecMat" + s.name
@@ -55,23 +57,29 @@ func vecMat(s isa) {
 	plain := func(u int, bv Mem, xv, acc VecVirtual) { VFMADD231PS(bv, xv, acc) }
 	storeAt := func(u int, acc VecVirtual) { VMOVUPS(acc, Mem{Base: y, Disp: u * s.bytes}) }
 
+	cols := vecMatCols(s)
 	Label("wide")
-	CMPQ(n, U32(vecMatCols*s.lanes))
+	CMPQ(n, U32(cols*s.lanes))
 	JB(LabelRef("narrow"))
-	block("wideRows", vecMatCols, plain, storeAt)
-	ADDQ(U32(vecMatCols*s.bytes), b)
-	ADDQ(U32(vecMatCols*s.bytes), y)
-	SUBQ(U32(vecMatCols*s.lanes), n)
+	block("wideRows", cols, plain, storeAt)
+	ADDQ(U32(cols*s.bytes), b)
+	ADDQ(U32(cols*s.bytes), y)
+	SUBQ(U32(cols*s.lanes), n)
 	JMP(LabelRef("wide"))
 
+	// What is left, fewer than cols vectors, in halving blocks: each at most once, so the rows
+	// are passed over a few times rather than once per vector.
 	Label("narrow")
-	CMPQ(n, U32(s.lanes))
-	JB(LabelRef("tail"))
-	block("narrowRows", 1, plain, storeAt)
-	ADDQ(U32(s.bytes), b)
-	ADDQ(U32(s.bytes), y)
-	SUBQ(U32(s.lanes), n)
-	JMP(LabelRef("narrow"))
+	for c := cols / 2; c >= 1; c /= 2 {
+		skip := fmt.Sprintf("after%d", c)
+		CMPQ(n, U32(c*s.lanes))
+		JB(LabelRef(skip))
+		block(fmt.Sprintf("rows%d", c), c, plain, storeAt)
+		ADDQ(U32(c*s.bytes), b)
+		ADDQ(U32(c*s.bytes), y)
+		SUBQ(U32(c*s.lanes), n)
+		Label(skip)
+	}
 
 	Label("tail")
 	TESTQ(n, n)
