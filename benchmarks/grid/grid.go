@@ -22,6 +22,7 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
+	"github.com/posformer/posformer/models"
 )
 
 // Cell is one unit of the grid: a model to train and evaluate, or (Baseline) a task's
@@ -41,10 +42,45 @@ func CellPath(out string, c Cell) string {
 	return filepath.Join(out, "results", "cells", c.Task, c.Name+".csv")
 }
 
+// CurvePath is where a trained cell's loss curve is kept beside its results:
+// <out>/results/curves/<task>/<name>.loss.csv, and its train.json as <name>.train.json. The
+// checkpoints are large and live elsewhere (-weights); these small files go with the results,
+// so that a grid spread over several machines keeps every model's curve.
+func CurvePath(out string, c Cell) string {
+	return filepath.Join(out, "results", "curves", c.Task, c.Name+".loss.csv")
+}
+
 // Done reports whether a cell's results file exists (it is only ever written whole).
 func Done(out string, c Cell) bool {
 	_, err := os.Stat(CellPath(out, c))
 	return err == nil
+}
+
+// Finished is the set of cells (by ID) that need not run: their results file exists and, if a
+// cell not yet done starts from them (Needs), their trained checkpoint is still there. A base
+// whose checkpoint was lost (the results live in the repository, the weights outside it) is
+// trained again rather than leaving its fine-tune nothing to start from.
+func Finished(out string, cells []Cell) map[string]bool {
+	done := map[string]bool{}
+	for _, c := range cells {
+		if Done(out, c) {
+			done[c.ID()] = true
+		}
+	}
+	for _, c := range cells {
+		if c.Needs == "" || done[c.ID()] {
+			continue
+		}
+		base := c.Task + "/" + c.Needs
+		for _, b := range cells {
+			if b.ID() == base && done[base] {
+				if _, err := recipe.ReadTrainInfo(b.Dir); err != nil {
+					delete(done, base)
+				}
+			}
+		}
+	}
+	return done
 }
 
 // Runner holds how to do each part of a cell; tests replace them.
@@ -68,9 +104,10 @@ type Runner struct {
 // done. On the first failure no new cell starts; the running ones finish and the error names
 // the cell and says how to continue.
 func (r *Runner) Run(cells []Cell) error {
+	finished := Finished(r.Out, cells)
 	var todo []Cell
 	for _, c := range cells {
-		if !Done(r.Out, c) {
+		if !finished[c.ID()] {
 			todo = append(todo, c)
 		}
 	}
@@ -83,7 +120,6 @@ func (r *Runner) Run(cells []Cell) error {
 	var (
 		mu       sync.Mutex
 		cond     = sync.NewCond(&mu)
-		finished = map[string]bool{}
 		running  = map[string]float64{} // estimated seconds done of each running cell
 		status   = map[string]string{}  // what each running cell is doing
 		doneSec  float64
@@ -91,11 +127,6 @@ func (r *Runner) Run(cells []Cell) error {
 		next     int
 		started  = make([]bool, len(todo))
 	)
-	for _, c := range cells {
-		if Done(r.Out, c) {
-			finished[c.ID()] = true
-		}
-	}
 	tell := func() {
 		if r.Progress == nil {
 			return
@@ -222,7 +253,35 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 	if rs, err = r.Evaluate(c.Model, procs, func(f float64) { progress(trainShare+(1-trainShare)*f, "eval") }); err != nil {
 		return err
 	}
+	if err := keepCurve(r.Out, c); err != nil {
+		return err
+	}
 	return report.WriteCSV(CellPath(r.Out, c), rs)
+}
+
+// keepCurve copies a trained model's loss.csv and train.json beside the results (CurvePath).
+// A model without them (a test's fake) has nothing to keep.
+func keepCurve(out string, c Cell) error {
+	dst := CurvePath(out, c)
+	for _, f := range []struct{ from, to string }{
+		{"loss.csv", dst},
+		{"train.json", strings.TrimSuffix(dst, ".loss.csv") + ".train.json"},
+	} {
+		data, err := os.ReadFile(filepath.Join(c.Dir, f.from))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("keeping %s's curve: %w", c.ID(), err)
+		}
+		if err := os.MkdirAll(filepath.Dir(f.to), 0o755); err != nil {
+			return fmt.Errorf("keeping %s's curve: %w", c.ID(), err)
+		}
+		if err := models.WriteFileAtomic(f.to, data); err != nil {
+			return fmt.Errorf("keeping %s's curve: %w", c.ID(), err)
+		}
+	}
+	return nil
 }
 
 // StateFile is cmd/train's optimizer state, present while a run can be resumed.
@@ -316,8 +375,9 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int) {
 	var secs float64
 	perTask := map[string]float64{}
 	var order []string
+	finished := Finished(out, cells)
 	for _, c := range cells {
-		if Done(out, c) {
+		if finished[c.ID()] {
 			done++
 			continue
 		}

@@ -49,6 +49,7 @@ func (f *fake) train(m recipe.Model, resume bool, procs int, progress func(float
 		return errors.New("boom")
 	}
 	os.MkdirAll(m.Dir, 0o755)
+	os.WriteFile(filepath.Join(m.Dir, "loss.csv"), []byte("step,train_loss\n100,"+m.Name+"\n"), 0o644)
 	js, _ := json.Marshal(map[string]any{"task": m.Task, "scheme": m.Scheme, "seed": m.Seed, "command": "go run ./cmd/train " + strings.Join(m.Args, " ")})
 	return os.WriteFile(filepath.Join(m.Dir, "train.json"), js, 0o644)
 }
@@ -155,6 +156,44 @@ func TestMissingBaseIsAnError(t *testing.T) {
 	err := (&Runner{Out: dir, Jobs: 2, Cores: 2, Train: f.train, Evaluate: f.evaluate}).Run(cells)
 	if err == nil || !strings.Contains(err.Error(), "neither finished nor in the grid") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// The results and curves live in the repository and the checkpoints outside it, so a new
+// machine has the one without the other: each trained cell's loss curve and train.json are kept
+// beside its results, and a base whose checkpoint is gone is trained again only while a cell
+// that starts from it is still to run.
+func TestCurvesKeptAndLostBaseRetrained(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[:2] // rope seed 1 and its PI fine-tune
+	f := newFake()
+	f.failOn = cells[1].ID()
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
+	if err := r.Run(cells); err == nil {
+		t.Fatal("the fine-tune was meant to fail")
+	}
+	curve, err := os.ReadFile(CurvePath(dir, cells[0]))
+	if err != nil || !strings.Contains(string(curve), "100,"+cells[0].Name) {
+		t.Fatalf("curve %q (%v), want the model's loss.csv", curve, err)
+	}
+	if _, err := os.Stat(strings.TrimSuffix(CurvePath(dir, cells[0]), ".loss.csv") + ".train.json"); err != nil {
+		t.Errorf("train.json not kept: %v", err)
+	}
+	os.RemoveAll(filepath.Join(dir, "weights")) // a new machine: results, no checkpoints
+	if got := Finished(dir, cells); got[cells[0].ID()] {
+		t.Errorf("the base counts as finished with its checkpoint gone and its fine-tune to run")
+	}
+	g := newFake()
+	r.Train, r.Evaluate = g.train, g.evaluate
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.trained) != 2 || g.trained[0] != cells[0].ID() {
+		t.Fatalf("trained %v, want the base again, then its fine-tune", g.trained)
+	}
+	os.RemoveAll(filepath.Join(dir, "weights"))
+	if got := Finished(dir, cells); !got[cells[0].ID()] || !got[cells[1].ID()] {
+		t.Errorf("with every cell done, lost checkpoints need nothing run: %v", got)
 	}
 }
 
