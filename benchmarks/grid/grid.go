@@ -30,6 +30,8 @@ import (
 type Cell struct {
 	recipe.Model
 	Baseline bool
+	// Ship is where the trained checkpoint is shipped (recipe.Ship), "" if it is not.
+	Ship string
 }
 
 // BaselineCell is a task's baseline cell (it needs no model).
@@ -56,14 +58,15 @@ func Done(out string, c Cell) bool {
 	return err == nil
 }
 
-// Finished is the set of cells (by ID) that need not run: their results file exists and, if a
-// cell not yet done starts from them (Needs), their trained checkpoint is still there. A base
-// whose checkpoint was lost (the results live in the repository, the weights outside it) is
-// trained again rather than leaving its fine-tune nothing to start from.
+// Finished is the set of cells (by ID) that need not run: their results file exists, a shipped
+// cell's checkpoint is in its Ship folder, and, if a cell not yet done starts from them (Needs),
+// their trained checkpoint is still there. A base whose checkpoint was lost (the results live
+// in the repository, the weights outside it) is trained again rather than leaving its
+// fine-tune nothing to start from; a shipped one, rather than shipping nothing.
 func Finished(out string, cells []Cell) map[string]bool {
 	done := map[string]bool{}
 	for _, c := range cells {
-		if Done(out, c) {
+		if Done(out, c) && (c.Ship == "" || recipe.Shipped(c.Ship, c.Args)) {
 			done[c.ID()] = true
 		}
 	}
@@ -255,6 +258,11 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 	}
 	if err := keepCurve(r.Out, c); err != nil {
 		return err
+	}
+	if c.Ship != "" {
+		if err := recipe.Ship(c.Dir, c.Ship); err != nil {
+			return err
+		}
 	}
 	return report.WriteCSV(CellPath(r.Out, c), rs)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/safetensors"
 )
 
 // fake records what the runner asked for and writes what cmd/train would leave behind.
@@ -50,6 +52,8 @@ func (f *fake) train(m recipe.Model, resume bool, procs int, progress func(float
 	}
 	os.MkdirAll(m.Dir, 0o755)
 	os.WriteFile(filepath.Join(m.Dir, "loss.csv"), []byte("step,train_loss\n100,"+m.Name+"\n"), 0o644)
+	os.WriteFile(filepath.Join(m.Dir, models.ConfigFile), []byte("{}"), 0o644)
+	safetensors.Write(filepath.Join(m.Dir, models.WeightsFile), []safetensors.Tensor{{Name: "w", Shape: []int{1}, Data: []float32{float32(m.Seed)}}}, nil)
 	js, _ := json.Marshal(map[string]any{"task": m.Task, "scheme": m.Scheme, "seed": m.Seed, "command": "go run ./cmd/train " + strings.Join(m.Args, " ")})
 	return os.WriteFile(filepath.Join(m.Dir, "train.json"), js, 0o644)
 }
@@ -194,6 +198,35 @@ func TestCurvesKeptAndLostBaseRetrained(t *testing.T) {
 	os.RemoveAll(filepath.Join(dir, "weights"))
 	if got := Finished(dir, cells); !got[cells[0].ID()] || !got[cells[1].ID()] {
 		t.Errorf("with every cell done, lost checkpoints need nothing run: %v", got)
+	}
+}
+
+// A shipped cell is copied to its Ship folder when it finishes; with the copy gone (or of
+// another command) it is not finished: its checkpoint, still there, is evaluated and shipped
+// again without retraining.
+func TestShippedCells(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[:1]
+	cells[0].Ship = filepath.Join(dir, "bench", cells[0].Task, cells[0].Name)
+	f := newFake()
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	if !recipe.Shipped(cells[0].Ship, cells[0].Args) || !Finished(dir, cells)[cells[0].ID()] {
+		t.Fatal("the cell was not shipped")
+	}
+	os.RemoveAll(cells[0].Ship)
+	if Finished(dir, cells)[cells[0].ID()] {
+		t.Fatal("a shipped cell without its shipped copy counts as finished")
+	}
+	g := newFake()
+	r.Train, r.Evaluate = g.train, g.evaluate
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.trained) != 0 || len(g.evaluated) != 1 || !recipe.Shipped(cells[0].Ship, cells[0].Args) {
+		t.Errorf("trained %v, evaluated %v; want the kept checkpoint evaluated and shipped again", g.trained, g.evaluated)
 	}
 }
 

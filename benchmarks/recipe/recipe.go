@@ -55,6 +55,9 @@ type Recipe struct {
 	SchemeCost             map[string]float64 // a step's cost relative to rope (v1 wall times)
 	EvalSeconds            map[string]float64 // evaluating one model, on one core (estimate)
 	EvalSecondsPerRopeRows float64            // the RoPE-scaling rows of one model
+	// ShipTasks at seed ShipSeed are the checkpoints shipped in weights/bench (Ships).
+	ShipTasks []string
+	ShipSeed  int
 }
 
 // V2 is the recipe of issue 17.
@@ -110,6 +113,10 @@ var V2 = Recipe{
 	EvalSeconds: map[string]float64{tasks.LM: 55, tasks.MLM: 40, tasks.Copy: 20, tasks.Reverse: 20, tasks.Passkey: 40, tasks.MQAR: 40},
 	// Ten rows (five types at two factors); dynamic NTK's per-query rotation dominates.
 	EvalSecondsPerRopeRows: 300,
+	// lm and passkey are the tasks with the RoPE-scaling rows, the ones a reader would re-run
+	// with another scaling: their 30 models of seed 1 at float16 are about 63 MB.
+	ShipTasks: []string{tasks.LM, tasks.Passkey},
+	ShipSeed:  1,
 }
 
 // Applies reports whether a scheme can be trained for a task (xPos is decoder-only).

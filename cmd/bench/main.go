@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -45,7 +46,7 @@ type options struct {
 	reportOnly, plan    bool
 	tasks, schemes      []string
 	lengths             []int
-	weights, out        string
+	weights, out, ship  string
 	model               string
 	backend             string
 	seeds, jobs, steps  int
@@ -89,8 +90,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&taskList, "task", "", "comma-separated tasks (default all): "+strings.Join(tasks.Names(), ", "))
 	fs.StringVar(&schemeList, "scheme", "", "comma-separated schemes (default all): see positional.Names()")
 	fs.StringVar(&lengthList, "lengths", "", "comma-separated evaluation lengths in tokens (default: per task, 1x..16x L)")
-	fs.StringVar(&o.weights, "weights", "weights/bench", "checkpoint root: <weights>/<task>/<scheme>[-seedN]/")
-	fs.StringVar(&o.out, "o", "benchmarks", "output root: <o>/RESULTS.md and <o>/results/")
+	fs.StringVar(&o.weights, "weights", "weights/bench", "checkpoint root: <weights>/<task>/<scheme>[-seedN]/ (with --full: weights/grid, which git ignores)")
+	fs.StringVar(&o.out, "o", "benchmarks", "output root: <o>/RESULTS.md and <o>/results/ (with --full: benchmarks/v2)")
+	fs.StringVar(&o.ship, "ship", "weights/bench", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained; \"\" for none (never with -steps)")
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	userRope = ropeflags.Register(fs)
@@ -115,8 +117,23 @@ func parseFlags(args []string) (options, error) {
 	if o.resume && !o.full {
 		return o, fmt.Errorf("-resume continues an interrupted --full run; add --full")
 	}
-	if (o.plan || o.steps != 0 || o.seeds != 0) && !o.full {
-		return o, fmt.Errorf("-plan, -steps and -seeds shape the --full grid; add --full")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if (o.plan || o.steps != 0 || o.seeds != 0 || set["ship"]) && !o.full {
+		return o, fmt.Errorf("-plan, -steps, -seeds and -ship shape the --full grid; add --full")
+	}
+	if o.full {
+		// The grid's own places: every checkpoint it trains in a folder git ignores, its results
+		// beside the v2 report; only the shipped subset lands in weights/bench.
+		if !set["weights"] {
+			o.weights = filepath.Join("weights", "grid")
+		}
+		if !set["o"] {
+			o.out = filepath.Join("benchmarks", "v2")
+		}
+		if o.steps != 0 {
+			o.ship = "" // a pilot's models are not the benchmark's
+		}
 	}
 	var err error
 	if o.tasks, err = pickTasks(taskList); err != nil {

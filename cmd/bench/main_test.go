@@ -22,6 +22,7 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		{[]string{"-bogus"}, "-bogus"},
 		{[]string{"-plan"}, "add --full"},
 		{[]string{"-steps", "100"}, "add --full"},
+		{[]string{"-ship", "x"}, "add --full"},
 		{[]string{"--full", "-steps", "-1"}, "-steps -1"},
 		{[]string{"--full", "-m", "x", "-task", "lm"}, "drop them or --full"},
 		{[]string{"--full", "--rope-scaling", "yarn", "--rope-scale", "4"}, "drop them or --full"},
@@ -43,6 +44,18 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 	o, err := parseFlags([]string{"--full", "-plan", "-task", "mqar", "-seeds", "2", "-steps", "300", "-jobs", "1"})
 	if err != nil || !o.full || !o.plan || o.seeds != 2 || o.steps != 300 || o.jobs != 1 || len(o.tasks) != 1 {
 		t.Errorf("--full flags: %+v, %v", o, err)
+	}
+	if o.ship != "" {
+		t.Errorf("a pilot (-steps) ships to %q; want nowhere", o.ship)
+	}
+	// The grid trains outside what git keeps, reports beside v2, ships its subset to weights/bench.
+	o, _ = parseFlags([]string{"--full"})
+	if o.weights != "weights/grid" || o.out != "benchmarks/v2" || o.ship != "weights/bench" {
+		t.Errorf("--full's places: weights %q, results %q, shipped %q", o.weights, o.out, o.ship)
+	}
+	o, _ = parseFlags([]string{"--full", "-weights", "/tmp/w", "-o", "/tmp/o", "-ship", ""})
+	if o.weights != "/tmp/w" || o.out != "/tmp/o" || o.ship != "" {
+		t.Errorf("given places not kept: %+v", o)
 	}
 }
 

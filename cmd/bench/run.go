@@ -188,7 +188,11 @@ func runFull(o options) error {
 	}
 	var cells []grid.Cell
 	for _, m := range r.Models(o.weights, o.tasks, o.schemes, o.seeds) {
-		cells = append(cells, grid.Cell{Model: m})
+		c := grid.Cell{Model: m}
+		if o.ship != "" && r.Ships(m) {
+			c.Ship = filepath.Join(o.ship, m.Task, m.Name)
+		}
+		cells = append(cells, c)
 	}
 	if len(cells) == 0 {
 		return grid.ErrNothing
@@ -303,8 +307,13 @@ func runFull(o options) error {
 	if err := report.WriteReport(o.out); err != nil && runErr == nil {
 		runErr = err
 	}
-	if err := recipe.WriteManifest(o.weights); err != nil && runErr == nil {
-		runErr = err
+	for _, dir := range []string{o.weights, o.ship} {
+		if dir == "" {
+			continue
+		}
+		if err := recipe.WriteManifest(dir); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	if runErr != nil {
 		return runErr

@@ -1,0 +1,103 @@
+package recipe
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/safetensors"
+)
+
+// Ships reports whether a model of the grid is one of the shipped checkpoints (weights/bench):
+// every model of ShipTasks at seed ShipSeed, its variants included. The rest of the grid is
+// listed in the results (curves and train.json beside them) and can be trained again by its
+// recorded command; one seed of two tasks keeps the repository small.
+func (r Recipe) Ships(m Model) bool {
+	return m.Seed == r.ShipSeed && slices.Contains(r.ShipTasks, m.Task)
+}
+
+// Ship copies a finished checkpoint from src to dst with its weights stored as float16 (half
+// the bytes; every weight of these models lies far inside float16's range, and the loader
+// widens to float32), with its config, train.json and loss curve. It writes a temporary folder
+// beside dst and renames it over dst, so dst is never half a checkpoint.
+func Ship(src, dst string) error {
+	if _, err := ReadTrainInfo(src); err != nil {
+		return fmt.Errorf("shipping %s: %w", src, err)
+	}
+	f, err := safetensors.Open(filepath.Join(src, models.WeightsFile))
+	if err != nil {
+		return fmt.Errorf("shipping %s: %w", src, err)
+	}
+	defer f.Close()
+	var ts []safetensors.Tensor
+	for _, info := range f.Infos() {
+		data, err := f.ReadFloat32(info.Name)
+		if err != nil {
+			return fmt.Errorf("shipping %s: %w", src, err)
+		}
+		for _, x := range data {
+			if math.Abs(float64(x)) > 65504 {
+				return fmt.Errorf("shipping %s: tensor %s holds %g, beyond float16's range; ship it as float32", src, info.Name, x)
+			}
+		}
+		ts = append(ts, safetensors.Tensor{Name: info.Name, Shape: info.Shape, Data: data, DType: "F16"})
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("shipping %s: %w", src, err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("shipping %s: %w", src, err)
+	}
+	defer os.RemoveAll(tmp) // after the rename, nothing is left there
+	if err := safetensors.Write(filepath.Join(tmp, models.WeightsFile), ts, f.Metadata()); err != nil {
+		return fmt.Errorf("shipping %s: %w", src, err)
+	}
+	for _, name := range []string{models.ConfigFile, "train.json", "loss.csv"} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return fmt.Errorf("shipping %s: %w", src, err)
+		}
+		if err := models.WriteFileAtomic(filepath.Join(tmp, name), data); err != nil {
+			return fmt.Errorf("shipping %s: %w", src, err)
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("shipping %s: %w", src, err)
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return fmt.Errorf("shipping %s: replacing %s: %w", src, dst, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("shipping %s: %w", src, err)
+	}
+	return nil
+}
+
+// Shipped reports whether dst holds a checkpoint trained by args, wherever the two were trained:
+// the folders of -o and -init count by their last two elements (task/name).
+func Shipped(dst string, args []string) bool {
+	ti, err := ReadTrainInfo(dst)
+	if err != nil {
+		return false
+	}
+	recorded := strings.Fields(strings.TrimPrefix(ti.Command, "go run ./cmd/train"))
+	return slices.Equal(portableArgs(recorded), portableArgs(args))
+}
+
+// portableArgs is args with the folders of -o and -init cut to task/name.
+func portableArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "-o" || out[i] == "-init" {
+			dir := filepath.ToSlash(out[i+1])
+			parts := strings.Split(dir, "/")
+			out[i+1] = strings.Join(parts[max(0, len(parts)-2):], "/")
+		}
+	}
+	return out
+}
