@@ -231,6 +231,8 @@ type Lines struct {
 	Series                []Series
 	// LogX draws x on a log-2 scale (lengths 64, 128, ... evenly spaced); x must be positive.
 	LogX bool
+	// LogY draws y on a log-10 scale (losses that fall by decades); y must be positive.
+	LogY bool
 	// Marks are x values drawn as dashed vertical lines, e.g. the training length.
 	Marks []float64
 	// YMin, YMax fix the y range when YMax > YMin (lines leaving it are clipped); else automatic.
@@ -249,6 +251,10 @@ func (l Lines) draw(c draw.Canvas) error {
 		p.X.Scale = gp.LogScale{}
 		p.X.Tick.Marker = log2Ticks{}
 	}
+	if l.LogY {
+		p.Y.Scale = gp.LogScale{}
+		p.Y.Tick.Marker = gp.LogTicks{Prec: -1}
+	}
 	for i, s := range l.Series {
 		if len(s.X) != len(s.Y) {
 			return fmt.Errorf("plot: series %q has %d x and %d y values", s.Label, len(s.X), len(s.Y))
@@ -257,6 +263,9 @@ func (l Lines) draw(c draw.Canvas) error {
 		for k := range s.X {
 			if l.LogX && s.X[k] <= 0 {
 				return fmt.Errorf("plot: series %q has x = %v on a log scale; x must be positive", s.Label, s.X[k])
+			}
+			if l.LogY && s.Y[k] <= 0 {
+				return fmt.Errorf("plot: series %q has y = %v on a log scale; y must be positive", s.Label, s.Y[k])
 			}
 			xys[k].X, xys[k].Y = s.X[k], s.Y[k]
 		}

@@ -1,0 +1,185 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/posformer/posformer/benchmarks/plot"
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/stats"
+)
+
+// Curve is one trained model's record as the grid keeps it beside the results
+// (results/curves/<task>/<name>.loss.csv and .train.json): how it stopped, and its held-out
+// loss at L at every evaluation.
+type Curve struct {
+	Name, Label string
+	Info        recipe.TrainInfo
+	Steps       []float64
+	Eval        []float64 // held-out loss at L, nats per scored token
+}
+
+// ReadCurves reads a task's kept curves (none if the folder is absent: a report of v1, or a grid
+// that has not trained that task yet).
+func ReadCurves(out, task string) ([]Curve, error) {
+	dir := filepath.Join(out, "results", "curves", task)
+	infos, err := filepath.Glob(filepath.Join(dir, "*.train.json"))
+	if err != nil {
+		return nil, err
+	}
+	var cs []Curve
+	for _, path := range infos {
+		c := Curve{Name: strings.TrimSuffix(filepath.Base(path), ".train.json")}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &c.Info); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		c.Label = c.Info.Scheme
+		if v := c.Info.Variant(); v != "" {
+			c.Label += " + " + v
+		}
+		lossPath := filepath.Join(dir, c.Name+".loss.csv")
+		data, err = os.ReadFile(lossPath)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", lossPath, err)
+		}
+		for i, r := range recs {
+			if i == 0 || len(r) < 3 {
+				continue // the header
+			}
+			step, err1 := strconv.ParseFloat(r[0], 64)
+			loss, err2 := strconv.ParseFloat(r[2], 64)
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, fmt.Errorf("reading %s: %w", lossPath, err)
+			}
+			c.Steps, c.Eval = append(c.Steps, step), append(c.Eval, loss)
+		}
+		cs = append(cs, c)
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if a, b := labelOrder(cs[i].Label), labelOrder(cs[j].Label); a != b {
+			return a < b
+		}
+		return cs[i].Info.Seed < cs[j].Info.Seed
+	})
+	return cs, nil
+}
+
+// plateaued reports whether the stopping rule ended the run (not the step cap).
+func (c Curve) plateaued() bool { return strings.HasPrefix(c.Info.Stop, "plateau") }
+
+// TrainingSection is a task's "training" subsection: per label, how the seeds stopped, their
+// steps, final held-out loss and wall time; the models that reached the cap by name; the models
+// of the results whose curves were not kept. rs are the task's results (for that last list).
+func TrainingSection(task string, cs []Curve, rs []Result, plotName string) string {
+	var b strings.Builder
+	b.WriteString("\n### training\n\n")
+	if plotName != "" {
+		fmt.Fprintf(&b, "![%s held-out loss during training](results/%s)\n\n", task, plotName)
+	}
+	b.WriteString("Held-out loss at L (nats per scored token) at the last evaluation. Stopped by the plateau rule or at the step cap; " +
+		"wall time on one core of two, both busy.\n\n")
+	b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | wall min |\n| --- | ---: | ---: | --- | --- | ---: |\n")
+	byLabel := map[string][]Curve{}
+	var labels []string
+	for _, c := range cs {
+		if byLabel[c.Label] == nil {
+			labels = append(labels, c.Label)
+		}
+		byLabel[c.Label] = append(byLabel[c.Label], c)
+	}
+	var capped []string
+	for _, l := range labels {
+		var plateau int
+		var steps []string
+		var loss, wall []float64
+		for _, c := range byLabel[l] {
+			if c.plateaued() {
+				plateau++
+			} else {
+				capped = append(capped, fmt.Sprintf("`%s` seed %d (%.3f)", l, c.Info.Seed, c.Info.FinalEvalLoss))
+			}
+			steps = append(steps, strconv.Itoa(c.Info.Steps))
+			loss = append(loss, c.Info.FinalEvalLoss)
+			wall = append(wall, c.Info.WallSeconds/60)
+		}
+		n := len(byLabel[l])
+		fmt.Fprintf(&b, "| `%s` | %d | %d of %d | %s | %s | %.0f |\n", l, n, plateau, n, strings.Join(steps, ", "),
+			fmtSummary(stats.Summarize(loss)), stats.Summarize(wall).Mean)
+	}
+	if len(capped) > 0 {
+		fmt.Fprintf(&b, "\nAt the step cap while still improving (the plateau rule never fired: every 500 steps gained 1%% or more; final held-out loss): %s.\n", strings.Join(capped, ", "))
+	}
+	kept := map[string]bool{}
+	for _, c := range cs {
+		kept[fmt.Sprintf("%s/%d", c.Label, c.Info.Seed)] = true
+	}
+	var lost []string
+	seen := map[string]bool{}
+	for _, r := range rs {
+		key := fmt.Sprintf("%s/%d", r.Label(), r.Seed)
+		if IsBaseline(r.Label()) || strings.Contains(r.Label(), " s=") && !strings.Contains(r.Label(), " ft") ||
+			r.Variant == recipe.SlidingVariant || kept[key] || seen[key] {
+			continue // baselines and evaluation-only rows were never trained
+		}
+		seen[key] = true
+		lost = append(lost, fmt.Sprintf("`%s` seed %d", r.Label(), r.Seed))
+	}
+	if len(lost) > 0 {
+		fmt.Fprintf(&b, "\nCurves not kept (trained before the grid kept them beside the results; their checkpoints' machine is gone): %s.\n", strings.Join(lost, ", "))
+	}
+	return b.String()
+}
+
+// fmtSummary is a mean with its interval's half width, or the value alone for one seed.
+func fmtSummary(s stats.Summary) string {
+	if s.N == 0 {
+		return "-"
+	}
+	if !s.HasInterval() {
+		return Num(s.Mean)
+	}
+	return Num(s.Mean) + " ± " + Num(s.HalfWidth())
+}
+
+// PlotCurves draws seed 1's held-out loss against the step, a curve per label, on a log scale
+// (the synthetic tasks fall by decades). Nil when there is nothing to draw.
+func PlotCurves(task string, cs []Curve) ([]byte, error) {
+	var ss []plot.Series
+	for _, c := range cs {
+		if c.Info.Seed != 1 || c.Info.Init != "" {
+			continue // one seed keeps the lines apart; fine-tunes start mid-way on other lengths
+		}
+		s := plot.Series{Label: c.Label, Style: 1 + len(ss)}
+		for i, y := range c.Eval {
+			if y > 0 && !math.IsNaN(y) {
+				s.X, s.Y = append(s.X, c.Steps[i]), append(s.Y, y)
+			}
+		}
+		if len(s.X) > 0 {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	l := plot.Lines{Title: task + ": held-out loss at L during training, seed 1", XLabel: "step", YLabel: "nats per scored token",
+		Series: ss, LogY: true, MaxLegend: 24}
+	return plot.Figure{Rows: [][]plot.Panel{{l}}, CellWidth: 760, CellHeight: 520}.PNG()
+}
