@@ -101,6 +101,8 @@ type Runner struct {
 	Progress func(done, total float64, status string)
 	// Cores is the number of cores shared by the lanes (runtime.NumCPU()).
 	Cores int
+
+	shipMu sync.Mutex
 }
 
 // Run runs every unfinished cell, Jobs at a time, each when the cell it starts from (Needs) is
@@ -260,7 +262,14 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 		return err
 	}
 	if c.Ship != "" {
-		if err := recipe.Ship(c.Dir, c.Ship); err != nil {
+		// One at a time, so that each manifest is written after the folders it lists.
+		r.shipMu.Lock()
+		err := recipe.Ship(c.Dir, c.Ship)
+		if err == nil {
+			err = recipe.WriteManifest(filepath.Dir(filepath.Dir(c.Ship))) // <root>/<task>/<name>
+		}
+		r.shipMu.Unlock()
+		if err != nil {
 			return err
 		}
 	}

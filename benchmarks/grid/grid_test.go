@@ -216,6 +216,9 @@ func TestShippedCells(t *testing.T) {
 	if !recipe.Shipped(cells[0].Ship, cells[0].Args) || !Finished(dir, cells)[cells[0].ID()] {
 		t.Fatal("the cell was not shipped")
 	}
+	if m := recipe.ReadManifest(filepath.Join(dir, "bench")); len(m) != 1 || m[0].Dir != cells[0].Task+"/"+cells[0].Name {
+		t.Errorf("the shipped folder's manifest: %+v", m)
+	}
 	os.RemoveAll(cells[0].Ship)
 	if Finished(dir, cells)[cells[0].ID()] {
 		t.Fatal("a shipped cell without its shipped copy counts as finished")

@@ -105,6 +105,10 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		byLabel[c.Label] = append(byLabel[c.Label], c)
 	}
 	var capped []string
+	total := 0.0
+	for _, c := range cs {
+		total += c.Info.WallSeconds
+	}
 	for _, l := range labels {
 		var plateau int
 		var steps []string
@@ -122,6 +126,9 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		n := len(byLabel[l])
 		fmt.Fprintf(&b, "| `%s` | %d | %d of %d | %s | %s | %.0f |\n", l, n, plateau, n, strings.Join(steps, ", "),
 			fmtSummary(stats.Summarize(loss)), stats.Summarize(wall).Mean)
+	}
+	if len(cs) > 0 {
+		fmt.Fprintf(&b, "\n%d models, %.1f h of training wall time in all.\n", len(cs), total/3600)
 	}
 	if len(capped) > 0 {
 		fmt.Fprintf(&b, "\nAt the step cap while still improving (the plateau rule never fired: every 500 steps gained 1%% or more; final held-out loss): %s.\n", strings.Join(capped, ", "))

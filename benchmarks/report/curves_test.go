@@ -44,7 +44,7 @@ func TestTrainingSection(t *testing.T) {
 	s := TrainingSection("copy", cs, rs, "copy-curves.png")
 	// rope: losses 0.1 and 0.2, mean 0.15, half width t(0.975, 1)·sd/√2 = 12.706·0.0707/1.414 = 0.635.
 	for _, want := range []string{"| `rope` | 2 | 1 of 2 | 1100, 1100 | 0.150 ± 0.635 | 10 |", "| `alibi` | 1 | 1 of 1 |",
-		"`rope` seed 2 (0.200)", "not kept", "`none` seed 1.", "results/copy-curves.png"} {
+		"`rope` seed 2 (0.200)", "not kept", "3 models, 0.5 h of training wall time", "`none` seed 1.", "results/copy-curves.png"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q:\n%s", want, s)
 		}
