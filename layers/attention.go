@@ -26,8 +26,12 @@ type LayerCache struct {
 
 // AttentionInput is everything about the current chunk that is not the hidden state.
 type AttentionInput struct {
-	Pos   *Node // [batch, seq] int32 positions of the chunk's tokens
-	Valid *Node // [batch, seq] bool: false for padding
+	// Pos [batch, seq] int32 are the positions of the chunk's tokens, or one row [1, seq] that
+	// every sequence shares (training): the QueryKey, Scores and Bias hooks then compute once
+	// for the batch and their results broadcast. RowPos, when Pos is shared, is Pos with a row
+	// per sequence, for the Relative hooks, whose results depend on each row's queries anyway.
+	Pos, RowPos *Node
+	Valid       *Node // [batch, seq] bool: false for padding
 	// Mask is the additive mask [batch, heads, seq, keys] (0 where a query sees a key, a large
 	// negative number elsewhere) from MaskBias, computed once per forward pass and shared by
 	// every layer; nil means Attention builds it.
@@ -96,6 +100,10 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	}
 
 	keyPos, keyValid := in.Pos, in.Valid
+	relPos, relKeyPos := in.Pos, in.Pos // the Relative hooks' positions: a row per sequence
+	if in.RowPos != nil {
+		relPos, relKeyPos = in.RowPos, in.RowPos
+	}
 	var cache *LayerCache
 	// kAxis and vAxis are the axes of k and v that run over keys: 2 for [b, kvh, t, hd]; 3 for
 	// the cache, which stores both transposed [b, kvh, hd, t] so that a decoding step's q·k and
@@ -106,6 +114,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 		v = in.Write.Values(in.Cache.V, v)
 		cache = &LayerCache{K: k, V: v}
 		keyPos, keyValid = in.Write.Pos, in.Write.Valid
+		relKeyPos = keyPos
 		kAxis, vAxis = 3, 3
 	}
 	t := k.Shape().Dim(kAxis)
@@ -129,7 +138,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	}
 
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
-		logits = Add(logits, hook.RelativeLogits(pe.Ctx, layer, q, hookKeys(), in.Pos, keyPos))
+		logits = Add(logits, hook.RelativeLogits(pe.Ctx, layer, q, hookKeys(), relPos, relKeyPos))
 	}
 	scale := 1 / math.Sqrt(float64(hd))
 	if hook, ok := pe.Scheme.(positional.LogitScale); ok {
@@ -150,7 +159,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 		probs := Softmax(logits, -1)
 		pg := Reshape(probs, batch, kvh, group*seq, t)
 		out = Reshape(DotGeneral(pg, []int{3}, []int{0, 1}, v, []int{vAxis}, []int{0, 1}), batch, h, seq, hd)
-		if extra := hook.RelativeValues(pe.Ctx, layer, probs, in.Pos, keyPos); extra != nil {
+		if extra := hook.RelativeValues(pe.Ctx, layer, probs, relPos, relKeyPos); extra != nil {
 			out = Add(out, extra)
 		}
 	} else {

@@ -108,16 +108,26 @@ func (m *Model) hidden(ctx *context.Context, tokens, pos, valid *Node, cache *Ca
 		x = layers.Norm(ctx.In("embed_norm"), c.Norm, c.NormEps, x)
 	}
 
+	// pos may be one row [1, seq] shared by every row of the batch (engine's trainer passes it
+	// so): the hooks take it as it is and their results broadcast over the batch; the mask and
+	// the cache need a row per sequence.
+	full := pos
+	if b := tokens.Shape().Dim(0); pos.Shape().Dim(0) != b {
+		full = BroadcastToDims(pos, b, pos.Shape().Dim(1))
+	}
 	att := layers.AttentionInput{Pos: pos, Valid: valid}
-	keyPos, keyValid := pos, valid
+	if full != pos {
+		att.RowPos = full
+	}
+	keyPos, keyValid := full, valid
 	var out *Cache
 	if cache != nil {
-		att.Write = layers.NewCacheWrite(cache.Slots, valid, pos, cache.Pos, cache.Valid)
+		att.Write = layers.NewCacheWrite(cache.Slots, valid, full, cache.Pos, cache.Valid)
 		out = &Cache{Pos: att.Write.Pos, Valid: att.Write.Valid, Slots: cache.Slots}
 		keyPos, keyValid = att.Write.Pos, att.Write.Valid
 	}
 	// The mask depends on positions only: build it once for every layer.
-	att.Mask = layers.MaskBias(c.Causal(), c.NumHeads, pos, keyPos, keyValid)
+	att.Mask = layers.MaskBias(c.Causal(), c.NumHeads, full, keyPos, keyValid)
 	for i := 0; i < c.NumLayers; i++ {
 		if cache != nil {
 			att.Cache = &cache.Layers[i]

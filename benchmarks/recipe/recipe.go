@@ -105,9 +105,11 @@ var V2 = Recipe{
 	// length), the other synthetic tasks to copy, passkey and mqar with bf16 products at 0.14
 	// (their 400-step pilots ran 1.33x faster than in float32).
 	StepSeconds: map[string]float64{tasks.LM: 0.29, tasks.MLM: 0.29, tasks.Copy: 0.19, tasks.Reverse: 0.19, tasks.Passkey: 0.14, tasks.MQAR: 0.14},
-	// A step's time relative to rope's at the v2 shape (copy, 60-step probes on one core, two at
-	// a time, compilation included: ±20%); schemes not listed measured within noise of rope.
-	SchemeCost: map[string]float64{"fire": 2.6, "t5": 1.8, "shaw": 1.6, "xl": 1.55, "floater": 1.45, "deberta": 1.3, "kerple": 1.15},
+	// A step's time relative to rope's at the v2 shape (BenchmarkTrainStepSchemes, bf16
+	// products, one core, the grid running beside it: ±10%), since the trainer shares one row of
+	// positions across the batch (FIRE's MLP over every (query, key) pair was 1.9x rope's step
+	// before, FLOATER's ODE 1.25x); schemes not listed measured within noise of rope.
+	SchemeCost: map[string]float64{"xl": 1.3, "shaw": 1.2, "deberta": 1.2},
 	// The pilot: a copy model's evaluation 20 s, an lm model's 55 s (with its sliding rows and,
 	// for alibi, 32L); passkey and mqar score more sequences at each length than copy.
 	EvalSeconds: map[string]float64{tasks.LM: 55, tasks.MLM: 40, tasks.Copy: 20, tasks.Reverse: 20, tasks.Passkey: 40, tasks.MQAR: 40},
