@@ -168,6 +168,14 @@ func BenchmarkTrainStepSchemes(b *testing.B) {
 	}
 }
 
+// BenchmarkTrainStepSchemesLM is the same at lm's and mlm's length (128), where the work on
+// every (query, key) pair is four times that at 64 and the two tasks are 60% of the grid.
+func BenchmarkTrainStepSchemesLM(b *testing.B) {
+	for _, s := range positional.Names() {
+		b.Run(s, func(b *testing.B) { benchTrainStep(b, v2LMShape, s) })
+	}
+}
+
 type trainShape struct {
 	name                    string
 	dim, layers, seq, batch int
