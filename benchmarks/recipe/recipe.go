@@ -258,7 +258,19 @@ func (r Recipe) EvalFactors(task, scheme string) []int {
 // SameCommand reports whether a finished checkpoint was trained by exactly these arguments
 // (its train.json records the command), so that a rerun keeps it instead of retraining.
 func SameCommand(recorded string, args []string) bool {
-	return strings.TrimSpace(strings.TrimPrefix(recorded, "go run ./cmd/train")) == strings.Join(args, " ")
+	return slices.Equal(RecordedArgs(recorded), args)
+}
+
+// RecordedArgs are cmd/train's arguments in a train.json command, without -resume (a run
+// resumed before cmd/train left it out recorded it; the model is the same).
+func RecordedArgs(recorded string) []string {
+	var out []string
+	for _, a := range strings.Fields(strings.TrimPrefix(recorded, "go run ./cmd/train")) {
+		if a != "-resume" && a != "--resume" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Schemes lists every positional scheme in table order: none, absolute, rotary, biases, relative.

@@ -85,8 +85,7 @@ func Shipped(dst string, args []string) bool {
 	if err != nil {
 		return false
 	}
-	recorded := strings.Fields(strings.TrimPrefix(ti.Command, "go run ./cmd/train"))
-	return slices.Equal(portableArgs(recorded), portableArgs(args))
+	return slices.Equal(portableArgs(RecordedArgs(ti.Command)), portableArgs(args))
 }
 
 // portableArgs is args with the folders of -o and -init cut to task/name.

@@ -70,6 +70,13 @@ func TestShip(t *testing.T) {
 	if !Shipped(dst, elsewhere.Args) {
 		t.Error("the same command trained in another folder does not count as shipped")
 	}
+	// A run resumed before cmd/train left -resume out of its command is the same model.
+	ti, _ := ReadTrainInfo(dst)
+	js, _ := json.Marshal(map[string]any{"task": "lm", "scheme": "rope", "command": ti.Command + " -resume"})
+	os.WriteFile(filepath.Join(dst, "train.json"), js, 0o644)
+	if !Shipped(dst, m.Args) || !SameCommand(ti.Command+" -resume", m.Args) {
+		t.Error("a recorded -resume makes another command")
+	}
 	seed2 := V2.Models(filepath.Join(root, "grid"), []string{"lm"}, []string{"rope"}, 2)[3]
 	if seed2.Seed != 2 || Shipped(dst, seed2.Args) {
 		t.Errorf("seed %d's command counts as shipped", seed2.Seed)

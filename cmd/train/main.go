@@ -299,7 +299,8 @@ func run(o options) error {
 		bar.Set(done-first, fmt.Sprintf("loss %.3f · eval %.3f · %.0f tok/s", loss, evalLoss, tokPerSec))
 	}
 	bar.Finish()
-	wall := time.Since(start)
+	// Over resumptions, as loss.csv counts it: the wall time of the steps this model kept.
+	wall := prevSeconds + time.Since(start).Seconds()
 	stop := fmt.Sprintf("-steps %d", o.steps)
 	if plat != nil {
 		stop = plat.stopReason()
@@ -309,7 +310,7 @@ func run(o options) error {
 		taskVersion = tasks.Version(o.task)
 	}
 	summary := map[string]any{
-		"command":            "go run ./cmd/train " + strings.Join(os.Args[1:], " "),
+		"command":            "go run ./cmd/train " + strings.Join(withoutResume(os.Args[1:]), " "),
 		"task":               o.task,
 		"scheme":             cfg.SchemeName(),
 		"kind":               cfg.Kind,
@@ -321,7 +322,7 @@ func run(o options) error {
 		"batch":              o.batch,
 		"seq_len":            cfg.TrainSeqLen,
 		"seed":               o.seed,
-		"wall_seconds":       math.Round(wall.Seconds()),
+		"wall_seconds":       math.Round(wall),
 		"gomaxprocs":         runtime.GOMAXPROCS(0), // wall_seconds is on this many cores
 		"final_loss":         loss,
 		"final_eval_loss":    evalLoss,
@@ -338,7 +339,7 @@ func run(o options) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "train: done in %s: loss %.4f, eval loss %.4f nats (%.3f bits/byte); checkpoint in %s\n",
-		wall.Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.out)
+		time.Duration(wall*float64(time.Second)).Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.out)
 	return nil
 }
 
@@ -369,6 +370,19 @@ func (o options) initEdit() models.Edit {
 		c.MaxSeqLen = max(c.MaxSeqLen, o.seq)
 		return nil
 	}
+}
+
+// withoutResume is the command line without -resume: a resumed run records the command that
+// trains the model, the same as an uninterrupted one, so that the benchmark recognizes it.
+func withoutResume(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if f := strings.TrimLeft(a, "-"); strings.HasPrefix(a, "-") && (f == "resume" || strings.HasPrefix(f, "resume=")) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // kindSet reports whether -kind was given on the command line.
