@@ -100,9 +100,11 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	if plotName != "" {
 		fmt.Fprintf(&b, "![%s held-out loss during training](results/%s)\n\n", task, plotName)
 	}
-	b.WriteString("Held-out loss at L (nats per scored token) at the last evaluation. Stopped by the plateau rule or at the step cap; " +
-		"wall time on one core of two, both busy.\n\n")
-	b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | wall min |\n| --- | ---: | ---: | --- | --- | ---: |\n")
+	if len(cs) > 0 {
+		b.WriteString("Held-out loss at L (nats per scored token) at the last evaluation. Stopped by the plateau rule or at the step cap; " +
+			"wall time on one core of two, both busy.\n\n")
+		b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | wall min |\n| --- | ---: | ---: | --- | --- | ---: |\n")
+	}
 	byLabel := map[string][]Curve{}
 	var labels []string
 	for _, c := range cs {
@@ -124,7 +126,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			if c.plateaued() {
 				plateau++
 			} else {
-				capped = append(capped, fmt.Sprintf("`%s` seed %d (%.3f)", l, c.Info.Seed, c.Info.FinalEvalLoss))
+				capped = append(capped, fmt.Sprintf("`%s` seed %d (%s)", l, c.Info.Seed, Num(c.Info.FinalEvalLoss)))
 			}
 			steps = append(steps, strconv.Itoa(c.Info.Steps))
 			loss = append(loss, c.Info.FinalEvalLoss)

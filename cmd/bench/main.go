@@ -92,7 +92,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&lengthList, "lengths", "", "comma-separated evaluation lengths in tokens (default: per task, 1x..16x L)")
 	fs.StringVar(&o.weights, "weights", "weights/bench", "checkpoint root: <weights>/<task>/<scheme>[-seedN]/ (with --full: weights/grid, which git ignores)")
 	fs.StringVar(&o.out, "o", "benchmarks", "output root: <o>/RESULTS.md and <o>/results/ (with --full: benchmarks/v2)")
-	fs.StringVar(&o.ship, "ship", "weights/bench", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained; \"\" for none (never with -steps)")
+	fs.StringVar(&o.ship, "ship", "weights/bench-v2", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained (they replace weights/bench when the grid is done); \"\" for none (never with -steps)")
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	userRope = ropeflags.Register(fs)

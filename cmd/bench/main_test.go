@@ -48,9 +48,9 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 	if o.ship != "" {
 		t.Errorf("a pilot (-steps) ships to %q; want nowhere", o.ship)
 	}
-	// The grid trains outside what git keeps, reports beside v2, ships its subset to weights/bench.
+	// The grid trains outside what git keeps, reports beside v2, ships its subset to weights/bench-v2.
 	o, _ = parseFlags([]string{"--full"})
-	if o.weights != "weights/grid" || o.out != "benchmarks/v2" || o.ship != "weights/bench" {
+	if o.weights != "weights/grid" || o.out != "benchmarks/v2" || o.ship != "weights/bench-v2" {
 		t.Errorf("--full's places: weights %q, results %q, shipped %q", o.weights, o.out, o.ship)
 	}
 	o, _ = parseFlags([]string{"--full", "-weights", "/tmp/w", "-o", "/tmp/o", "-ship", ""})
