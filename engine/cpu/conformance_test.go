@@ -913,6 +913,8 @@ func confCases() []confCase {
 		cs("Gather", tolExact, gather, arg(f32, 50, 130), arg(i64, 9, 1).idx(0, 50)).labeled("rows"),
 		cs("Gather", tolExact, gather, arg(i32, 10, 6), arg(i32, 1).idx(3, 4)).labeled("one row"),
 		cs("Gather", tolExact, gather, arg(f32, 10, 6), arg(i32, 4, 1).idx(-5, 15)).labeled("out of range"),
+		cs("Gather", tolExact, gather, arg(f32, 540, 1), arg(i32, 300, 1).idx(-5, 545)).labeled("single elements"),
+		cs("Gather", tolExact, gather, arg(i32, 54, 1), arg(i32, 7, 9, 1).idx(-5, 60)).labeled("single elements"),
 		cs("Gather", tolExact, gather, arg(f32, 4, 5, 6), arg(i32, 3, 2, 2).idx(0, 4)).labeled("two axes"),
 		cs("Gather", tolExact, gather, arg(bl, 4, 5, 6), arg(i64, 7, 3).idx(0, 4)).labeled("three axes"),
 		cs("Gather", tolExact, bin(func(p, i *Node) *Node { return GatherSlices(p, []int{1, 2}, i, []int{2, 3}, false) }),
@@ -929,7 +931,9 @@ func confCases() []confCase {
 		add(cs(s.name, s.tol, scatter(s.f), arg(f32, 10, 6), arg(i32, 40, 1).idx(0, 10), arg(f32, 40, 6)).labeled("repeated rows"),
 			cs(s.name, s.tol, scatter(s.f), arg(f32, 50, 130), arg(i64, 3, 7, 1).idx(0, 50), arg(f32, 3, 7, 130)).labeled("rows"),
 			cs(s.name, s.tol, scatter(s.f), arg(f64, 4, 5, 6), arg(i32, 9, 2).idx(0, 4), arg(f64, 9, 6)).labeled("two axes"),
-			cs(s.name, tolExact, scatter(s.f), arg(i32, 10, 6), arg(i32, 12, 1).idx(0, 10), arg(i32, 12, 6)).labeled("repeated rows"))
+			cs(s.name, tolExact, scatter(s.f), arg(i32, 10, 6), arg(i32, 12, 1).idx(0, 10), arg(i32, 12, 6)).labeled("repeated rows"),
+			cs(s.name, s.tol, scatter(s.f), arg(f32, 50, 1), arg(i32, 300, 1).idx(0, 50), arg(f32, 300, 1)).labeled("single elements"),
+			cs(s.name, tolExact, scatter(s.f), arg(i32, 50, 1), arg(i32, 6, 50, 1).idx(0, 50), arg(i32, 6, 50, 1)).labeled("single elements"))
 	}
 
 	// Products: DotGeneral (directly, through Einsum, MatMul) and Dot.
