@@ -222,7 +222,7 @@ func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	cpu := speed.CPUTime()
+	cpu, faults := speed.CPUTime(), speed.MinorFaults()
 	for range b.N {
 		if _, err := tr.Step(batch, 1e-3); err != nil {
 			b.Fatal(err)
@@ -230,6 +230,7 @@ func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
 	b.ReportMetric((speed.CPUTime()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/step")
+	b.ReportMetric(float64(speed.MinorFaults()-faults)/float64(b.N), "faults/step")
 }
 
 // BenchmarkGenerate260K is what cmd/infer times: Generate from one token to 512 (the cache
