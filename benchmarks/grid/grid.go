@@ -391,25 +391,28 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int) {
 	var todo, done int
 	var secs float64
 	perTask := map[string]float64{}
+	doneIn, cellsIn := map[string]int{}, map[string]int{}
 	var order []string
 	finished := Finished(out, cells)
 	for _, c := range cells {
+		if _, ok := cellsIn[c.Task]; !ok {
+			order = append(order, c.Task)
+		}
+		cellsIn[c.Task]++
 		if finished[c.ID()] {
 			done++
+			doneIn[c.Task]++
 			continue
 		}
 		todo++
 		secs += c.Seconds()
-		if _, ok := perTask[c.Task]; !ok {
-			order = append(order, c.Task)
-		}
 		perTask[c.Task] += c.Seconds()
 	}
 	lanes := max(1, min(jobs, cores))
 	fmt.Fprintf(w, "grid: %d cells (%d done, %d to run); estimated %s on %d cores with %d at a time (%s of one-core work, training at the step caps)\n",
 		len(cells), done, todo, recipe.Hours(secs/float64(lanes)), cores, lanes, recipe.Hours(secs))
 	for _, t := range order {
-		fmt.Fprintf(w, "  %-8s %s of one-core work\n", t, recipe.Hours(perTask[t]))
+		fmt.Fprintf(w, "  %-8s %3d of %3d cells done, %s of one-core work to go\n", t, doneIn[t], cellsIn[t], recipe.Hours(perTask[t]))
 	}
 }
 
