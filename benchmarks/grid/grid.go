@@ -101,6 +101,12 @@ type Runner struct {
 	Progress func(done, total float64, status string)
 	// Cores is the number of cores shared by the lanes (runtime.NumCPU()).
 	Cores int
+	// Deadline, when set, is when the machine goes away: no cell starts whose estimate (at its
+	// step cap, an upper bound) would end it later, since its work would be lost; Skipped counts
+	// the cells left for the next run.
+	Deadline time.Time
+	Skipped  int
+	now      func() time.Time // time.Now; tests replace it
 
 	shipMu sync.Mutex
 }
@@ -109,6 +115,7 @@ type Runner struct {
 // done. On the first failure no new cell starts; the running ones finish and the error names
 // the cell and says how to continue.
 func (r *Runner) Run(cells []Cell) error {
+	r.Skipped = 0
 	finished := Finished(r.Out, cells)
 	var todo []Cell
 	for _, c := range cells {
@@ -131,6 +138,7 @@ func (r *Runner) Run(cells []Cell) error {
 		firstErr error
 		next     int
 		started  = make([]bool, len(todo))
+		skipped  = map[string]bool{}
 	)
 	tell := func() {
 		if r.Progress == nil {
@@ -156,6 +164,14 @@ func (r *Runner) Run(cells []Cell) error {
 			waiting := false
 			for i := next; i < len(todo); i++ {
 				if started[i] {
+					continue
+				}
+				if c := todo[i]; !r.Deadline.IsZero() && (skipped[c.Task+"/"+c.Needs] ||
+					r.clock().Add(time.Duration(c.Seconds()*float64(time.Second))).After(r.Deadline)) {
+					// It would not finish in time (or starts from a cell that will not run).
+					started[i], skipped[c.ID()] = true, true
+					r.Skipped++
+					total -= c.Seconds()
 					continue
 				}
 				if ready(todo[i]) {
@@ -224,6 +240,13 @@ func (r *Runner) Run(cells []Cell) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+func (r *Runner) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 // runCell trains (unless a finished checkpoint of the same command is there) and evaluates one

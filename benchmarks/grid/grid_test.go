@@ -243,3 +243,29 @@ func TestLastStep(t *testing.T) {
 		t.Errorf("LastStep %d, want 400", got)
 	}
 }
+
+// With a deadline, a cell whose estimate would end it later does not start, nor does a
+// fine-tune whose base did not; cells that fit still run, and a later run does the rest.
+func TestDeadlineLeavesCellsForTheNextRun(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights")) // rope seed 1, its PI fine-tune, alibi seed 1, ... baseline
+	start := time.Date(2026, 11, 26, 16, 0, 0, 0, time.UTC)
+	f := newFake()
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate,
+		Baselines: func(task string) ([]report.Result, error) {
+			return []report.Result{{Task: task, Model: "unigram", Scheme: "unigram", Depth: math.NaN(), Metric: "bits_per_byte", Value: 5}}, nil
+		},
+		now: func() time.Time { return start }}
+	// Room for the baseline (seconds) but not for an lm model (minutes at its cap).
+	r.Deadline = start.Add(time.Duration(BaselineCell("lm").Seconds()+1) * time.Second)
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.trained) != 0 || r.Skipped != len(cells)-1 || !Done(dir, cells[len(cells)-1]) {
+		t.Fatalf("trained %v, skipped %d of %d; want only the baseline run", f.trained, r.Skipped, len(cells))
+	}
+	r.Deadline = time.Time{}
+	if err := r.Run(cells); err != nil || r.Skipped != 0 || len(f.trained) != len(cells)-1 {
+		t.Errorf("the next run trained %v, skipped %d (%v)", f.trained, r.Skipped, err)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/tasks"
@@ -50,6 +51,7 @@ type options struct {
 	model               string
 	backend             string
 	seeds, jobs, steps  int
+	within              time.Duration
 }
 
 func main() {
@@ -98,6 +100,7 @@ func parseFlags(args []string) (options, error) {
 	userRope = ropeflags.Register(fs)
 	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per (task, scheme) (0: the recipe's, 3)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "with --full: cells run at once, each on NumCPU/jobs cores (small models train faster one per core)")
+	fs.DurationVar(&o.within, "within", 0, "with --full: start no cell whose estimate (at its step cap) would end it later than this from now, e.g. 2h30m before a machine goes away; the rest waits for the next run")
 	fs.IntVar(&o.steps, "steps", 0, "with --full: cap every model at this many steps instead of the recipe's (a pilot; such models are not the benchmark's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -119,8 +122,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if (o.plan || o.steps != 0 || o.seeds != 0 || set["ship"]) && !o.full {
-		return o, fmt.Errorf("-plan, -steps, -seeds and -ship shape the --full grid; add --full")
+	if (o.plan || o.steps != 0 || o.seeds != 0 || set["ship"] || set["within"]) && !o.full {
+		return o, fmt.Errorf("-plan, -steps, -seeds, -ship and -within shape the --full grid; add --full")
+	}
+	if o.within < 0 {
+		return o, fmt.Errorf("-within %s: want a positive duration such as 2h30m", o.within)
 	}
 	if o.full {
 		// The grid's own places: every checkpoint it trains in a folder git ignores, its results

@@ -295,9 +295,15 @@ func runFull(o options) error {
 			bar.Set(int(done), status)
 		},
 	}
+	if o.within > 0 {
+		runner.Deadline = start.Add(o.within)
+	}
 	runErr := runner.Run(cells)
 	if bar != nil {
 		bar.Finish()
+	}
+	if runner.Skipped > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d cells left for the next run: by their estimates they would not finish within -within %s\n", runner.Skipped, o.within)
 	}
 	for _, t := range o.tasks {
 		if err := grid.Assemble(o.out, t, cells); err != nil && runErr == nil {
@@ -318,7 +324,11 @@ func runFull(o options) error {
 	if runErr != nil {
 		return runErr
 	}
-	fmt.Fprintf(os.Stderr, "bench: grid done in %s; wrote %s\n", time.Since(start).Round(time.Second), filepath.Join(o.out, "RESULTS.md"))
+	what := "grid done"
+	if runner.Skipped > 0 {
+		what = "ran"
+	}
+	fmt.Fprintf(os.Stderr, "bench: %s in %s; wrote %s\n", what, time.Since(start).Round(time.Second), filepath.Join(o.out, "RESULTS.md"))
 	return nil
 }
 
