@@ -82,6 +82,23 @@ func (ti *TrainInfo) Variant() string {
 	return ""
 }
 
+// CurveSeconds is the training wall time at the end of a loss curve (loss.csv's last "seconds",
+// counted over resumptions), 0 if the file is missing or has none. train.json's wall_seconds
+// counted only the last resumption before the sixth session; the larger of the two is right.
+func CurveSeconds(path string) float64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	fields := strings.Split(lines[len(lines)-1], ",")
+	if len(lines) < 2 || len(fields) < 5 {
+		return 0
+	}
+	sec, _ := strconv.ParseFloat(fields[4], 64)
+	return sec
+}
+
 // CheckTask is the one-line refusal to score a checkpoint on a task it was not trained for.
 func CheckTask(dir, task string) (*TrainInfo, error) {
 	ti, err := ReadTrainInfo(dir)
@@ -141,8 +158,9 @@ func WriteManifest(weights string) error {
 					size += st.Size()
 				}
 			}
+			wall := max(ti.WallSeconds, CurveSeconds(filepath.Join(dir, "loss.csv")))
 			es = append(es, ManifestEntry{Task: ti.Task, Scheme: ti.Scheme, Variant: ti.Variant(), Dir: filepath.ToSlash(filepath.Join(task, e.Name())),
-				Steps: ti.Steps, Stop: ti.Stop, Seed: ti.Seed, WallSeconds: ti.WallSeconds, Cores: ti.GOMAXPROCS, FinalLoss: ti.FinalLoss,
+				Steps: ti.Steps, Stop: ti.Stop, Seed: ti.Seed, WallSeconds: wall, Cores: ti.GOMAXPROCS, FinalLoss: ti.FinalLoss,
 				FinalEvalLoss: ti.FinalEvalLoss, Bytes: size, Command: ti.Command})
 		}
 	}

@@ -106,3 +106,20 @@ func TestShips(t *testing.T) {
 		t.Errorf("%d shipped models, want 30 (14 schemes and a PI fine-tune, two tasks)", n)
 	}
 }
+
+// CurveSeconds reads the last line's seconds; a missing file or a curve without them is 0.
+func TestCurveSeconds(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "loss.csv")
+	if CurveSeconds(path) != 0 {
+		t.Error("missing file: want 0")
+	}
+	os.WriteFile(path, []byte("step,train_loss,eval_loss,lr,seconds\n100,3,2.5,0.001,60.5\n200,1,0.5,0.001,487.2\n"), 0o644)
+	if got := CurveSeconds(path); got != 487.2 {
+		t.Errorf("got %v, want 487.2", got)
+	}
+	os.WriteFile(path, []byte("step,train_loss,eval_loss,lr,seconds\n"), 0o644)
+	if got := CurveSeconds(path); got != 0 {
+		t.Errorf("header only: got %v, want 0", got)
+	}
+}

@@ -69,14 +69,8 @@ func ReadCurves(out, task string) ([]Curve, error) {
 				return nil, fmt.Errorf("reading %s: %w", lossPath, err)
 			}
 			c.Steps, c.Eval = append(c.Steps, step), append(c.Eval, loss)
-			if len(r) >= 5 {
-				// The curve counts wall time over resumptions; train.json did not before the
-				// sixth session (only the last segment's).
-				if sec, err := strconv.ParseFloat(r[4], 64); err == nil && sec > c.Info.WallSeconds {
-					c.Info.WallSeconds = sec
-				}
-			}
 		}
+		c.Info.WallSeconds = max(c.Info.WallSeconds, recipe.CurveSeconds(lossPath))
 		cs = append(cs, c)
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
