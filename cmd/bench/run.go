@@ -207,6 +207,11 @@ func runFull(o options) error {
 				return err
 			}
 		}
+		if o.ship != "" {
+			if err := recipe.WriteManifest(o.ship); err != nil {
+				return err
+			}
+		}
 		return report.WriteReport(o.out)
 	}
 	cores := runtime.NumCPU()
