@@ -116,6 +116,9 @@ type Runner struct {
 // the cell and says how to continue.
 func (r *Runner) Run(cells []Cell) error {
 	r.Skipped = 0
+	if err := restoreShipped(cells); err != nil {
+		return err
+	}
 	finished := Finished(r.Out, cells)
 	var todo []Cell
 	for _, c := range cells {
@@ -297,6 +300,47 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 		}
 	}
 	return report.WriteCSV(CellPath(r.Out, c), rs)
+}
+
+// restoreShipped puts back the checkpoint of a shipped cell that another cell still starts from
+// (a PI fine-tune from its RoPE base) when the grid's own copy is gone with its machine: the
+// shipped copy, whose weights are the trained ones rounded to float16 (the loader widens them),
+// instead of training the base again.
+func restoreShipped(cells []Cell) error {
+	needed := map[string]bool{}
+	for _, c := range cells {
+		if c.Needs != "" {
+			needed[c.Task+"/"+c.Needs] = true
+		}
+	}
+	for _, c := range cells {
+		if c.Ship == "" || !needed[c.ID()] || !recipe.Shipped(c.Ship, c.Args) {
+			continue
+		}
+		if _, err := recipe.ReadTrainInfo(c.Dir); err == nil {
+			continue
+		}
+		if err := os.RemoveAll(c.Dir); err != nil {
+			return fmt.Errorf("restoring %s: %w", c.ID(), err)
+		}
+		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+			return fmt.Errorf("restoring %s: %w", c.ID(), err)
+		}
+		entries, err := os.ReadDir(c.Ship)
+		if err != nil {
+			return fmt.Errorf("restoring %s: %w", c.ID(), err)
+		}
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(c.Ship, e.Name()))
+			if err == nil {
+				err = models.WriteFileAtomic(filepath.Join(c.Dir, e.Name()), data)
+			}
+			if err != nil {
+				return fmt.Errorf("restoring %s: %w", c.ID(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // keepCurve copies a trained model's loss.csv and train.json beside the results (CurvePath).

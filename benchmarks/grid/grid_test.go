@@ -269,3 +269,31 @@ func TestDeadlineLeavesCellsForTheNextRun(t *testing.T) {
 		t.Errorf("the next run trained %v, skipped %d (%v)", f.trained, r.Skipped, err)
 	}
 }
+
+// A shipped base whose checkpoint is gone is put back from its shipped copy for the fine-tune
+// that starts from it, not trained again.
+func TestShippedBaseRestoredForItsFineTune(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[:2] // rope seed 1 and its PI fine-tune
+	for i := range cells {
+		cells[i].Ship = filepath.Join(dir, "bench", cells[i].Task, cells[i].Name)
+	}
+	f := newFake()
+	f.failOn = cells[1].ID()
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
+	if err := r.Run(cells); err == nil {
+		t.Fatal("the fine-tune was meant to fail")
+	}
+	os.RemoveAll(filepath.Join(dir, "weights")) // a new machine
+	g := newFake()
+	r.Train, r.Evaluate = g.train, g.evaluate
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.trained) != 1 || g.trained[0] != cells[1].ID() {
+		t.Errorf("trained %v, want the fine-tune only (its base restored from %s)", g.trained, cells[0].Ship)
+	}
+	if _, err := recipe.ReadTrainInfo(cells[0].Dir); err != nil {
+		t.Errorf("the base was not restored: %v", err)
+	}
+}
