@@ -100,7 +100,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	}
 
 	keyPos, keyValid := in.Pos, in.Valid
-	relPos, relKeyPos := in.Pos, in.Pos // the Relative hooks' positions: a row per sequence
+	relPos, relKeyPos := in.Pos, in.Pos // the Relative hooks' and the mask's: a row per sequence
 	if in.RowPos != nil {
 		relPos, relKeyPos = in.RowPos, in.RowPos
 	}
@@ -151,7 +151,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 
 	mask := in.Mask
 	if mask == nil {
-		mask = MaskBias(cfg.Causal, h, in.Pos, keyPos, keyValid)
+		mask = MaskBias(cfg.Causal, h, relPos, relKeyPos, keyValid)
 	}
 	logits = Add(logits, mask)
 	var out *Node
