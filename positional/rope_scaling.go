@@ -226,6 +226,10 @@ func (d *DynamicNTK) InvFreqAt(n int) []float64 { return d.RoPE.InvFreqAt(n) }
 // AttentionFactor is 1: dynamic NTK does not rescale the logits.
 func (d *DynamicNTK) AttentionFactor() float64 { return 1 }
 
+// dynamicBlockValues bounds the [b, h, queries, keys, pairs] terms of one block of DynamicNTK's
+// Scores (16 M floats, 64 MB).
+var dynamicBlockValues = 16 << 20
+
 // Scores computes q'·k' where query m and key n are both rotated with the frequencies θ(m) of
 // the query's own length m+1. Per rotary pair (a, b) and δ = m - n,
 //
@@ -252,25 +256,43 @@ func (d *DynamicNTK) Scores(ctx *context.Context, layer int, q, k, qPos, kPos *N
 	}
 	qa, qb := ExpandAxes(pick(q, selA), 3), ExpandAxes(pick(q, selB), 3) // [b, h, s, 1, P]
 	ka, kb := ExpandAxes(pick(k, selA), 2), ExpandAxes(pick(k, selB), 2) // [b, h, 1, t, P]
-	even := Add(Mul(qa, ka), Mul(qb, kb))
-	odd := Sub(Mul(qa, kb), Mul(qb, ka))
 
 	// θ_i(m) = exp(-(2i/r)·ln base(m+1)), with ln base(n) = ln b + r/(r-2)·ln(s·n'/L - (s-1)),
 	// n' = max(n, L).
 	sc := r.Scaling
 	rd := float64(2 * pairs)
-	n := MaxScalar(AddScalar(ConvertDType(qPos, dtypes.Float32), 1), float64(sc.OrigLen))
-	logBase := AddScalar(MulScalar(Log(AddScalar(MulScalar(n, sc.Factor/float64(sc.OrigLen)), 1-sc.Factor)), rd/(rd-2)), math.Log(r.Base))
 	expo := make([]float32, pairs)
 	for i := range expo {
 		expo[i] = -float32(2*i) / float32(rd)
 	}
-	theta := Exp(Mul(ExpandAxes(logBase, -1), Reshape(Const(g, expo), 1, 1, pairs))) // [b, s, P]
-	delta := Sub(ExpandAxes(ConvertDType(qPos, dtypes.Float32), -1), ExpandAxes(ConvertDType(kPos, dtypes.Float32), 1))
-	angle := Mul(ExpandAxes(delta, -1), ExpandAxes(theta, 2)) // [b, s, t, P]
-	angle = ExpandAxes(angle, 1)                              // [b, 1, s, t, P]
-	cos, sin := ConvertDType(Cos(angle), q.DType()), ConvertDType(Sin(angle), q.DType())
-	logits := ReduceSum(Add(Mul(even, cos), Mul(odd, sin)), -1) // [b, h, s, t]
+	scores := func(qa, qb, qPos *Node) *Node { // queries [.., s', ..] against every key: [b, h, s', t]
+		even := Add(Mul(qa, ka), Mul(qb, kb))
+		odd := Sub(Mul(qa, kb), Mul(qb, ka))
+		n := MaxScalar(AddScalar(ConvertDType(qPos, dtypes.Float32), 1), float64(sc.OrigLen))
+		logBase := AddScalar(MulScalar(Log(AddScalar(MulScalar(n, sc.Factor/float64(sc.OrigLen)), 1-sc.Factor)), rd/(rd-2)), math.Log(r.Base))
+		theta := Exp(Mul(ExpandAxes(logBase, -1), Reshape(Const(g, expo), 1, 1, pairs))) // [b, s', P]
+		delta := Sub(ExpandAxes(ConvertDType(qPos, dtypes.Float32), -1), ExpandAxes(ConvertDType(kPos, dtypes.Float32), 1))
+		angle := Mul(ExpandAxes(delta, -1), ExpandAxes(theta, 2)) // [b, s', t, P]
+		angle = ExpandAxes(angle, 1)                              // [b, 1, s', t, P]
+		cos, sin := ConvertDType(Cos(angle), q.DType()), ConvertDType(Sin(angle), q.DType())
+		return ReduceSum(Add(Mul(even, cos), Mul(odd, sin)), -1)
+	}
+	// The terms are [b, h, s, t, P]: at 2,048 tokens, a gigabyte each per sequence. Long inputs
+	// go through in blocks of queries, each block's terms dead before the next block's are made.
+	dims := q.Shape().Dimensions
+	s, t := dims[2], k.Shape().Dim(2)
+	block := max(1, dynamicBlockValues/(dims[0]*dims[1]*t*pairs))
+	var logits *Node
+	if block >= s {
+		logits = scores(qa, qb, qPos)
+	} else {
+		var parts []*Node
+		for lo := 0; lo < s; lo += block {
+			hi := min(s, lo+block)
+			parts = append(parts, scores(SliceAxis(qa, 2, AxisRange(lo, hi)), SliceAxis(qb, 2, AxisRange(lo, hi)), SliceAxis(qPos, 1, AxisRange(lo, hi))))
+		}
+		logits = Concatenate(parts, 2)
+	}
 	if 2*pairs < hd {
 		mask := ConvertDType(Reshape(Const(g, pass), 1, 1, 1, hd), q.DType())
 		logits = Add(logits, DotGeneral(Mul(q, mask), []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}))

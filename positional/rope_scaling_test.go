@@ -288,3 +288,36 @@ func TestRoPEScalingLlama3(t *testing.T) {
 		t.Errorf("llama3 attention factor %g, want 1", sc.AttentionFactor())
 	}
 }
+
+// Long inputs go through dynamic NTK's Scores in blocks of queries: the same scores as in one
+// piece, whatever the block (here 1, 3 and 7 queries of 20, against 20 keys).
+func TestDynamicNTKScoresInBlocks(t *testing.T) {
+	const hd, L, s = 16, 8, 20
+	r := rand.New(rand.NewPCG(11, 12))
+	be := backend(t)
+	opts := map[string]any{"rope_scaling": block("rope_type", "dynamic", "factor", 4.0, "original_max_position_embeddings", L)}
+	d := newScaledRoPE(t, hd, 0, opts).(*DynamicNTK)
+	q, k := randomTensor(r, 2, 2, s, hd), randomTensor(r, 2, 2, s, hd)
+	pos := make([][]int32, 2)
+	for b := range pos {
+		for i := range s {
+			pos[b] = append(pos[b], int32(3*b+i))
+		}
+	}
+	run := func() []float32 {
+		out := MustExecOnce(be, func(qn, kn, qp, kp *Node) *Node { return d.Scores(nil, 0, qn, kn, qp, kp) }, q, k, pos, pos)
+		return tensors.MustCopyFlatData[float32](out)
+	}
+	defer func(v int) { dynamicBlockValues = v }(dynamicBlockValues)
+	whole := run()
+	pairs := d.RoPE.RotaryDims() / 2
+	for _, queries := range []int{1, 3, 7} {
+		dynamicBlockValues = queries * 2 * 2 * s * pairs // b·h·t·P values a query
+		got := run()
+		for i := range whole {
+			if math.Abs(float64(got[i]-whole[i])) > 1e-5*max(1, math.Abs(float64(whole[i]))) {
+				t.Fatalf("blocks of %d queries: score %d is %g, in one piece %g", queries, i, got[i], whole[i])
+			}
+		}
+	}
+}

@@ -36,8 +36,14 @@ type arenaPool struct {
 	free [][]byte
 }
 
-// maxIdleArenas bounds the arenas kept between calls.
-const maxIdleArenas = 4
+// maxIdleArenas and maxIdleArenaBytes bound the arenas kept between calls: the largest is always
+// kept (it serves every caller), the others only while they fit in the byte budget. Evaluating
+// ever longer sequences needs ever larger arenas, each a little larger than the last; keeping
+// four of them held 8 GB at 2,048 tokens.
+const (
+	maxIdleArenas     = 4
+	maxIdleArenaBytes = 1 << 30
+)
 
 func (p *arenaPool) get(n int) []byte {
 	p.mu.Lock()
@@ -61,16 +67,16 @@ func (p *arenaPool) put(a []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.free = append(p.free, a)
-	if len(p.free) > maxIdleArenas {
-		// Drop the smallest: a larger one serves every caller it served.
-		small := 0
-		for i, x := range p.free {
-			if len(x) < len(p.free[small]) {
-				small = i
-			}
-		}
-		p.free = slices.Delete(p.free, small, small+1)
+	// Keep the largest ones: a larger arena serves every caller a smaller one served.
+	slices.SortFunc(p.free, func(x, y []byte) int { return len(y) - len(x) })
+	total := len(p.free[0])
+	keep := 1
+	for keep < len(p.free) && keep < maxIdleArenas && total+len(p.free[keep]) <= maxIdleArenaBytes {
+		total += len(p.free[keep])
+		keep++
 	}
+	clear(p.free[keep:]) // let the collector have them
+	p.free = p.free[:keep]
 }
 
 // Execute implements backends.Executable. Donated inputs belong to the executable from here on:
