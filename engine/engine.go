@@ -390,6 +390,19 @@ func (e *Engine) Forward(tokens, positions [][]int) ([][][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	if shared := sharedPositions(positions); shared != nil {
+		// Rows at the same positions (an evaluation's batch of equal-length sequences): one row
+		// of positions, so that what depends on positions alone is computed once (as in training).
+		if pos, err = e.deviceTensor(shapes.Make(dtypes.Int32, 1, tok.Shape().Dim(1))); err != nil {
+			return nil, err
+		}
+		tensors.MustMutableFlatData(pos, func(p []int32) {
+			clear(p)
+			for j, v := range shared {
+				p[j] = int32(v)
+			}
+		})
+	}
 	outs, err := e.full.Exec(tok, pos, valid)
 	if err != nil {
 		return nil, fmt.Errorf("forward: %w", err)

@@ -81,6 +81,20 @@ func batchTensors(b Batch) []any {
 	return []any{tensors.FromValue(b.Inputs), tensors.FromValue(b.Targets), tensors.FromValue(pos), tensors.FromValue(b.Weights)}
 }
 
+// sharedPositions is the one row every row of positions equals, or nil (one row, rows that
+// differ, or sharing turned off).
+func sharedPositions(positions [][]int) []int {
+	if !sharePositions || len(positions) < 2 {
+		return nil
+	}
+	for _, r := range positions[1:] {
+		if !slices.Equal(r, positions[0]) {
+			return nil
+		}
+	}
+	return positions[0]
+}
+
 func allEqual(rows [][]int32) bool {
 	for _, r := range rows[1:] {
 		if !slices.Equal(r, rows[0]) {
