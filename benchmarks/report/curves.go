@@ -95,8 +95,8 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		fmt.Fprintf(&b, "![%s held-out loss during training](results/%s)\n\n", task, plotName)
 	}
 	if len(cs) > 0 {
-		b.WriteString("Held-out loss at L (nats per scored token) at the last evaluation. Stopped by the plateau rule or at the step cap; " +
-			"wall time on one core of two, both busy.\n\n")
+		b.WriteString("Held-out loss at L (nats per scored token) at the last evaluation. Stopped by the plateau rule or at the step cap " +
+			"(fine-tunes run a fixed number of steps, at their own length); wall time on one core of two, both busy.\n\n")
 		b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | wall min |\n| --- | ---: | ---: | --- | --- | ---: |\n")
 	}
 	byLabel := map[string][]Curve{}
@@ -117,11 +117,12 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		var steps []string
 		var loss, wall []float64
 		for _, c := range byLabel[l] {
-			if c.plateaued() {
+			switch {
+			case c.plateaued():
 				plateau++
-			} else {
+			case strings.HasPrefix(c.Info.Stop, "step cap"):
 				capped = append(capped, fmt.Sprintf("`%s` seed %d (%s)", l, c.Info.Seed, Num(c.Info.FinalEvalLoss)))
-			}
+			} // else a fixed number of steps (a fine-tune): neither
 			steps = append(steps, strconv.Itoa(c.Info.Steps))
 			loss = append(loss, c.Info.FinalEvalLoss)
 			wall = append(wall, c.Info.WallSeconds/60)

@@ -18,19 +18,25 @@ func TestTrainingSection(t *testing.T) {
 	dir := filepath.Join(out, "results", "curves", "copy")
 	os.MkdirAll(dir, 0o755)
 	write := func(name, scheme string, seed int, stop string, loss float64) {
-		js, _ := json.Marshal(map[string]any{"task": "copy", "scheme": scheme, "seed": seed, "stop": stop, "steps": 1100,
-			"final_eval_loss": loss, "wall_seconds": 600})
+		info := map[string]any{"task": "copy", "scheme": scheme, "seed": seed, "stop": stop, "steps": 1100,
+			"final_eval_loss": loss, "wall_seconds": 600}
+		if strings.HasSuffix(name, "-pi4") {
+			info["init"] = "rope"
+			info["positional"] = map[string]any{"name": "rope", "rope_scaling": map[string]any{"rope_type": "linear", "factor": 4.0}}
+		}
+		js, _ := json.Marshal(info)
 		os.WriteFile(filepath.Join(dir, name+".train.json"), js, 0o644)
 		os.WriteFile(filepath.Join(dir, name+".loss.csv"), []byte("step,train_loss,eval_loss,lr,seconds\n100,3,2.5,0.001,60\n200,1,0.5,0.001,120\n"), 0o644)
 	}
 	write("rope", "rope", 1, "plateau at step 900, cool-down to 1100", 0.1)
 	write("rope-seed2", "rope", 2, "step cap 3000", 0.2)
 	write("alibi", "alibi", 1, "plateau at step 600, cool-down to 700", 0.05)
+	write("rope-pi4", "rope", 1, "-steps 1000", 0.3) // a fine-tune: neither plateau nor cap
 	cs, err := ReadCurves(out, "copy")
-	if err != nil || len(cs) != 3 {
-		t.Fatalf("read %d curves (%v), want 3", len(cs), err)
+	if err != nil || len(cs) != 4 {
+		t.Fatalf("read %d curves (%v), want 4", len(cs), err)
 	}
-	if cs[0].Label != "rope" || cs[2].Label != "alibi" || len(cs[0].Steps) != 2 || cs[0].Eval[1] != 0.5 {
+	if cs[0].Label != "rope" || cs[2].Label != "rope + PI s=4 ft" || cs[3].Label != "alibi" || len(cs[0].Steps) != 2 || cs[0].Eval[1] != 0.5 {
 		t.Fatalf("curves out of order or misread: %+v", cs)
 	}
 	nan := math.NaN()
@@ -44,10 +50,13 @@ func TestTrainingSection(t *testing.T) {
 	s := TrainingSection("copy", cs, rs, "copy-curves.png")
 	// rope: losses 0.1 and 0.2, mean 0.15, half width t(0.975, 1)·sd/√2 = 12.706·0.0707/1.414 = 0.635.
 	for _, want := range []string{"| `rope` | 2 | 1 of 2 | 1100, 1100 | 0.150 ± 0.635 | 10 |", "| `alibi` | 1 | 1 of 1 |",
-		"`rope` seed 2 (0.200)", "not kept", "3 models, 0.5 h of training wall time", "`none` seed 1.", "results/copy-curves.png"} {
+		"`rope` seed 2 (0.200)", "not kept", "4 models, 0.7 h of training wall time", "`none` seed 1.", "results/copy-curves.png"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q:\n%s", want, s)
 		}
+	}
+	if strings.Contains(s, "(0.300)") {
+		t.Errorf("a fine-tune listed as stopped at the cap:\n%s", s)
 	}
 	if strings.Contains(s, "chance") || strings.Count(s, "`none` seed 1") != 1 {
 		t.Errorf("baseline listed or a model listed twice:\n%s", s)
