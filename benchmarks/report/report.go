@@ -189,7 +189,9 @@ func WriteReport(out string) error {
 					return err
 				}
 			}
-			b.WriteString(TrainingSection(task, cs, rs, name))
+			if t := TrainingSection(task, cs, rs, name); cs != nil || strings.Contains(t, "not kept") {
+				b.WriteString(t) // not for a task with baselines only
+			}
 		}
 	}
 	return models.WriteFileAtomic(path, []byte(b.String()))
