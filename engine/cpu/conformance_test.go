@@ -933,6 +933,7 @@ func confCases() []confCase {
 			cs(s.name, s.tol, scatter(s.f), arg(f64, 4, 5, 6), arg(i32, 9, 2).idx(0, 4), arg(f64, 9, 6)).labeled("two axes"),
 			cs(s.name, tolExact, scatter(s.f), arg(i32, 10, 6), arg(i32, 12, 1).idx(0, 10), arg(i32, 12, 6)).labeled("repeated rows"),
 			cs(s.name, s.tol, scatter(s.f), arg(f32, 50, 1), arg(i32, 300, 1).idx(0, 50), arg(f32, 300, 1)).labeled("single elements"),
+			cs(s.name, s.tol, scatter(s.f), arg(f32, 50, 1), arg(i64, 300, 1).idx(0, 50), arg(f32, 300, 1)).labeled("single elements"),
 			cs(s.name, tolExact, scatter(s.f), arg(i32, 50, 1), arg(i32, 6, 50, 1).idx(0, 50), arg(i32, 6, 50, 1)).labeled("single elements"))
 	}
 

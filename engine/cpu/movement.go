@@ -695,6 +695,39 @@ type scatterNumber interface {
 	~float32 | ~float64 | ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
+// scatterRowSize reports whether a scatter combines whole rows of the operand (along axis 0),
+// index i with update row i, and the size of a row.
+func scatterRowSize(operandDims, indicesDims, updatesDims []int, indexVectorAxis int, updateWindowAxes, insertedWindowAxes,
+	scatterAxesToOperandAxes []int) (int, bool) {
+	if len(updateWindowAxes) != len(operandDims)-1 || len(updatesDims) < len(updateWindowAxes) {
+		return 0, false
+	}
+	var wBuf [mvStack]int
+	w := mvInts(wBuf[:], len(updateWindowAxes))
+	for k, a := range updateWindowAxes {
+		w[k] = updatesDims[a]
+	}
+	return mvWholeRows(operandDims, indicesDims, indexVectorAxis, insertedWindowAxes, scatterAxesToOperandAxes,
+		updateWindowAxes, w, len(updatesDims))
+}
+
+// addSingles adds updates[i] into operand[indices[i]] (rows elements; indices out of range are
+// skipped), with no call per element. Runs of one index (Shaw's clipped distances: every key
+// past the window adds into the edge bucket) are summed in a register: adding into memory one
+// after another waits on the store before each load.
+func addSingles[T scatterNumber, I int | int32](operand []T, rows int, indices []I, updates []T) {
+	updates = updates[:len(indices)]
+	for i := 0; i < len(indices); {
+		v, sum := indices[i], updates[i]
+		for i++; i < len(indices) && indices[i] == v; i++ {
+			sum += updates[i]
+		}
+		if v >= 0 && int(v) < rows {
+			operand[v] += sum
+		}
+	}
+}
+
 // scatterInto combines updates into operand, in place. As in XLA, an update whose window would not
 // lie entirely inside the operand at its (unclamped) start indices is skipped whole.
 func scatterInto[T scatterNumber](kind scatterKind, operand []T, operandDims []int, indices []int, indicesDims []int,
@@ -702,33 +735,20 @@ func scatterInto[T scatterNumber](kind scatterKind, operand []T, operandDims []i
 	if len(updates) == 0 || len(operand) == 0 {
 		return
 	}
-	if len(updateWindowAxes) == len(operandDims)-1 && len(updatesDims) >= len(updateWindowAxes) {
-		var wBuf [mvStack]int
-		w := mvInts(wBuf[:], len(updateWindowAxes))
-		for k, a := range updateWindowAxes {
-			w[k] = updatesDims[a]
-		}
-		if n, ok := mvWholeRows(operandDims, indicesDims, indexVectorAxis, insertedWindowAxes, scatterAxesToOperandAxes,
-			updateWindowAxes, w, len(updatesDims)); ok {
-			// Rows into a table (an embedding's gradient, a KV cache row): index i goes with update row i.
-			rows := operandDims[0]
-			if n == 1 && kind == scatterSum {
-				// Single elements (the gradient of a one-element gather): no call per element.
-				updates := updates[:len(indices)]
-				for i, v := range indices {
-					if v >= 0 && v < rows {
-						operand[v] += updates[i]
-					}
-				}
-				return
-			}
-			for i, v := range indices {
-				if v >= 0 && v < rows {
-					mvCombine(kind, operand[v*n:(v+1)*n], updates[i*n:(i+1)*n])
-				}
-			}
+	if n, ok := scatterRowSize(operandDims, indicesDims, updatesDims, indexVectorAxis, updateWindowAxes, insertedWindowAxes,
+		scatterAxesToOperandAxes); ok {
+		// Rows into a table (an embedding's gradient, a KV cache row): index i goes with update row i.
+		if n == 1 && kind == scatterSum {
+			addSingles(operand, operandDims[0], indices, updates) // the gradient of a one-element gather
 			return
 		}
+		rows := operandDims[0]
+		for i, v := range indices {
+			if v >= 0 && v < rows {
+				mvCombine(kind, operand[v*n:(v+1)*n], updates[i*n:(i+1)*n])
+			}
+		}
+		return
 	}
 	rOp, rUp, rIdx := len(operandDims), len(updatesDims), len(indicesDims)
 	var buf [12 * mvStack]int

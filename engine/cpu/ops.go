@@ -242,25 +242,14 @@ func scatterStepT[T number](lw *lowering) (stepFn, error) {
 	opDims, idxDims, upDims := operand.shape.Dimensions, indices.shape.Dimensions, updates.shape.Dimensions
 	ia, ii, iu, io := lw.in[0], lw.in[1], lw.in[2], lw.out
 	lw.inPlaceOperand = true
-	if kind == scatterSum && indices.shape.DType == dtypes.Int32 && scatterSingles(opDims, idxDims, upDims, a) {
+	if n, ok := scatterRowSize(opDims, idxDims, upDims, a.indexVectorAxis, a.updateWindowAxes, a.insertedWindowAxes,
+		a.scatterAxesToOperandAxes); ok && n == 1 && kind == scatterSum && indices.shape.DType == dtypes.Int32 {
 		// The gradient of the single-element gather above: the same int32 indices, read as they
-		// are. Runs of one index (Shaw's clipped distances: every key past the window adds into
-		// the edge bucket) are summed in a register: adding into memory one after another waits
-		// on the store before each load.
+		// are instead of widened to int in a scratch first.
 		rows := opDims[0]
 		return func(f *frame) {
 			copyOperand(f, ia, io)
-			idx := typed[int32](f.slots[ii])
-			op, up := typed[T](f.slots[io]), typed[T](f.slots[iu])[:len(idx)]
-			for i := 0; i < len(idx); {
-				v, sum := idx[i], up[i]
-				for i++; i < len(idx) && idx[i] == v; i++ {
-					sum += up[i]
-				}
-				if v >= 0 && int(v) < rows {
-					op[v] += sum
-				}
-			}
+			addSingles(typed[T](f.slots[io]), rows, typed[int32](f.slots[ii]), typed[T](f.slots[iu]))
 		}, nil
 	}
 	is := lw.intScratch(indices.shape.Size())
@@ -271,21 +260,6 @@ func scatterStepT[T number](lw *lowering) (stepFn, error) {
 		scatterInto(kind, typed[T](f.slots[io]), opDims, idx, idxDims, typed[T](f.slots[iu]), upDims,
 			a.indexVectorAxis, a.updateWindowAxes, a.insertedWindowAxes, a.scatterAxesToOperandAxes)
 	}, nil
-}
-
-// scatterSingles reports whether a scatter adds single elements into rows of the operand, index
-// i with update i (the case scatterInto handles without a call per element).
-func scatterSingles(opDims, idxDims, upDims []int, a *scatterAttr) bool {
-	if len(a.updateWindowAxes) != len(opDims)-1 || len(upDims) < len(a.updateWindowAxes) {
-		return false
-	}
-	w := make([]int, len(a.updateWindowAxes))
-	for k, ax := range a.updateWindowAxes {
-		w[k] = upDims[ax]
-	}
-	n, ok := mvWholeRows(opDims, idxDims, a.indexVectorAxis, a.insertedWindowAxes, a.scatterAxesToOperandAxes,
-		a.updateWindowAxes, w, len(upDims))
-	return ok && n == 1
 }
 
 func (s scatterStep) f32() (stepFn, error) { return scatterStepT[float32](s.lw) }
