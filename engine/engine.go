@@ -317,8 +317,10 @@ func (e *Engine) positionLimit() int {
 	return 0
 }
 
-// batchInputs pads ragged rows to [len(rows), Bucket(longest)] tensors.
-func (e *Engine) batchInputs(tokens, positions [][]int) (tok, pos, valid *tensors.Tensor, seq int, err error) {
+// batchInputs pads ragged rows to [len(rows), Bucket(longest)] tensors. With share, rows that all
+// have the same positions get them as one row [1, seq]: the model then computes what depends on
+// positions alone once for the batch (as in training, batchTensors).
+func (e *Engine) batchInputs(tokens, positions [][]int, share bool) (tok, pos, valid *tensors.Tensor, seq int, err error) {
 	if len(tokens) == 0 || len(tokens) != len(positions) {
 		return nil, nil, nil, 0, fmt.Errorf("need one positions row per tokens row (got %d and %d)", len(tokens), len(positions))
 	}
@@ -337,24 +339,32 @@ func (e *Engine) batchInputs(tokens, positions [][]int) (tok, pos, valid *tensor
 	if tok, err = e.deviceTensor(shapes.Make(dtypes.Int32, b, seq)); err != nil {
 		return nil, nil, nil, 0, err
 	}
-	if pos, err = e.deviceTensor(shapes.Make(dtypes.Int32, b, seq)); err != nil {
+	posRows := positions
+	if shared := sharedRow(positions); share && shared != nil {
+		posRows = [][]int{shared}
+	}
+	if pos, err = e.deviceTensor(shapes.Make(dtypes.Int32, len(posRows), seq)); err != nil {
 		return nil, nil, nil, 0, err
 	}
 	if valid, err = e.deviceTensor(shapes.Make(dtypes.Bool, b, seq)); err != nil {
 		return nil, nil, nil, 0, err
 	}
 	tensors.MustMutableFlatData(tok, func(t []int32) {
-		tensors.MustMutableFlatData(pos, func(p []int32) {
-			tensors.MustMutableFlatData(valid, func(v []bool) {
-				for i, row := range tokens {
-					for j, id := range row {
-						t[i*seq+j] = int32(id)
-						p[i*seq+j] = int32(positions[i][j])
-						v[i*seq+j] = true
-					}
+		tensors.MustMutableFlatData(valid, func(v []bool) {
+			for i, row := range tokens {
+				for j, id := range row {
+					t[i*seq+j] = int32(id)
+					v[i*seq+j] = true
 				}
-			})
+			}
 		})
+	})
+	tensors.MustMutableFlatData(pos, func(p []int32) {
+		for i, row := range posRows {
+			for j, v := range row {
+				p[i*seq+j] = int32(v)
+			}
+		}
 	})
 	return tok, pos, valid, seq, nil
 }
@@ -386,22 +396,9 @@ func (e *Engine) Forward(tokens, positions [][]int) ([][][]float32, error) {
 	if err := e.checkPositions(positions); err != nil {
 		return nil, err
 	}
-	tok, pos, valid, _, err := e.batchInputs(tokens, positions)
+	tok, pos, valid, _, err := e.batchInputs(tokens, positions, sharePositions)
 	if err != nil {
 		return nil, err
-	}
-	if shared := sharedPositions(positions); shared != nil {
-		// Rows at the same positions (an evaluation's batch of equal-length sequences): one row
-		// of positions, so that what depends on positions alone is computed once (as in training).
-		if pos, err = e.deviceTensor(shapes.Make(dtypes.Int32, 1, tok.Shape().Dim(1))); err != nil {
-			return nil, err
-		}
-		tensors.MustMutableFlatData(pos, func(p []int32) {
-			clear(p)
-			for j, v := range shared {
-				p[j] = int32(v)
-			}
-		})
 	}
 	outs, err := e.full.Exec(tok, pos, valid)
 	if err != nil {

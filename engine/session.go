@@ -322,7 +322,7 @@ func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, er
 	if err := s.e.checkPositions(positions); err != nil {
 		return nil, err
 	}
-	tok, pos, valid, seq, err := s.e.batchInputs(tokens, positions)
+	tok, pos, valid, seq, err := s.e.batchInputs(tokens, positions, false) // the cache keeps a row of positions per sequence
 	if err != nil {
 		return nil, err
 	}

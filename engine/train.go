@@ -65,8 +65,8 @@ func (t *Trainer) loss(ctx *context.Context, in []*Node) *Node {
 	return Neg(Div(total, MaxScalar(ReduceAllSum(weights), 1)))
 }
 
-// sharePositions lets batchTensors pass one row of positions for a batch whose rows all have
-// the same (a test turns it off to compare the two).
+// sharePositions lets batchTensors and Forward pass one row of positions for a batch whose rows
+// all have the same (a test turns it off to compare the two).
 var sharePositions = true
 
 // batchTensors is the batch as the loss graph takes it. When every row has the same positions
@@ -75,33 +75,23 @@ var sharePositions = true
 // the batch instead of once per row — for FIRE's MLP over every (query, key) pair, half a step.
 func batchTensors(b Batch) []any {
 	pos := b.Positions
-	if sharePositions && len(pos) > 1 && allEqual(pos) {
-		pos = pos[:1]
+	if shared := sharedRow(pos); sharePositions && shared != nil {
+		pos = [][]int32{shared}
 	}
 	return []any{tensors.FromValue(b.Inputs), tensors.FromValue(b.Targets), tensors.FromValue(pos), tensors.FromValue(b.Weights)}
 }
 
-// sharedPositions is the one row every row of positions equals, or nil (one row, rows that
-// differ, or sharing turned off).
-func sharedPositions(positions [][]int) []int {
-	if !sharePositions || len(positions) < 2 {
+// sharedRow is the row every one of two or more rows equals, or nil.
+func sharedRow[T comparable](rows [][]T) []T {
+	if len(rows) < 2 {
 		return nil
 	}
-	for _, r := range positions[1:] {
-		if !slices.Equal(r, positions[0]) {
+	for _, r := range rows[1:] {
+		if !slices.Equal(r, rows[0]) {
 			return nil
 		}
 	}
-	return positions[0]
-}
-
-func allEqual(rows [][]int32) bool {
-	for _, r := range rows[1:] {
-		if !slices.Equal(r, rows[0]) {
-			return false
-		}
-	}
-	return true
+	return rows[0]
 }
 
 // Step runs one optimizer step at learning rate lr and returns the batch loss (nats/token).
