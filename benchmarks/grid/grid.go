@@ -70,16 +70,14 @@ func Finished(out string, cells []Cell) map[string]bool {
 			done[c.ID()] = true
 		}
 	}
+	byID := map[string]Cell{}
 	for _, c := range cells {
-		if c.Needs == "" || done[c.ID()] {
-			continue
-		}
-		base := c.Task + "/" + c.Needs
-		for _, b := range cells {
-			if b.ID() == base && done[base] {
-				if _, err := recipe.ReadTrainInfo(b.Dir); err != nil {
-					delete(done, base)
-				}
+		byID[c.ID()] = c
+	}
+	for _, c := range cells {
+		if base, ok := byID[c.Task+"/"+c.Needs]; ok && c.Needs != "" && !done[c.ID()] && done[base.ID()] {
+			if _, err := recipe.ReadTrainInfo(base.Dir); err != nil {
+				delete(done, base.ID())
 			}
 		}
 	}

@@ -125,10 +125,7 @@ func TestRunTrainsEvaluatesAndRespectsNeeds(t *testing.T) {
 func TestRerunSkipsFinishedCells(t *testing.T) {
 	dir := t.TempDir()
 	cells := grid(filepath.Join(dir, "weights"))[:2] // rope seed 1 and its PI fine-tune
-	f := newFake()
-	f.failOn = cells[1].ID()
-	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
-	err := r.Run(cells)
+	r, err := runFailingFineTune(dir, cells)
 	if err == nil || !strings.Contains(err.Error(), cells[1].ID()) || !strings.Contains(err.Error(), "rerun the same command") {
 		t.Fatalf("failure: %v", err)
 	}
@@ -170,10 +167,8 @@ func TestMissingBaseIsAnError(t *testing.T) {
 func TestCurvesKeptAndLostBaseRetrained(t *testing.T) {
 	dir := t.TempDir()
 	cells := grid(filepath.Join(dir, "weights"))[:2] // rope seed 1 and its PI fine-tune
-	f := newFake()
-	f.failOn = cells[1].ID()
-	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
-	if err := r.Run(cells); err == nil {
+	r, err := runFailingFineTune(dir, cells)
+	if err == nil {
 		t.Fatal("the fine-tune was meant to fail")
 	}
 	curve, err := os.ReadFile(CurvePath(dir, cells[0]))
@@ -233,6 +228,15 @@ func TestShippedCells(t *testing.T) {
 	}
 }
 
+// runFailingFineTune runs cells (a base and its PI fine-tune, cells[1]) one at a time with the
+// fine-tune's training failing: the base is done, the fine-tune is not.
+func runFailingFineTune(dir string, cells []Cell) (*Runner, error) {
+	f := newFake()
+	f.failOn = cells[1].ID()
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
+	return r, r.Run(cells)
+}
+
 func TestLastStep(t *testing.T) {
 	dir := t.TempDir()
 	if LastStep(dir) != 0 {
@@ -278,10 +282,8 @@ func TestShippedBaseRestoredForItsFineTune(t *testing.T) {
 	for i := range cells {
 		cells[i].Ship = filepath.Join(dir, "bench", cells[i].Task, cells[i].Name)
 	}
-	f := newFake()
-	f.failOn = cells[1].ID()
-	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
-	if err := r.Run(cells); err == nil {
+	r, err := runFailingFineTune(dir, cells)
+	if err == nil {
 		t.Fatal("the fine-tune was meant to fail")
 	}
 	os.RemoveAll(filepath.Join(dir, "weights")) // a new machine
