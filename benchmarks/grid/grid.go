@@ -7,7 +7,6 @@
 package grid
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -423,11 +422,8 @@ func LastStep(dir string) int {
 	if err != nil {
 		return 0
 	}
-	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
-	last := string(lines[len(lines)-1])
-	step, _, _ := strings.Cut(last, ",")
-	n, _ := strconv.Atoi(step)
-	return n
+	step, _ := recipe.CurveEnd(data)
+	return step
 }
 
 // Assemble writes a task's results file from its cells' files (the order of cells), so the

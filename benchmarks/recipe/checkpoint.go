@@ -82,21 +82,21 @@ func (ti *TrainInfo) Variant() string {
 	return ""
 }
 
-// CurveSeconds is the training wall time at the end of a loss curve (loss.csv's last "seconds",
-// counted over resumptions), 0 if the file is missing or has none. train.json's wall_seconds
-// counted only the last resumption before the sixth session; the larger of the two is right.
-func CurveSeconds(path string) float64 {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
+// CurveEnd reads the last line of a loss curve (cmd/train's loss.csv): its step and its
+// "seconds", the training wall time counted over resumptions; zeros for an empty or header-only
+// curve. train.json's wall_seconds counted only the last resumption before the sixth session, so
+// readers take the larger of the two.
+func CurveEnd(data []byte) (step int, seconds float64) {
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	fields := strings.Split(lines[len(lines)-1], ",")
-	if len(lines) < 2 || len(fields) < 5 {
-		return 0
+	if len(lines) < 2 {
+		return 0, 0
 	}
-	sec, _ := strconv.ParseFloat(fields[4], 64)
-	return sec
+	fields := strings.Split(lines[len(lines)-1], ",")
+	step, _ = strconv.Atoi(fields[0])
+	if len(fields) >= 5 {
+		seconds, _ = strconv.ParseFloat(fields[4], 64)
+	}
+	return step, seconds
 }
 
 // CheckTask is the one-line refusal to score a checkpoint on a task it was not trained for.
@@ -158,7 +158,9 @@ func WriteManifest(weights string) error {
 					size += st.Size()
 				}
 			}
-			wall := max(ti.WallSeconds, CurveSeconds(filepath.Join(dir, "loss.csv")))
+			curve, _ := os.ReadFile(filepath.Join(dir, "loss.csv")) // none: train.json's time alone
+			_, curveWall := CurveEnd(curve)
+			wall := max(ti.WallSeconds, curveWall)
 			es = append(es, ManifestEntry{Task: ti.Task, Scheme: ti.Scheme, Variant: ti.Variant(), Dir: filepath.ToSlash(filepath.Join(task, e.Name())),
 				Steps: ti.Steps, Stop: ti.Stop, Seed: ti.Seed, WallSeconds: wall, Cores: ti.GOMAXPROCS, FinalLoss: ti.FinalLoss,
 				FinalEvalLoss: ti.FinalEvalLoss, Bytes: size, Command: ti.Command})

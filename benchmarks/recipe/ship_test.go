@@ -107,19 +107,15 @@ func TestShips(t *testing.T) {
 	}
 }
 
-// CurveSeconds reads the last line's seconds; a missing file or a curve without them is 0.
-func TestCurveSeconds(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "loss.csv")
-	if CurveSeconds(path) != 0 {
-		t.Error("missing file: want 0")
+// CurveEnd reads the last line's step and seconds; an empty curve or a header alone is zeros.
+func TestCurveEnd(t *testing.T) {
+	if step, sec := CurveEnd(nil); step != 0 || sec != 0 {
+		t.Errorf("no curve: %d, %v; want zeros", step, sec)
 	}
-	os.WriteFile(path, []byte("step,train_loss,eval_loss,lr,seconds\n100,3,2.5,0.001,60.5\n200,1,0.5,0.001,487.2\n"), 0o644)
-	if got := CurveSeconds(path); got != 487.2 {
-		t.Errorf("got %v, want 487.2", got)
+	if step, sec := CurveEnd([]byte("step,train_loss,eval_loss,lr,seconds\n100,3,2.5,0.001,60.5\n200,1,0.5,0.001,487.2\n")); step != 200 || sec != 487.2 {
+		t.Errorf("got %d, %v; want 200, 487.2", step, sec)
 	}
-	os.WriteFile(path, []byte("step,train_loss,eval_loss,lr,seconds\n"), 0o644)
-	if got := CurveSeconds(path); got != 0 {
-		t.Errorf("header only: got %v, want 0", got)
+	if step, sec := CurveEnd([]byte("step,train_loss,eval_loss,lr,seconds\n")); step != 0 || sec != 0 {
+		t.Errorf("header only: got %d, %v; want zeros", step, sec)
 	}
 }

@@ -70,7 +70,8 @@ func ReadCurves(out, task string) ([]Curve, error) {
 			}
 			c.Steps, c.Eval = append(c.Steps, step), append(c.Eval, loss)
 		}
-		c.Info.WallSeconds = max(c.Info.WallSeconds, recipe.CurveSeconds(lossPath))
+		_, curveWall := recipe.CurveEnd(data)
+		c.Info.WallSeconds = max(c.Info.WallSeconds, curveWall)
 		cs = append(cs, c)
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
