@@ -270,11 +270,19 @@ func SameCommand(recorded string, args []string) bool {
 // RecordedArgs are cmd/train's arguments in a train.json command, without -resume (a run
 // resumed before cmd/train left it out recorded it; the model is the same).
 func RecordedArgs(recorded string) []string {
+	return WithoutResume(strings.Fields(strings.TrimPrefix(recorded, "go run ./cmd/train")))
+}
+
+// WithoutResume is a cmd/train command line without -resume (in any of its flag forms): what
+// trains the model, the same for a resumed run as for an uninterrupted one. cmd/train records
+// its command so, and the benchmark compares commands so.
+func WithoutResume(args []string) []string {
 	var out []string
-	for _, a := range strings.Fields(strings.TrimPrefix(recorded, "go run ./cmd/train")) {
-		if a != "-resume" && a != "--resume" {
-			out = append(out, a)
+	for _, a := range args {
+		if f := strings.TrimLeft(a, "-"); strings.HasPrefix(a, "-") && (f == "resume" || strings.HasPrefix(f, "resume=")) {
+			continue
 		}
+		out = append(out, a)
 	}
 	return out
 }

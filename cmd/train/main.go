@@ -24,6 +24,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/corpus"
+	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/progress"
@@ -310,7 +311,7 @@ func run(o options) error {
 		taskVersion = tasks.Version(o.task)
 	}
 	summary := map[string]any{
-		"command":            "go run ./cmd/train " + strings.Join(withoutResume(os.Args[1:]), " "),
+		"command":            "go run ./cmd/train " + strings.Join(recipe.WithoutResume(os.Args[1:]), " "),
 		"task":               o.task,
 		"scheme":             cfg.SchemeName(),
 		"kind":               cfg.Kind,
@@ -370,19 +371,6 @@ func (o options) initEdit() models.Edit {
 		c.MaxSeqLen = max(c.MaxSeqLen, o.seq)
 		return nil
 	}
-}
-
-// withoutResume is the command line without -resume: a resumed run records the command that
-// trains the model, the same as an uninterrupted one, so that the benchmark recognizes it.
-func withoutResume(args []string) []string {
-	var out []string
-	for _, a := range args {
-		if f := strings.TrimLeft(a, "-"); strings.HasPrefix(a, "-") && (f == "resume" || strings.HasPrefix(f, "resume=")) {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 // kindSet reports whether -kind was given on the command line.

@@ -95,11 +95,3 @@ func TestTaskIsRecorded(t *testing.T) {
 		t.Errorf("unknown task: %v", err)
 	}
 }
-
-// A resumed run records the command that trains the model, as an uninterrupted run does.
-func TestWithoutResume(t *testing.T) {
-	got := strings.Join(withoutResume([]string{"-task", "copy", "-resume", "-steps", "10", "--resume=true", "-o", "resume"}), " ")
-	if want := "-task copy -steps 10 -o resume"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
