@@ -89,7 +89,26 @@ func (c Curve) plateaued() bool { return strings.HasPrefix(c.Info.Stop, "plateau
 // TrainingSection is a task's "training" subsection: per label, how the seeds stopped, their
 // steps, final held-out loss and wall time; the models that reached the cap by name; the models
 // of the results whose curves were not kept. rs are the task's results (for that last list).
+// It is empty for a task with nothing trained (baselines only).
 func TrainingSection(task string, cs []Curve, rs []Result, plotName string) string {
+	kept := map[string]bool{}
+	for _, c := range cs {
+		kept[fmt.Sprintf("%s/%d", c.Label, c.Info.Seed)] = true
+	}
+	var lost []string
+	seen := map[string]bool{}
+	for _, r := range rs {
+		key := fmt.Sprintf("%s/%d", r.Label(), r.Seed)
+		if IsBaseline(r.Label()) || strings.Contains(r.Label(), " s=") && !strings.Contains(r.Label(), " ft") ||
+			r.Variant == recipe.SlidingVariant || kept[key] || seen[key] {
+			continue // baselines and evaluation-only rows were never trained
+		}
+		seen[key] = true
+		lost = append(lost, fmt.Sprintf("`%s` seed %d", r.Label(), r.Seed))
+	}
+	if len(cs) == 0 && len(lost) == 0 {
+		return "" // baselines only: nothing was trained
+	}
 	var b strings.Builder
 	b.WriteString("\n### training\n\n")
 	if plotName != "" {
@@ -110,9 +129,6 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	}
 	var capped []string
 	total := 0.0
-	for _, c := range cs {
-		total += c.Info.WallSeconds
-	}
 	for _, l := range labels {
 		var plateau int
 		var steps []string
@@ -124,6 +140,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			case strings.HasPrefix(c.Info.Stop, "step cap"):
 				capped = append(capped, fmt.Sprintf("`%s` seed %d (%s)", l, c.Info.Seed, Num(c.Info.FinalEvalLoss)))
 			} // else a fixed number of steps (a fine-tune): neither
+			total += c.Info.WallSeconds
 			steps = append(steps, strconv.Itoa(c.Info.Steps))
 			loss = append(loss, c.Info.FinalEvalLoss)
 			wall = append(wall, c.Info.WallSeconds/60)
@@ -137,21 +154,6 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	}
 	if len(capped) > 0 {
 		fmt.Fprintf(&b, "\nAt the step cap while still improving (the plateau rule never fired: every 500 steps gained 1%% or more; final held-out loss): %s.\n", strings.Join(capped, ", "))
-	}
-	kept := map[string]bool{}
-	for _, c := range cs {
-		kept[fmt.Sprintf("%s/%d", c.Label, c.Info.Seed)] = true
-	}
-	var lost []string
-	seen := map[string]bool{}
-	for _, r := range rs {
-		key := fmt.Sprintf("%s/%d", r.Label(), r.Seed)
-		if IsBaseline(r.Label()) || strings.Contains(r.Label(), " s=") && !strings.Contains(r.Label(), " ft") ||
-			r.Variant == recipe.SlidingVariant || kept[key] || seen[key] {
-			continue // baselines and evaluation-only rows were never trained
-		}
-		seen[key] = true
-		lost = append(lost, fmt.Sprintf("`%s` seed %d", r.Label(), r.Seed))
 	}
 	if len(lost) > 0 {
 		fmt.Fprintf(&b, "\nCurves not kept (trained before the grid kept them beside the results; their checkpoints' machine is gone): %s.\n", strings.Join(lost, ", "))

@@ -66,3 +66,11 @@ func TestTrainingSection(t *testing.T) {
 		t.Errorf("plot: %d bytes, %v", len(png), err)
 	}
 }
+
+// A task whose results are baselines only has no training subsection.
+func TestTrainingSectionEmptyForBaselines(t *testing.T) {
+	rs := []Result{{Task: "lm", Model: "unigram", Scheme: "unigram", Seed: 1, Depth: math.NaN(), Metric: "bits_per_byte"}}
+	if s := TrainingSection("lm", nil, rs, ""); s != "" {
+		t.Errorf("baselines only: got\n%s", s)
+	}
+}

@@ -189,9 +189,7 @@ func WriteReport(out string) error {
 					return err
 				}
 			}
-			if t := TrainingSection(task, cs, rs, name); cs != nil || strings.Contains(t, "not kept") {
-				b.WriteString(t) // not for a task with baselines only
-			}
+			b.WriteString(TrainingSection(task, cs, rs, name))
 		}
 	}
 	return models.WriteFileAtomic(path, []byte(b.String()))
