@@ -9,9 +9,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -162,6 +164,9 @@ func run(o options) error {
 		if err != nil {
 			return fmt.Errorf("resuming: %w", err)
 		}
+		if _, err := os.Stat(filepath.Join(o.out, stateFile)); errors.Is(err, fs.ErrNotExist) {
+			return finishedWithoutState(o)
+		}
 		if err := loadState(filepath.Join(o.out, stateFile), ctx); err != nil {
 			return fmt.Errorf("resuming: %w", err)
 		}
@@ -215,11 +220,11 @@ func run(o options) error {
 	}
 	if o.resume && first >= end {
 		// Nothing left to train: say so rather than run zero steps and report their NaN loss.
-		why := fmt.Sprintf("-steps %d", o.steps)
+		why, fix := fmt.Sprintf("-steps %d", o.steps), "raise -steps"
 		if plat != nil && plat.end < o.steps {
-			why = plat.stopReason()
+			why, fix = plat.stopReason(), "raise -plateau or lower -plateau-tol"
 		}
-		fmt.Fprintf(os.Stderr, "train: %s already finished at step %d (%s); nothing to do (raise -steps to train further)\n", o.out, first, why)
+		fmt.Fprintf(os.Stderr, "train: %s already finished at step %d (%s); nothing to do (%s to train further)\n", o.out, first, why, fix)
 		return nil
 	}
 	sampler := corpus.NewSampler(data.Train, o.seed+int64(tr.GlobalStep()))
@@ -477,4 +482,28 @@ func makeBatch(kind string, in, tgt [][]int32, maskRate float64, r *rand.Rand, m
 		b.Inputs[i] = masked
 	}
 	return b
+}
+
+// finishedWithoutState answers -resume on a checkpoint without its optimizer state (the
+// benchmark grid removes it from finished models): a run that reached the asked -steps, or
+// that its plateau ended, has nothing to do; one asked to go further cannot resume, but can
+// start again from the weights.
+func finishedWithoutState(o options) error {
+	var info struct {
+		Steps int    `json:"steps"`
+		Stop  string `json:"stop"`
+	}
+	js, err := os.ReadFile(filepath.Join(o.out, "train.json"))
+	if err != nil {
+		return fmt.Errorf("resuming %s: no %s to resume from; train it again without -resume", o.out, stateFile)
+	}
+	if err := json.Unmarshal(js, &info); err != nil {
+		return fmt.Errorf("resuming %s: reading train.json: %w", o.out, err)
+	}
+	if o.steps <= info.Steps || strings.HasPrefix(info.Stop, "plateau") {
+		fmt.Fprintf(os.Stderr, "train: %s already finished at step %d (%s); nothing to do\n", o.out, info.Steps, info.Stop)
+		return nil
+	}
+	return fmt.Errorf("resuming %s: it finished at step %d (%s) and its optimizer state (%s) was removed, so it cannot go on to -steps %d; start a new run from its weights with -init %s -o <new folder>",
+		o.out, info.Steps, info.Stop, stateFile, o.steps, o.out)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,6 +131,30 @@ func TestPlateauRunResumeAndInit(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, "train.json")); string(after) != string(data) {
 		t.Errorf("resuming a finished run rewrote train.json")
+	}
+	// The grid removes a finished model's optimizer state: resuming it is still nothing to do
+	// for a run its plateau ended, or one at its -steps; asked to go past a cap, it fails in one
+	// line that names -init.
+	if err := os.Remove(filepath.Join(dir, stateFile)); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := trainProcess(t, append(args, "-steps", "1000", "-resume")...); code != 0 || !strings.Contains(out, "already finished at step") {
+		t.Errorf("resuming a plateaued run without its state: exit %d, output:\n%s", code, out)
+	}
+	capped := t.TempDir()
+	short := append(slices.Clone(args[:len(args)-6]), "-steps", "4", "-o", capped)
+	if out, code := trainProcess(t, short...); code != 0 {
+		t.Fatalf("training exited %d:\n%s", code, out)
+	}
+	if err := os.Remove(filepath.Join(capped, stateFile)); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := trainProcess(t, append(short, "-resume")...); code != 0 || !strings.Contains(out, "already finished at step 4") {
+		t.Errorf("resuming a capped run without its state: exit %d, output:\n%s", code, out)
+	}
+	out, code = trainProcess(t, append(short, "-steps", "8", "-resume")...)
+	if code == 0 || !strings.Contains(out, "-init "+capped) || strings.Contains(out, "goroutine") {
+		t.Errorf("resuming past a capped run without its state: exit %d, output:\n%s", code, out)
 	}
 	ft := t.TempDir()
 	out, code = trainProcess(t, "-task", "reverse", "-init", dir, "--rope-scaling", "linear", "--rope-scale", "2", "-seq", "32",
