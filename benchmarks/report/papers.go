@@ -121,6 +121,39 @@ func inconclusiveMissing(f Finding, miss []string) Finding {
 	return f
 }
 
+// pairs sorts the comparisons of a finding that expects one side above the other: held (the
+// expected side's interval lies above), reversed (it lies below) or overlapping.
+type pairs struct{ held, reversed, overlap []string }
+
+// compare files the comparison named pair, whose claim is that hi lies above lo.
+func (p *pairs) compare(pair string, lo, hi stats.Summary) {
+	switch {
+	case stats.Below(lo, hi):
+		p.held = append(p.held, pair)
+	case stats.Below(hi, lo):
+		p.reversed = append(p.reversed, pair)
+	default:
+		p.overlap = append(p.overlap, pair)
+	}
+}
+
+// verdict is the finding's: inconclusive while a summary lacks seeds, not reproduced if any
+// comparison is reversed (reversedWhy, then the pairs), inconclusive if any overlaps, and
+// reproduced (heldWhy) when every one holds.
+func (p pairs) verdict(f Finding, miss []string, reversedWhy, heldWhy string) Finding {
+	switch {
+	case len(miss) > 0:
+		return inconclusiveMissing(f, miss)
+	case len(p.reversed) > 0:
+		f.Verdict, f.Reason = NotReproduced, reversedWhy+": "+strings.Join(p.reversed, "; ")
+	case len(p.overlap) > 0:
+		f.Verdict, f.Reason = Inconclusive, "intervals overlap: "+strings.Join(p.overlap, "; ")
+	default:
+		f.Verdict, f.Reason = Reproduced, heldWhy
+	}
+	return f
+}
+
 // flatFinding: Press et al. 2022 (Fig. 1) and the KERPLE and FIRE papers.
 func flatFinding(rs []Result) Finding {
 	f := Finding{Paper: "Press et al. 2022 (ALiBi, Fig. 1); Chi et al. 2022 (KERPLE); Li et al. 2023 (FIRE)",
@@ -228,7 +261,8 @@ func nopeFinding(copyRs, reverseRs []Result) Finding {
 		Claim: "NoPE and T5's relative bias generalize copy and reverse to longer inputs better than absolute positions (sinusoidal, learned)",
 		Tasks: "copy, reverse", Conditions: "token accuracy at 2L, every pair (NoPE or T5) vs (sinusoidal or learned)"}
 	good, absolute := []string{"none", "t5"}, []string{"sinusoidal", "learned"}
-	var measured, wins, losses, overlaps, miss []string
+	var measured, miss []string
+	var ps pairs
 	for _, tr := range []struct {
 		task string
 		rs   []Result
@@ -246,30 +280,12 @@ func nopeFinding(copyRs, reverseRs []Result) Finding {
 		measured = append(measured, tr.task+": "+strings.Join(parts, ", "))
 		for _, g := range good {
 			for _, a := range absolute {
-				pair := fmt.Sprintf("%s %s vs %s", tr.task, g, a)
-				switch {
-				case stats.Below(sum[a], sum[g]):
-					wins = append(wins, pair)
-				case stats.Below(sum[g], sum[a]):
-					losses = append(losses, pair)
-				default:
-					overlaps = append(overlaps, pair)
-				}
+				ps.compare(fmt.Sprintf("%s %s vs %s", tr.task, g, a), sum[a], sum[g])
 			}
 		}
 	}
 	f.Measured = strings.Join(measured, "; ")
-	switch {
-	case len(miss) > 0:
-		return inconclusiveMissing(f, miss)
-	case len(losses) > 0:
-		f.Verdict, f.Reason = NotReproduced, "the absolute scheme is better, intervals disjoint: "+strings.Join(losses, "; ")
-	case len(overlaps) > 0:
-		f.Verdict, f.Reason = Inconclusive, "intervals overlap: "+strings.Join(overlaps, "; ")
-	default:
-		f.Verdict, f.Reason = Reproduced, "NoPE and T5 above both absolute schemes on both tasks, intervals disjoint"
-	}
-	return f
+	return ps.verdict(f, miss, "the absolute scheme is better, intervals disjoint", "NoPE and T5 above both absolute schemes on both tasks, intervals disjoint")
 }
 
 // randposFinding: Ruoss et al. 2023.
@@ -277,7 +293,8 @@ func randposFinding(copyRs, reverseRs []Result, schemes []string) Finding {
 	f := Finding{Paper: "Ruoss et al. 2023 (randomized positions)",
 		Claim: "training on randomized positions (a sorted random subset of a longer range) improves length generalization of every encoding",
 		Tasks: "copy, reverse", Conditions: "token accuracy averaged over 2L..16L, each scheme with and without randomized positions"}
-	var measured, better, worse, overlaps, miss []string
+	var measured, miss []string
+	var ps pairs
 	for _, tr := range []struct {
 		task string
 		rs   []Result
@@ -292,30 +309,15 @@ func randposFinding(copyRs, reverseRs []Result, schemes []string) Finding {
 			plain, with := summaryOf(meanOverLengths(tr.rs, s, "token_accuracy", past)), summaryOf(meanOverLengths(tr.rs, rp, "token_accuracy", past))
 			measured = append(measured, fmt.Sprintf("%s %s: %s → %s", tr.task, s, fmtSum("", plain, false), fmtSum("", with, false)))
 			pair := tr.task + " " + s
-			switch {
-			case !plain.HasInterval() || !with.HasInterval():
+			if !plain.HasInterval() || !with.HasInterval() {
 				miss = append(miss, fmt.Sprintf("%s (%s and %s)", pair, seeds(plain.N), seeds(with.N)))
-			case stats.Below(plain, with):
-				better = append(better, pair)
-			case stats.Below(with, plain):
-				worse = append(worse, pair)
-			default:
-				overlaps = append(overlaps, pair)
+				continue
 			}
+			ps.compare(pair, plain, with)
 		}
 	}
 	f.Measured = strings.Join(measured, "; ")
-	switch {
-	case len(miss) > 0:
-		return inconclusiveMissing(f, miss)
-	case len(worse) > 0:
-		f.Verdict, f.Reason = NotReproduced, "randomized positions are worse, intervals disjoint: "+strings.Join(worse, "; ")
-	case len(overlaps) > 0:
-		f.Verdict, f.Reason = Inconclusive, "intervals overlap: "+strings.Join(overlaps, "; ")
-	default:
-		f.Verdict, f.Reason = Reproduced, "better for every scheme and task, intervals disjoint"
-	}
-	return f
+	return ps.verdict(f, miss, "randomized positions are worse, intervals disjoint", "better for every scheme and task, intervals disjoint")
 }
 
 // PapersSection renders the findings as RESULTS.md's "Against the papers" section.
