@@ -61,7 +61,7 @@ func runGGUF(o options, out io.Writer) error {
 	if !o.set["repeat-penalty"] {
 		// llama.cpp's default (repeat penalty off since 2024); 1.1 is for the project's own
 		// byte-level models, which fall into runs of tabs without it.
-		o.repeatPenalty = 1
+		o.sampling.RepeatPenalty = 1
 	}
 	sm, err := o.sampler()
 	if err != nil {

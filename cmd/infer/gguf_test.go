@@ -46,7 +46,7 @@ func exportGGUF(t *testing.T, path string, tok tokenizer.Tokenizer) string {
 }
 
 func ggufOptions(model string) options {
-	return options{model: model, prompt: "func main() {", n: 24, temp: 0, topK: 40, topP: 0.95, repeatPenalty: 1.1, repeatLastN: 64, seed: 1, set: map[string]bool{}}
+	return options{model: model, prompt: "func main() {", n: 24, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, RepeatLastN: 64}, seed: 1, set: map[string]bool{}}
 }
 
 // The shipped byte-level decoder, as GGUF with its tokenizer in the file, prints what the
@@ -84,7 +84,7 @@ func TestGGUFText(t *testing.T) {
 	}
 	to262 := exportGGUF(t, constantModel(t, 300, 262), l2c) // " hi" every step
 	o := ggufOptions(to262)
-	o.prompt, o.n, o.repeatPenalty = "a", 4, 1
+	o.prompt, o.n, o.sampling.RepeatPenalty = "a", 4, 1
 	var out bytes.Buffer
 	if err := runGGUF(o, &out); err != nil {
 		t.Fatal(err)

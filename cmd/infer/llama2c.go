@@ -41,16 +41,16 @@ func runLlama2C(o options, out io.Writer) error {
 		return false
 	}
 	if !given("temp") {
-		o.temp = runcTemp
+		o.sampling.Temp = runcTemp
 	}
 	if !given("top-p") {
-		o.topP = runcTopP
+		o.sampling.TopP = runcTopP
 	}
 	if !given("top-k") {
-		o.topK = 0
+		o.sampling.TopK = 0
 	}
 	if !given("repeat-penalty") {
-		o.repeatPenalty = 1
+		o.sampling.RepeatPenalty = 1
 	}
 	if !given("n", "n-predict") {
 		o.n = runcSteps

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
 )
@@ -76,12 +77,12 @@ func tokenizerFile(t *testing.T, n int) string {
 
 // llama2cOptions are the flag defaults, with the given flags marked as set.
 func llama2cOptions(model string, set ...string) options {
-	o := options{model: model, prompt: "func main() {", n: 128, temp: 0.8, topK: 40, topP: 0.95, repeatPenalty: 1.1, repeatLastN: 64, seed: 1,
+	o := options{model: model, prompt: "func main() {", n: 128, sampling: engine.Sampling{Temp: 0.8, TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, RepeatLastN: 64}, seed: 1,
 		set: map[string]bool{"temp": true}}
 	for _, s := range set {
 		o.set[s] = true
 	}
-	o.temp = 0
+	o.sampling.Temp = 0
 	return o
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
+	"github.com/posformer/posformer/cmd/internal/sampleflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
@@ -35,9 +36,8 @@ const DefaultModel = "weights/rope-decoder"
 type options struct {
 	model, prompt, backend, cpuprofile string
 	weights                            string // f32, bf16, q8_0 or q4_0: the weights' type in memory
-	n, topK, ctxSize                   int
-	temp, topP, repeatPenalty          float64
-	repeatLastN                        int
+	n, ctxSize                         int
+	sampling                           engine.Sampling // its Seed comes from seed
 	ignoreEOS                          bool
 	seed                               int64
 	rope                               *ropeflags.Flags
@@ -63,11 +63,7 @@ func main() {
 	for _, name := range []string{"c", "ctx-size"} {
 		fs.IntVar(&o.ctxSize, name, 0, "context size, the KV-cache capacity (0: the model's max_seq_len)")
 	}
-	fs.Float64Var(&o.temp, "temp", 0.8, "temperature (0: greedy)")
-	fs.IntVar(&o.topK, "top-k", 40, "top-k sampling (0: off)")
-	fs.Float64Var(&o.topP, "top-p", 0.95, "top-p sampling (1: off)")
-	fs.Float64Var(&o.repeatPenalty, "repeat-penalty", 1.1, "penalize tokens repeated within the last --repeat-last-n (1: off)")
-	fs.IntVar(&o.repeatLastN, "repeat-last-n", 64, "tokens considered by --repeat-penalty")
+	sampleflag.Register(fs, &o.sampling, "")
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at the end-of-text token (BOS for llama2.c models): generate -n tokens, for benchmarks")
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
@@ -104,16 +100,11 @@ func run(o options, args []string) error {
 		return fmt.Errorf("unexpected argument %q; pass the prompt with -p", args[0])
 	case o.n < -1:
 		return fmt.Errorf("-n must be >= -1, got %d", o.n)
-	case o.temp < 0:
-		return fmt.Errorf("--temp must be >= 0, got %g", o.temp)
-	case o.topK < 0:
-		return fmt.Errorf("--top-k must be >= 0, got %d", o.topK)
-	case o.topP <= 0 || o.topP > 1:
-		return fmt.Errorf("--top-p must be in (0, 1], got %g", o.topP)
-	case o.repeatPenalty <= 0:
-		return fmt.Errorf("--repeat-penalty must be > 0, got %g", o.repeatPenalty)
 	case o.ctxSize < 0:
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
+	}
+	if err := sampleflag.Check(o.sampling); err != nil {
+		return err
 	}
 	if _, err := o.weightType(); err != nil {
 		return err
@@ -249,7 +240,9 @@ func (o options) sampler() (*engine.Sampler, error) {
 	if o.seed < 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	return engine.NewSampler(engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, Seed: seed, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN})
+	s := o.sampling
+	s.Seed = seed
+	return engine.NewSampler(s)
 }
 
 // printStats is the summary line every run ends with, on stderr: where the time went and the

@@ -3,19 +3,21 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/posformer/posformer/engine"
 )
 
 func TestBadFlags(t *testing.T) {
-	base := options{model: "../../" + DefaultModel, prompt: "x", n: 4, temp: 0, topK: 40, topP: 0.95, repeatPenalty: 1}
+	base := options{model: "../../" + DefaultModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 	cases := []struct {
 		mutate func(*options)
 		args   []string
 		want   string
 	}{
 		{func(o *options) { o.n = -5 }, nil, "-n must be"},
-		{func(o *options) { o.temp = -1 }, nil, "--temp"},
-		{func(o *options) { o.topP = 1.5 }, nil, "--top-p"},
-		{func(o *options) { o.topK = -1 }, nil, "--top-k"},
+		{func(o *options) { o.sampling.Temp = -1 }, nil, "--temp"},
+		{func(o *options) { o.sampling.TopP = 1.5 }, nil, "--top-p"},
+		{func(o *options) { o.sampling.TopK = -1 }, nil, "--top-k"},
 		{func(o *options) {}, []string{"stray"}, "unexpected argument"},
 		{func(o *options) { o.model = t.TempDir() }, nil, "no model at"},
 		{func(o *options) { o.backend = "xla:cpu" }, nil, "PJRT"},

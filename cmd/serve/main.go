@@ -30,6 +30,7 @@ import (
 
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
+	"github.com/posformer/posformer/cmd/internal/sampleflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
@@ -51,8 +52,7 @@ type options struct {
 	ctxSize, nPredict             int
 	maxBody                       int64
 	timeout, grace                time.Duration
-	temp, topP, repeatPenalty     float64
-	topK, repeatLastN             int
+	sampling                      engine.Sampling // the defaults of requests; Seed unused (seed)
 	seed                          int64
 	warmup                        bool
 	rope                          *ropeflags.Flags
@@ -88,11 +88,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 		fs.DurationVar(&o.timeout, name, 10*time.Minute, "longest a request may take, waiting included (504 past it)")
 	}
 	fs.DurationVar(&o.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cancelled")
-	fs.Float64Var(&o.temp, "temp", 0.8, "default temperature (0: greedy)")
-	fs.IntVar(&o.topK, "top-k", 40, "default top-k (0: off)")
-	fs.Float64Var(&o.topP, "top-p", 0.95, "default top-p (1: off)")
-	fs.Float64Var(&o.repeatPenalty, "repeat-penalty", 1.1, "default repeat penalty (1: off)")
-	fs.IntVar(&o.repeatLastN, "repeat-last-n", 64, "tokens the repeat penalty looks back on")
+	sampleflag.Register(fs, &o.sampling, "default ")
 	fs.Int64Var(&o.seed, "seed", -1, "default seed of requests without one (-1: from the clock)")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go, xla:cpu or xla:cuda")
 	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory: "+layers.WeightTypes+" (default: as stored)")
@@ -134,16 +130,9 @@ func (o *options) check() error {
 		return fmt.Errorf("--max-body must be >= 1 byte, got %d", o.maxBody)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be > 0, got %s", o.timeout)
-	case o.temp < 0:
-		return fmt.Errorf("--temp must be >= 0, got %g", o.temp)
-	case o.topK < 0:
-		return fmt.Errorf("--top-k must be >= 0, got %d", o.topK)
-	case o.topP <= 0 || o.topP > 1:
-		return fmt.Errorf("--top-p must be in (0, 1], got %g", o.topP)
-	case o.repeatPenalty <= 0:
-		return fmt.Errorf("--repeat-penalty must be > 0, got %g", o.repeatPenalty)
-	case o.repeatLastN < 0:
-		return fmt.Errorf("--repeat-last-n must be >= 0, got %d", o.repeatLastN)
+	}
+	if err := sampleflag.Check(o.sampling); err != nil {
+		return err
 	}
 	_, err := o.weightType()
 	return err
@@ -173,7 +162,7 @@ func (o *options) edits() []models.Edit {
 func (o *options) config() config {
 	return config{
 		parallel: o.parallel, queue: o.queue, chunk: o.batch, maxBody: o.maxBody, timeout: o.timeout, nPredict: o.nPredict,
-		defaults: engine.Sampling{Temp: o.temp, TopK: o.topK, TopP: o.topP, RepeatPenalty: o.repeatPenalty, RepeatLastN: o.repeatLastN},
+		defaults: o.sampling,
 		seed:     o.seed, stepDelay: o.stepDelay,
 	}
 }
