@@ -12,6 +12,7 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/stats"
+	"github.com/posformer/posformer/benchmarks/tasks"
 )
 
 func res(task, scheme, variant string, seed, length int, metric string, v float64) Result {
@@ -187,8 +188,27 @@ func TestRopeFindings(t *testing.T) {
 			res("lm", "rope", "PI s=4 ft", seed, 256, "bits_per_byte", 3.05+e), res("lm", "rope", "", seed, 1024, "bits_per_byte", 4.5+e),
 			res("lm", "rope", "yarn s=16", seed, 1024, "bits_per_byte", 3.4+e), res("lm", "rope", "linear s=16", seed, 1024, "bits_per_byte", 3.9+e))
 	}
-	if f := piFinding(rs, 4); f.Verdict != Reproduced {
+	if f := piFinding(tasks.LM, rs, 4); f.Verdict != Reproduced {
 		t.Errorf("PI: %+v", f)
+	}
+	// On passkey the metric is exact match, higher is better: kept within 0.1 of L and above
+	// unscaled RoPE is reproduced; a drop of 0.5 is not.
+	var pk []Result
+	for seed := 1; seed <= 3; seed++ {
+		e := 0.01 * float64(seed)
+		pk = append(pk, res("passkey", "rope", "", seed, 64, "exact_match", 0.99-e), res("passkey", "rope", "", seed, 256, "exact_match", 0.3+e),
+			res("passkey", "rope", "PI s=4 ft", seed, 256, "exact_match", 0.96-e))
+	}
+	if f := piFinding(tasks.Passkey, pk, 4); f.Verdict != Reproduced || !strings.Contains(f.Measured, "worse than RoPE at L by +0.030") {
+		t.Errorf("PI on passkey: %+v", f)
+	}
+	for i := range pk {
+		if pk[i].Variant == "PI s=4 ft" {
+			pk[i].Value -= 0.5
+		}
+	}
+	if f := piFinding(tasks.Passkey, pk, 4); f.Verdict != NotReproduced || !strings.Contains(f.Reason, "0.530 exact match worse") {
+		t.Errorf("PI on passkey, a drop of 0.5: %+v", f)
 	}
 	f := yarnFinding(rs, 16)
 	if f.Verdict != Reproduced || !strings.Contains(f.Measured, "closes 73% of RoPE's gap") {
