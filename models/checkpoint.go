@@ -170,6 +170,15 @@ func WriteFileAtomic(path string, data []byte) error {
 	return nil
 }
 
+// CopyFileAtomic copies the file src to dst (WriteFileAtomic), so that dst is never half written.
+func CopyFileAtomic(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(dst, data)
+}
+
 // Load reads a checkpoint directory: its config, then every tensor the config implies, each
 // checked for presence, dtype and shape before it is read. Tensors are streamed one at a time
 // into the variables of the returned context.

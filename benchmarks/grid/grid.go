@@ -328,11 +328,7 @@ func restoreShipped(cells []Cell) error {
 			return fmt.Errorf("restoring %s: %w", c.ID(), err)
 		}
 		for _, e := range entries {
-			data, err := os.ReadFile(filepath.Join(c.Ship, e.Name()))
-			if err == nil {
-				err = models.WriteFileAtomic(filepath.Join(c.Dir, e.Name()), data)
-			}
-			if err != nil {
+			if err := models.CopyFileAtomic(filepath.Join(c.Ship, e.Name()), filepath.Join(c.Dir, e.Name())); err != nil {
 				return fmt.Errorf("restoring %s: %w", c.ID(), err)
 			}
 		}
@@ -348,17 +344,14 @@ func keepCurve(out string, c Cell) error {
 		{"loss.csv", dst},
 		{"train.json", strings.TrimSuffix(dst, ".loss.csv") + ".train.json"},
 	} {
-		data, err := os.ReadFile(filepath.Join(c.Dir, f.from))
-		if errors.Is(err, os.ErrNotExist) {
+		from := filepath.Join(c.Dir, f.from)
+		if _, err := os.Stat(from); errors.Is(err, os.ErrNotExist) {
 			continue
-		}
-		if err != nil {
-			return fmt.Errorf("keeping %s's curve: %w", c.ID(), err)
 		}
 		if err := os.MkdirAll(filepath.Dir(f.to), 0o755); err != nil {
 			return fmt.Errorf("keeping %s's curve: %w", c.ID(), err)
 		}
-		if err := models.WriteFileAtomic(f.to, data); err != nil {
+		if err := models.CopyFileAtomic(from, f.to); err != nil {
 			return fmt.Errorf("keeping %s's curve: %w", c.ID(), err)
 		}
 	}

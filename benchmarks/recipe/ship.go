@@ -58,11 +58,7 @@ func Ship(src, dst string) error {
 		return fmt.Errorf("shipping %s: %w", src, err)
 	}
 	for _, name := range []string{models.ConfigFile, "train.json", "loss.csv"} {
-		data, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			return fmt.Errorf("shipping %s: %w", src, err)
-		}
-		if err := models.WriteFileAtomic(filepath.Join(tmp, name), data); err != nil {
+		if err := models.CopyFileAtomic(filepath.Join(src, name), filepath.Join(tmp, name)); err != nil {
 			return fmt.Errorf("shipping %s: %w", src, err)
 		}
 	}
