@@ -122,15 +122,14 @@ func inconclusiveMissing(f Finding, miss []string) Finding {
 	return f
 }
 
-// pairs sorts the comparisons of a finding that expects one side above the other: held (the
-// expected side's interval lies above), reversed (it lies below) or overlapping.
-type pairs struct{ held, reversed, overlap []string }
+// pairs collects the comparisons of a finding, each expecting one side above the other, that do
+// not hold: reversed (the expected side's interval lies below) or overlapping.
+type pairs struct{ reversed, overlap []string }
 
 // compare files the comparison named pair, whose claim is that hi lies above lo.
 func (p *pairs) compare(pair string, lo, hi stats.Summary) {
 	switch {
-	case stats.Below(lo, hi):
-		p.held = append(p.held, pair)
+	case stats.Below(lo, hi): // holds
 	case stats.Below(hi, lo):
 		p.reversed = append(p.reversed, pair)
 	default:
