@@ -253,7 +253,7 @@ func (l Lines) draw(c draw.Canvas) error {
 	}
 	if l.LogY {
 		p.Y.Scale = gp.LogScale{}
-		p.Y.Tick.Marker = gp.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = log10Ticks{}
 	}
 	for i, s := range l.Series {
 		if len(s.X) != len(s.Y) {
@@ -355,6 +355,35 @@ func (log2Ticks) Ticks(min, max float64) []gp.Tick {
 		if v := math.Exp2(e); v >= min*(1-1e-9) && v <= max*(1+1e-9) {
 			ticks = append(ticks, gp.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
 		}
+	}
+	return ticks
+}
+
+// log10Ticks labels a log-scale axis at 1, 2 and 5 times the powers of ten inside its range,
+// with unlabelled ticks at the other multiples. A range holding fewer than three of those (a
+// loss between 1.2 and 3 nats) gets evenly spaced ticks instead: gonum's LogTicks labels only
+// powers of ten, and such an axis had no number on it at all.
+type log10Ticks struct{}
+
+func (log10Ticks) Ticks(min, max float64) []gp.Tick {
+	var ticks []gp.Tick
+	labelled := 0
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * math.Pow(10, e)
+			if v < min*(1-1e-9) || v > max*(1+1e-9) {
+				continue
+			}
+			t := gp.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = fmt.Sprintf("%.6g", v)
+				labelled++
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	if labelled < 3 {
+		return gp.DefaultTicks{}.Ticks(min, max)
 	}
 	return ticks
 }

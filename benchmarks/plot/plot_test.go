@@ -115,6 +115,29 @@ func TestLogXTicksAndErrors(t *testing.T) {
 	}
 }
 
+// Log-10 ticks label 1, 2 and 5 times the powers of ten over a wide range; a range under a
+// decade, where few of those fall, still gets at least three numbers.
+func TestLogYTicks(t *testing.T) {
+	labels := func(min, max float64) []string {
+		var out []string
+		for _, tk := range (log10Ticks{}).Ticks(min, max) {
+			if tk.Label != "" {
+				if tk.Value < min || tk.Value > max {
+					t.Errorf("range [%g, %g]: tick %g outside", min, max, tk.Value)
+				}
+				out = append(out, tk.Label)
+			}
+		}
+		return out
+	}
+	if got, want := strings.Join(labels(0.0004, 3), " "), "0.0005 0.001 0.002 0.005 0.01 0.02 0.05 0.1 0.2 0.5 1 2"; got != want {
+		t.Errorf("wide range: labels %q, want %q", got, want)
+	}
+	if got := labels(1.18, 3.1); len(got) < 3 {
+		t.Errorf("range [1.18, 3.1]: labels %q, want three or more", got)
+	}
+}
+
 // Error bars are drawn in the series' colour: with a bar at x = 8 from 0.2 to 0.8 on a flat line
 // at 0.5, the column through x = 8 has coloured pixels well above and below the line, and a
 // series without intervals has none there.
