@@ -37,6 +37,10 @@ type TrainInfo struct {
 	Init            string         `json:"init"`
 }
 
+// Plateaued reports whether the stopping rule ended the run, rather than its step cap
+// (cmd/train's stop reads "plateau at step N, cool-down to M").
+func (ti TrainInfo) Plateaued() bool { return strings.HasPrefix(ti.Stop, "plateau") }
+
 // ReadTrainInfo reads dir/train.json; a checkpoint without one was not trained to the end.
 func ReadTrainInfo(dir string) (*TrainInfo, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "train.json"))

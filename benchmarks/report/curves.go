@@ -83,9 +83,6 @@ func ReadCurves(out, task string) ([]Curve, error) {
 	return cs, nil
 }
 
-// plateaued reports whether the stopping rule ended the run (not the step cap).
-func (c Curve) plateaued() bool { return strings.HasPrefix(c.Info.Stop, "plateau") }
-
 // TrainingSection is a task's "training" subsection: per label, how the seeds stopped, their
 // steps, final held-out loss and wall time; the models that reached the cap by name; the models
 // of the results whose curves were not kept. rs are the task's results (for that last list).
@@ -135,7 +132,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		var loss, wall []float64
 		for _, c := range byLabel[l] {
 			switch {
-			case c.plateaued():
+			case c.Info.Plateaued():
 				plateau++
 			case strings.HasPrefix(c.Info.Stop, "step cap"):
 				capped = append(capped, fmt.Sprintf("`%s` seed %d (%s)", l, c.Info.Seed, Num(c.Info.FinalEvalLoss)))

@@ -489,18 +489,14 @@ func makeBatch(kind string, in, tgt [][]int32, maskRate float64, r *rand.Rand, m
 // that its plateau ended, has nothing to do; one asked to go further cannot resume, but can
 // start again from the weights.
 func finishedWithoutState(o options) error {
-	var info struct {
-		Steps int    `json:"steps"`
-		Stop  string `json:"stop"`
-	}
-	js, err := os.ReadFile(filepath.Join(o.out, "train.json"))
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(o.out, "train.json")); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("resuming %s: no %s to resume from; train it again without -resume", o.out, stateFile)
 	}
-	if err := json.Unmarshal(js, &info); err != nil {
-		return fmt.Errorf("resuming %s: reading train.json: %w", o.out, err)
+	info, err := recipe.ReadTrainInfo(o.out)
+	if err != nil {
+		return fmt.Errorf("resuming: %w", err)
 	}
-	if o.steps <= info.Steps || strings.HasPrefix(info.Stop, "plateau") {
+	if o.steps <= info.Steps || info.Plateaued() {
 		fmt.Fprintf(os.Stderr, "train: %s already finished at step %d (%s); nothing to do\n", o.out, info.Steps, info.Stop)
 		return nil
 	}

@@ -14,6 +14,7 @@ package sampleflag
 import (
 	"flag"
 	"fmt"
+	"math"
 
 	"github.com/posformer/posformer/engine"
 )
@@ -31,7 +32,7 @@ func Register(fs *flag.FlagSet, s *engine.Sampling, what string) {
 // Check returns a one-line error naming the first flag out of its range.
 func Check(s engine.Sampling) error {
 	switch {
-	case s.Temp < 0 || s.Temp != s.Temp:
+	case s.Temp < 0 || math.IsNaN(s.Temp):
 		return fmt.Errorf("--temp must be >= 0, got %g", s.Temp)
 	case s.TopK < 0:
 		return fmt.Errorf("--top-k must be >= 0, got %d", s.TopK)
