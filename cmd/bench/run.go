@@ -69,6 +69,7 @@ func runEval(o options) error {
 		cells []eval.Cell
 	}
 	var todo []work
+	var missing []string
 	total := 0
 	for _, task := range o.tasks {
 		var rows []eval.Row
@@ -83,7 +84,7 @@ func runEval(o options) error {
 		}
 		rows = append(rows, userRows(task, rows)...)
 		if len(rows) == 0 {
-			fmt.Fprintf(os.Stderr, "bench: no finished %s checkpoints under %s for the chosen schemes; train them with --full -task %s\n", task, filepath.Join(o.weights, task), task)
+			missing = append(missing, task)
 			continue
 		}
 		for _, g := range eval.Groups(rows) {
@@ -94,6 +95,10 @@ func runEval(o options) error {
 			total += eval.Units(g.Rows, cells)
 			todo = append(todo, work{task, g, cells})
 		}
+	}
+	if len(missing) > 0 && len(todo) > 0 {
+		// One line for all of them: the shipped weights hold some tasks only (recipe.ShipTasks).
+		fmt.Fprintf(os.Stderr, "bench: no finished %s checkpoints under %s for the chosen schemes; train them with --full -task %s\n", strings.Join(missing, ", "), o.weights, strings.Join(missing, ","))
 	}
 	if len(todo) == 0 {
 		return fmt.Errorf("nothing to evaluate: no finished checkpoints under %s (run with --full to train them)", o.weights)
