@@ -222,7 +222,26 @@ type Series struct {
 	// Style picks the colour and dash pattern: 1 + an index shared across panels, so a curve
 	// keeps its look from panel to panel; 0 means the series' position in its panel.
 	Style int
+	// Colour, when set, replaces the style's colour (the style still picks the dashes): a
+	// baseline drawn grey, apart from the colours of the curves it is a baseline for.
+	Colour color.Color
+	// Points marks each point with a circle: a variant drawn in the style of the curve it
+	// varies, beside that curve.
+	Points bool
 }
+
+// lineColours is matplotlib's "tab10" without its grey (left to baselines): the colours the
+// project's readers know from their own plots, and nine that stay apart where plotutil's seven
+// soft colours have two reds.
+var lineColours = []color.Color{
+	color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+	color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff}, color.RGBA{0x8c, 0x56, 0x4b, 0xff},
+	color.RGBA{0xe3, 0x77, 0xc2, 0xff}, color.RGBA{0xbc, 0xbd, 0x22, 0xff}, color.RGBA{0x17, 0xbe, 0xcf, 0xff},
+}
+
+// Colours is how many colours styles cycle through before the dash pattern changes: Style 1 +
+// k·Colours is the first colour with the k-th dash pattern.
+var Colours = len(lineColours)
 
 // Lines draws one or more series against a shared x axis, with a legend when they are named.
 // Series are told apart by colour, then (past the 7 colours) by dash pattern.
@@ -277,10 +296,25 @@ func (l Lines) draw(c draw.Canvas) error {
 		if s.Style > 0 {
 			style = s.Style - 1
 		}
-		line.Color = plotutil.Color(style)
-		line.Dashes = plotutil.Dashes(style / len(plotutil.DefaultColors))
+		line.Color = lineColours[style%Colours]
+		if s.Colour != nil {
+			line.Color = s.Colour
+		}
+		line.Dashes = plotutil.Dashes(style / Colours)
 		line.Width = vg.Points(1.2)
 		p.Add(line)
+		legend := []gp.Thumbnailer{line}
+		if s.Points {
+			pts, err := plotter.NewScatter(xys)
+			if err != nil {
+				return fmt.Errorf("plot: series %q: %w", s.Label, err)
+			}
+			pts.Color = line.Color
+			pts.Shape = draw.CircleGlyph{}
+			pts.Radius = vg.Points(2.5)
+			p.Add(pts)
+			legend = append(legend, pts)
+		}
 		if s.Lo != nil || s.Hi != nil {
 			bars, err := errorBars(s, l)
 			if err != nil {
@@ -293,7 +327,7 @@ func (l Lines) draw(c draw.Canvas) error {
 			}
 		}
 		if s.Label != "" && len(l.Series) <= orDefault(l.MaxLegend, 8) {
-			p.Legend.Add(s.Label, line)
+			p.Legend.Add(s.Label, legend...)
 		}
 	}
 	if l.YMax > l.YMin {

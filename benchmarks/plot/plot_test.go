@@ -3,6 +3,7 @@ package plot
 import (
 	"bytes"
 	"image"
+	"image/color"
 	"image/png"
 	"math"
 	"strings"
@@ -142,8 +143,8 @@ func TestLogYTicks(t *testing.T) {
 // at 0.5, the column through x = 8 has coloured pixels well above and below the line, and a
 // series without intervals has none there.
 func TestErrorBars(t *testing.T) {
-	draw := func(lo, hi []float64) image.Image {
-		ln := Lines{Series: []Series{{X: []float64{1, 8, 15}, Y: []float64{0.5, 0.5, 0.5}, Lo: lo, Hi: hi}}, YMin: 0, YMax: 1}
+	draw := func(lo, hi []float64, colour color.Color) image.Image {
+		ln := Lines{Series: []Series{{X: []float64{1, 8, 15}, Y: []float64{0.5, 0.5, 0.5}, Lo: lo, Hi: hi, Colour: colour}}, YMin: 0, YMax: 1}
 		data, err := Figure{Rows: [][]Panel{{ln}}, CellWidth: 400, CellHeight: 400}.PNG()
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +158,7 @@ func TestErrorBars(t *testing.T) {
 			n := 0
 			for y := b.Min.Y; y < b.Max.Y; y++ {
 				r, g, bl, _ := img.At(x, y).RGBA()
-				if r > g+0x3000 && r > bl+0x3000 { // the first series colour is red
+				if bl > r+0x3000 && bl > g+0x1800 { // the first series colour is tab10's blue
 					n++
 				}
 			}
@@ -165,10 +166,12 @@ func TestErrorBars(t *testing.T) {
 		}
 		return best
 	}
-	with := span(draw([]float64{0.5, 0.2, 0.5}, []float64{0.5, 0.8, 0.5}))
-	without := span(draw(nil, nil))
-	if with < 100 || without > 10 {
-		t.Errorf("tallest red column: %d px with a bar spanning 60%% of a ~300 px axis, %d without", with, without)
+	bar := [][]float64{{0.5, 0.2, 0.5}, {0.5, 0.8, 0.5}}
+	with := span(draw(bar[0], bar[1], nil))
+	without := span(draw(nil, nil, nil))
+	grey := span(draw(bar[0], bar[1], color.Gray{Y: 0x70}))
+	if with < 100 || without > 10 || grey > 10 {
+		t.Errorf("tallest blue column: %d px with a bar spanning 60%% of a ~300 px axis, %d without, %d in grey", with, without, grey)
 	}
 	if _, err := (Figure{Rows: [][]Panel{{Lines{Series: []Series{{X: []float64{1}, Y: []float64{1}, Lo: []float64{0, 1}, Hi: []float64{2}}}}}}}).PNG(); err == nil || !strings.Contains(err.Error(), "interval ends") {
 		t.Errorf("mismatched interval lengths: %v", err)

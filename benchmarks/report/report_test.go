@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posformer/posformer/benchmarks/plot"
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/stats"
 	"github.com/posformer/posformer/benchmarks/tasks"
@@ -258,5 +260,77 @@ func TestWriteReport(t *testing.T) {
 	}
 	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
 		t.Errorf("plot: %v", err)
+	}
+}
+
+// A metric's figure puts the schemes in one panel, a variant several schemes share in a panel of
+// its own (in its schemes' styles), and a scheme's own variants beside that scheme; baselines
+// are grey in every panel.
+func TestSplitPanels(t *testing.T) {
+	s := func(labels ...string) []plot.Series {
+		var out []plot.Series
+		for _, l := range labels {
+			out = append(out, plot.Series{Label: l})
+		}
+		return out
+	}
+	type want struct {
+		title  string
+		labels []string
+	}
+	check := func(name string, got []curvePanel, ws []want) {
+		t.Helper()
+		if len(got) != len(ws) {
+			t.Fatalf("%s: %d panels, want %d: %+v", name, len(got), len(ws), got)
+		}
+		for i, w := range ws {
+			var labels []string
+			for _, ps := range got[i].series {
+				labels = append(labels, ps.Label)
+			}
+			if got[i].title != w.title || strings.Join(labels, "|") != strings.Join(w.labels, "|") {
+				t.Errorf("%s panel %d: %q %v, want %q %v", name, i, got[i].title, labels, w.title, w.labels)
+			}
+		}
+	}
+	styleOf := func(p curvePanel, label string) plot.Series {
+		for _, ps := range p.series {
+			if ps.Label == label {
+				return ps
+			}
+		}
+		t.Fatalf("no %q in panel %q", label, p.title)
+		return plot.Series{}
+	}
+
+	lm := splitPanels(s("unigram", "none", "none + sliding L", "rope", "rope + yarn s=4", "rope + PI s=4 ft", "rope + sliding L", "alibi", "alibi + sliding L"))
+	check("lm", lm, []want{
+		{"", []string{"unigram", "none", "rope", "alibi"}},
+		{"+ sliding L", []string{"unigram", "none", "none + sliding L", "rope", "rope + sliding L", "alibi", "alibi + sliding L"}},
+		{"rope and its variants", []string{"unigram", "rope", "rope + yarn s=4", "rope + PI s=4 ft"}},
+	})
+	if g := styleOf(lm[0], "unigram"); g.Colour != baselineGrey {
+		t.Errorf("unigram's colour %v, want the baselines' grey", g.Colour)
+	}
+	for _, name := range []string{"none", "rope", "alibi"} {
+		base, v := styleOf(lm[0], name), styleOf(lm[1], name+" + sliding L")
+		if v.Style != base.Style || !v.Points || base.Points {
+			t.Errorf("%s + sliding L: style %d points %v, want its scheme's style %d with points", name, v.Style, v.Points, base.Style)
+		}
+	}
+	rope := styleOf(lm[2], "rope").Style
+	yarn, pi := styleOf(lm[2], "rope + yarn s=4").Style, styleOf(lm[2], "rope + PI s=4 ft").Style
+	if yarn == rope || pi == rope || yarn == pi {
+		t.Errorf("rope's variants share a style: rope %d, yarn %d, PI %d", rope, yarn, pi)
+	}
+
+	// Fourteen schemes in a sliding window: too many to draw beside their schemes.
+	var many []string
+	for i := range 7 {
+		many = append(many, fmt.Sprint("s", i), fmt.Sprint("s", i, " + sliding L"))
+	}
+	wide := splitPanels(s(many...))
+	if len(wide) != 2 || len(wide[1].series) != 7 || wide[1].series[0].Points {
+		t.Errorf("seven sliding variants: %+v, want a panel of the seven alone, without points", wide)
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"slices"
 	"sort"
@@ -315,24 +316,7 @@ func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
 	if len(all) == 0 {
 		return nil, nil
 	}
-	var schemes, variants []plot.Series
-	varied := map[string]bool{}
-	for _, ps := range all {
-		if b, _, ok := strings.Cut(ps.Label, " + "); ok {
-			variants = append(variants, ps)
-			varied[b] = true
-		}
-	}
-	var context []plot.Series
-	for _, ps := range all {
-		if !strings.Contains(ps.Label, " + ") {
-			schemes = append(schemes, ps)
-			if varied[ps.Label] || IsBaseline(ps.Label) {
-				context = append(context, ps)
-			}
-		}
-	}
-	variants = append(context, variants...)
+	panels := splitPanels(all)
 	// Error bars of a dozen curves at the same length hide each other: each curve of a panel is
 	// shifted by a few percent along the (logarithmic) length axis. The tables have the values.
 	spread := func(ss []plot.Series) []plot.Series {
@@ -347,10 +331,9 @@ func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
 		}
 		return out
 	}
-	schemes, variants = spread(schemes), spread(variants)
 	panel := func(title string, ss []plot.Series) plot.Lines {
 		l := plot.Lines{Title: title, XLabel: "length in tokens (curves offset a little); dashed: L; bars: 95% interval",
-			YLabel: metric, Series: ss, LogX: true, Marks: []float64{float64(TrainLen(rs))}, MaxLegend: 24}
+			YLabel: metric, Series: spread(ss), LogX: true, Marks: []float64{float64(TrainLen(rs))}, MaxLegend: 24}
 		if strings.HasPrefix(metric, "bits") && !math.IsNaN(base) {
 			// Schemes that fail past L leave the chart by several bits; clipping at the unigram
 			// baseline plus a margin keeps the others readable (the tables have every value).
@@ -360,9 +343,103 @@ func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
 		}
 		return l
 	}
-	row := []plot.Panel{panel(task+": "+metric, schemes)}
-	if len(varied) > 0 {
-		row = append(row, panel(task+": "+metric+", variants", variants))
+	var row []plot.Panel
+	for _, p := range panels {
+		title := task + ": " + metric
+		if p.title != "" {
+			title += ", " + p.title
+		}
+		row = append(row, panel(title, p.series))
 	}
-	return plot.Figure{Rows: [][]plot.Panel{row}, CellWidth: 700, CellHeight: 520}.PNG()
+	return plot.Figure{Rows: [][]plot.Panel{row}, CellWidth: 700, CellHeight: 520, MaxCols: 2}.PNG()
+}
+
+// A curvePanel is one panel of a metric's figure.
+type curvePanel struct {
+	title  string
+	series []plot.Series
+}
+
+// baselineGrey draws the baselines (unigram, chance, the position-blind bag) in every panel,
+// told apart by their dashes and from the schemes by their colour.
+var baselineGrey = color.Gray{Y: 0x70}
+
+// splitPanels lays a metric's curves (in table order) out in panels a reader can tell apart:
+// first the schemes; then, for a variant several schemes share (each run in a sliding window
+// of L, randomized positions), a panel of those variants in their schemes' styles, the schemes
+// beside them when the panel stays small; then, for a scheme with variants of its own (RoPE's
+// context extensions, its PI fine-tune), the scheme and its variants. Styles are fixed by the
+// schemes' order, so a scheme keeps its look in every panel; every panel has the baselines.
+func splitPanels(all []plot.Series) []curvePanel {
+	var baselines, schemes []plot.Series
+	style := map[string]int{}
+	var suffixes, owners []string
+	bySuffix := map[string][]plot.Series{}
+	basesOf := map[string][]string{}
+	for _, ps := range all {
+		base, suffix, variant := strings.Cut(ps.Label, " + ")
+		switch {
+		case variant:
+			if _, ok := bySuffix[suffix]; !ok {
+				suffixes = append(suffixes, suffix)
+			}
+			bySuffix[suffix] = append(bySuffix[suffix], ps)
+			basesOf[suffix] = append(basesOf[suffix], base)
+		case IsBaseline(ps.Label):
+			ps.Colour, ps.Style = baselineGrey, 1+len(baselines)*plot.Colours
+			baselines = append(baselines, ps)
+		default:
+			ps.Style = 1 + len(schemes)
+			style[ps.Label] = ps.Style
+			schemes = append(schemes, ps)
+		}
+	}
+	scheme := func(label string) (plot.Series, bool) {
+		i := slices.IndexFunc(schemes, func(s plot.Series) bool { return s.Label == label })
+		if i < 0 {
+			return plot.Series{}, false
+		}
+		return schemes[i], true
+	}
+	panels := []curvePanel{{series: append(slices.Clone(baselines), schemes...)}}
+	own := map[string][]plot.Series{}
+	for _, suffix := range suffixes {
+		vs := bySuffix[suffix]
+		if len(slices.Compact(slices.Clone(basesOf[suffix]))) < 2 {
+			base := basesOf[suffix][0]
+			if _, ok := own[base]; !ok {
+				owners = append(owners, base)
+			}
+			own[base] = append(own[base], vs...)
+			continue
+		}
+		withBases := len(baselines)+2*len(vs) <= 12
+		p := curvePanel{title: "+ " + suffix, series: slices.Clone(baselines)}
+		for i, v := range vs {
+			v.Style = style[basesOf[suffix][i]]
+			if b, ok := scheme(basesOf[suffix][i]); ok && withBases {
+				p.series = append(p.series, b)
+				v.Points = true
+			}
+			p.series = append(p.series, v)
+		}
+		panels = append(panels, p)
+	}
+	for _, base := range owners {
+		p := curvePanel{title: base + " and its variants", series: slices.Clone(baselines)}
+		if b, ok := scheme(base); ok {
+			p.series = append(p.series, b)
+		}
+		next := 1
+		for _, v := range own[base] {
+			if next == style[base] {
+				next++
+			}
+			v.Style = next
+			next++
+			p.series = append(p.series, v)
+		}
+		panels = append(panels, p)
+	}
+	return panels
 }
