@@ -284,7 +284,7 @@ func Num(v float64) string {
 
 // PlotMetric draws one metric against length, a curve per label with its 95% interval as error
 // bars, the training length marked; variant rows (RoPE scaling, sliding window, PI, randomized
-// positions) get a panel of their own beside the schemes.
+// positions) get panels of their own beside the schemes (splitPanels).
 func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
 	ss, _ := Aggregate(rs, metric, AllSubs)
 	var all []plot.Series
