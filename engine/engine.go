@@ -340,8 +340,10 @@ func (e *Engine) batchInputs(tokens, positions [][]int, share bool) (tok, pos, v
 		return nil, nil, nil, 0, err
 	}
 	posRows := positions
-	if shared := sharedRow(positions); share && shared != nil {
-		posRows = [][]int{shared}
+	if share {
+		if shared := sharedRow(positions); shared != nil {
+			posRows = [][]int{shared}
+		}
 	}
 	if pos, err = e.deviceTensor(shapes.Make(dtypes.Int32, len(posRows), seq)); err != nil {
 		return nil, nil, nil, 0, err

@@ -75,8 +75,10 @@ var sharePositions = true
 // the batch instead of once per row — for FIRE's MLP over every (query, key) pair, half a step.
 func batchTensors(b Batch) []any {
 	pos := b.Positions
-	if shared := sharedRow(pos); sharePositions && shared != nil {
-		pos = [][]int32{shared}
+	if sharePositions {
+		if shared := sharedRow(pos); shared != nil {
+			pos = [][]int32{shared}
+		}
 	}
 	return []any{tensors.FromValue(b.Inputs), tensors.FromValue(b.Targets), tensors.FromValue(pos), tensors.FromValue(b.Weights)}
 }
