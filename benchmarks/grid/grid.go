@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,30 @@ type Cell struct {
 // BaselineCell is a task's baseline cell (it needs no model).
 func BaselineCell(task string) Cell {
 	return Cell{Model: recipe.Model{Task: task, Name: "_baselines", EvalSeconds: 5}, Baseline: true}
+}
+
+// Order puts first the cells whose training has begun (a loss curve in their folder: an earlier
+// run stopped them mid-way), then the cells of first's (task, scheme) pairs, every seed of them,
+// and the baselines (seconds each); then the rest in their order (the recipe's: seed by seed).
+// A grid that takes many sessions thus finishes what it began and settles what a report most
+// needs (the schemes "against the papers" compares, report.Compared) before it widens, in one
+// run: runs one after another would leave a core idle at the end of each while its last cell
+// finished.
+func Order(cells []Cell, first map[string][]string) []Cell {
+	tier := map[string]int{}
+	for _, c := range cells {
+		switch {
+		case !c.Baseline && LastStep(c.Dir) > 0:
+			tier[c.ID()] = 0
+		case c.Baseline || slices.Contains(first[c.Task], c.Scheme):
+			tier[c.ID()] = 1
+		default:
+			tier[c.ID()] = 2
+		}
+	}
+	out := slices.Clone(cells)
+	slices.SortStableFunc(out, func(a, b Cell) int { return tier[a.ID()] - tier[b.ID()] })
+	return out
 }
 
 // CellPath is where a cell's results are written: <out>/results/cells/<task>/<name>.csv.

@@ -299,3 +299,34 @@ func TestShippedBaseRestoredForItsFineTune(t *testing.T) {
 		t.Errorf("the base was not restored: %v", err)
 	}
 }
+
+// Order resumes begun cells first, then runs every seed of the compared schemes and the
+// baselines, then the rest in the recipe's order (seed by seed; a fine-tune after its base).
+func TestOrder(t *testing.T) {
+	weights := t.TempDir()
+	var cells []Cell
+	for _, m := range recipe.V2.Models(weights, []string{"copy", "lm"}, []string{"none", "rope", "alibi"}, 2) {
+		cells = append(cells, Cell{Model: m})
+	}
+	begun := filepath.Join(weights, "lm", "alibi")
+	if err := os.MkdirAll(begun, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(begun, "loss.csv"), []byte("step,train_loss,eval_loss,lr,seconds\n200,2.1,2.3,0.001,70.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cells = append(cells, BaselineCell("copy"), BaselineCell("lm"))
+	var got []string
+	for _, c := range Order(cells, map[string][]string{"lm": {"rope"}, "copy": {"none"}}) {
+		got = append(got, c.ID())
+	}
+	want := []string{
+		"lm/alibi",
+		"copy/none", "lm/rope", "lm/rope-pi4", "copy/none-seed2", "lm/rope-seed2", "lm/rope-pi4-seed2", "copy/_baselines", "lm/_baselines",
+		"copy/rope", "copy/rope-randpos", "copy/alibi", "lm/none",
+		"copy/rope-seed2", "copy/rope-randpos-seed2", "copy/alibi-seed2", "lm/none-seed2", "lm/alibi-seed2",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("order:\n got %v\nwant %v", got, want)
+	}
+}

@@ -48,6 +48,26 @@ func Papers(byTask map[string][]Result) []Finding {
 	}
 }
 
+// The schemes the findings compare, beside the recipe's RandPosSchemes and RoPE (PI, YaRN).
+var (
+	flatSchemes, degradeSchemes = []string{"alibi", "t5", "kerple", "fire"}, []string{"sinusoidal", "learned", "rope"}
+	nopeGood, nopeAbsolute      = []string{"none", "t5"}, []string{"sinusoidal", "learned"}
+)
+
+// Compared is, for each task, the schemes whose rows "against the papers" compares (their
+// trained variants go with them): the grid trains these to every seed before the rest
+// (grid.Order), so that the findings get their intervals first.
+func Compared() map[string][]string {
+	lm := append(slices.Clone(flatSchemes), degradeSchemes...) // rope's rows serve PI and YaRN too
+	synthetic := append(slices.Clone(nopeGood), nopeAbsolute...)
+	for _, s := range recipe.V2.RandPosSchemes {
+		if !slices.Contains(synthetic, s) {
+			synthetic = append(synthetic, s)
+		}
+	}
+	return map[string][]string{tasks.LM: lm, tasks.Passkey: {"rope"}, tasks.Copy: synthetic, tasks.Reverse: synthetic}
+}
+
 // seedValues is one label's value per seed at a length (depths and pairs averaged).
 func seedValues(rs []Result, label, metric string, length int) map[int]float64 {
 	return PerSeed(rs, label, metric, AllSubs)[length]
@@ -160,7 +180,7 @@ func flatFinding(rs []Result) Finding {
 		Claim: "ALiBi, T5, KERPLE and FIRE keep language-model loss flat past the training length; sinusoidal, learned and RoPE degrade",
 		Tasks: "lm", Conditions: fmt.Sprintf("bits per byte at 16L minus at L, per seed; flat: 95%% interval under +%.1f bit", FlatBits)}
 	L := TrainLen(rs)
-	flat, degrade := []string{"alibi", "t5", "kerple", "fire"}, []string{"sinusoidal", "learned", "rope"}
+	flat, degrade := flatSchemes, degradeSchemes
 	var labels []string
 	var ds []stats.Summary
 	var parts []string
@@ -275,7 +295,7 @@ func nopeFinding(copyRs, reverseRs []Result) Finding {
 	f := Finding{Paper: "Kazemnejad et al. 2023 (NoPE)",
 		Claim: "NoPE and T5's relative bias generalize copy and reverse to longer inputs better than absolute positions (sinusoidal, learned)",
 		Tasks: "copy, reverse", Conditions: "token accuracy at 2L, every pair (NoPE or T5) vs (sinusoidal or learned)"}
-	good, absolute := []string{"none", "t5"}, []string{"sinusoidal", "learned"}
+	good, absolute := nopeGood, nopeAbsolute
 	var measured, miss []string
 	var ps pairs
 	for _, tr := range []struct {

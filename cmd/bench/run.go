@@ -205,6 +205,7 @@ func runFull(o options) error {
 	for _, t := range o.tasks {
 		cells = append(cells, grid.BaselineCell(t))
 	}
+	cells = grid.Order(cells, report.Compared())
 	if o.reportOnly {
 		// The report so far, from the finished cells (the grid takes several sessions).
 		for _, t := range o.tasks {
