@@ -110,6 +110,15 @@ type Heatmap struct {
 	// Diverging centres the colour scale on 0 (blue below, red above), for signed values;
 	// otherwise the scale runs dark to light from the minimum to the maximum.
 	Diverging bool
+	// RedToGreen colours a score (an accuracy) from red at the low end through yellow to green,
+	// as needle-in-a-haystack grids do; the default's light end vanishes on the white page.
+	RedToGreen bool
+	// ZMin, ZMax fix the colour scale when ZMax > ZMin (an accuracy's 0 to 1, the same in every
+	// panel of a figure); values outside take the nearest end.
+	ZMin, ZMax float64
+	// XTicks and YTicks, when set, label the columns and rows (one label each, "" for none)
+	// instead of their indices.
+	XTicks, YTicks []string
 }
 
 // Pixel widths of a heatmap's colour bar, of the gap between it and the heatmap, and of the
@@ -138,11 +147,16 @@ func (hm Heatmap) draw(c draw.Canvas) error {
 	if lo > hi { // every cell masked
 		lo, hi = 0, 1
 	}
+	if hm.ZMax > hm.ZMin {
+		lo, hi = hm.ZMin, hm.ZMax
+	}
 	var cm palette.ColorMap
 	if hm.Diverging {
 		a := max(math.Abs(lo), math.Abs(hi))
 		lo, hi = -a, a
 		cm = moreland.SmoothBlueRed()
+	} else if hm.RedToGreen {
+		cm = &ramp{stops: redYellowGreen, alpha: 1}
 	} else {
 		cm = moreland.ExtendedBlackBody()
 	}
@@ -177,6 +191,23 @@ func (hm Heatmap) draw(c draw.Canvas) error {
 	p.Add(raster{img: img, cols: cols, rows: rows})
 	p.X.Min, p.X.Max = -0.5, float64(cols)-0.5
 	p.Y.Min, p.Y.Max = -0.5, float64(rows)-0.5
+	for _, ax := range []struct {
+		axis   *gp.Axis
+		labels []string
+		n      int
+	}{{&p.X, hm.XTicks, cols}, {&p.Y, hm.YTicks, rows}} {
+		if ax.labels == nil {
+			continue
+		}
+		if len(ax.labels) != ax.n {
+			return fmt.Errorf("plot: heatmap %q has %d tick labels for %d columns or rows", hm.Title, len(ax.labels), ax.n)
+		}
+		var ticks gp.ConstantTicks
+		for i, l := range ax.labels {
+			ticks = append(ticks, gp.Tick{Value: float64(i), Label: l})
+		}
+		ax.axis.Tick.Marker = ticks
+	}
 	// The colour bar is a plot of its own at the right of the cell: a fixed-width bar, its tick
 	// labels to its left (as wide as they need), spanning the heatmap's height.
 	bar := gp.New()
@@ -193,6 +224,54 @@ func (hm Heatmap) draw(c draw.Canvas) error {
 	bar.Draw(barCanvas)
 	return nil
 }
+
+// redYellowGreen is ColorBrewer's RdYlGn at its ends and middle.
+var redYellowGreen = []color.RGBA{{0xd7, 0x30, 0x27, 0xff}, {0xfe, 0xe0, 0x8b, 0xff}, {0x1a, 0x98, 0x50, 0xff}}
+
+// ramp is a palette.ColorMap that interpolates linearly in RGB between evenly spaced stops.
+type ramp struct {
+	stops    []color.RGBA
+	min, max float64
+	alpha    float64
+}
+
+func (r *ramp) At(v float64) (color.Color, error) {
+	if v < r.min || v > r.max || math.IsNaN(v) {
+		return nil, palette.ErrOverflow
+	}
+	t := 0.0
+	if r.max > r.min {
+		t = (v - r.min) / (r.max - r.min) * float64(len(r.stops)-1)
+	}
+	i := min(int(t), len(r.stops)-2)
+	f := t - float64(i)
+	a, b := r.stops[i], r.stops[i+1]
+	mix := func(x, y uint8) uint8 { return uint8(math.Round((float64(x)*(1-f) + float64(y)*f) * r.alpha)) }
+	return color.RGBA{mix(a.R, b.R), mix(a.G, b.G), mix(a.B, b.B), uint8(math.Round(255 * r.alpha))}, nil
+}
+
+func (r *ramp) Max() float64       { return r.max }
+func (r *ramp) SetMax(v float64)   { r.max = v }
+func (r *ramp) Min() float64       { return r.min }
+func (r *ramp) SetMin(v float64)   { r.min = v }
+func (r *ramp) Alpha() float64     { return r.alpha }
+func (r *ramp) SetAlpha(a float64) { r.alpha = a }
+func (r *ramp) Palette(n int) palette.Palette {
+	cs := make([]color.Color, n)
+	for i := range cs {
+		v := r.min
+		if n > 1 {
+			v += (r.max - r.min) * float64(i) / float64(n-1)
+		}
+		cs[i], _ = r.At(v)
+	}
+	return colours(cs)
+}
+
+// colours is a palette.Palette of fixed colours.
+type colours []color.Color
+
+func (c colours) Colors() []color.Color { return c }
 
 // raster is a plotter that draws a prepared image over the cells [-0.5, cols-0.5] x
 // [-0.5, rows-0.5], whatever the direction of the axes.

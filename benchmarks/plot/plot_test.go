@@ -65,6 +65,50 @@ func TestHeatmapOrientationAndColours(t *testing.T) {
 	}
 }
 
+// A red-to-green heatmap on a fixed 0..1 scale: a row of 1s is green and a row of 0.5s yellow
+// whatever the matrix's own range (a scale fitted to it would make 0.5 its red end), and the
+// ramp itself runs red, yellow, green.
+func TestHeatmapRedToGreenFixedScale(t *testing.T) {
+	z := [][]float64{{1, 1}, {0.5, 0.5}}
+	data, err := Figure{Rows: [][]Panel{{Heatmap{Z: z, RedToGreen: true, ZMin: 0, ZMax: 1, XTicks: []string{"1", "2"}, YTicks: []string{"a", "b"}}}}}.PNG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := decode(t, data)
+	b := img.Bounds()
+	x := b.Dx() * 2 / 5
+	green, yellow := 0, 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		r, g, bl, _ := img.At(x, y).RGBA()
+		switch {
+		case g > r+0x4000 && g > bl+0x4000:
+			green++
+		case r > 0xe000 && g > 0xd000 && bl < 0xa000:
+			yellow++
+		}
+	}
+	if green < 50 || yellow < 50 {
+		t.Errorf("column %d: %d green and %d yellow pixels, want a row of each", x, green, yellow)
+	}
+	cm := &ramp{stops: redYellowGreen, alpha: 1}
+	cm.SetMin(0)
+	cm.SetMax(1)
+	for _, c := range []struct {
+		v    float64
+		want color.RGBA
+	}{{0, redYellowGreen[0]}, {0.5, redYellowGreen[1]}, {1, redYellowGreen[2]}} {
+		if got, err := cm.At(c.v); err != nil || got != c.want {
+			t.Errorf("ramp at %v: %v, %v; want %v", c.v, got, err, c.want)
+		}
+	}
+	if _, err := cm.At(1.5); err == nil {
+		t.Error("ramp at 1.5 (above its max) gave no error")
+	}
+	if _, err := (Figure{Rows: [][]Panel{{Heatmap{Z: z, XTicks: []string{"1"}}}}}).PNG(); err == nil || !strings.Contains(err.Error(), "tick labels") {
+		t.Errorf("one tick label for two columns: %v", err)
+	}
+}
+
 // Constant and fully masked matrices still draw; bad input is an error, not a panic.
 func TestHeatmapEdgeCases(t *testing.T) {
 	nan := math.NaN()

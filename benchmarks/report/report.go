@@ -171,7 +171,19 @@ func WriteReport(out string) error {
 			}
 		}
 		if sub := tasks.Sub(task); sub != "" {
-			fmt.Fprintf(&b, "\n### exact_match by %s\n\n%s", sub, SubTables(task, rs, "exact_match"))
+			fmt.Fprintf(&b, "\n### exact_match by %s\n\n", sub)
+			png, err := PlotSubGrid(rs, task, "exact_match")
+			if err != nil {
+				return fmt.Errorf("plotting %s by %s: %w", task, sub, err)
+			}
+			if png != nil {
+				name := task + "-exact_match-by-" + sub + ".png"
+				if err := models.WriteFileAtomic(filepath.Join(out, "results", name), png); err != nil {
+					return err
+				}
+				fmt.Fprintf(&b, "![%s exact_match by %s and length](results/%s)\n\n", task, sub, name)
+			}
+			b.WriteString(SubTables(task, rs, "exact_match"))
 		}
 		if keptCurves {
 			cs, err := ReadCurves(out, task)

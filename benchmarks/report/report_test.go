@@ -334,3 +334,32 @@ func TestSplitPanels(t *testing.T) {
 		t.Errorf("seven sliding variants: %+v, want a panel of the seven alone, without points", wide)
 	}
 }
+
+// The needle-in-a-haystack figure has one heatmap per model (baselines left out), five to a row
+// under a title; a task without depths or pairs has none.
+func TestPlotSubGrid(t *testing.T) {
+	var rs []Result
+	for _, scheme := range []string{"chance", "rope", "alibi", "t5", "kerple", "fire", "shaw"} {
+		for _, d := range []float64{0, 0.5, 1} {
+			for _, n := range []int{64, 128} {
+				r := res(tasks.Passkey, scheme, "", 1, n, "exact_match", d)
+				r.Depth = d
+				rs = append(rs, r)
+			}
+		}
+	}
+	data, err := PlotSubGrid(rs, tasks.Passkey, "exact_match")
+	if err != nil || data == nil {
+		t.Fatalf("passkey: %v (nil figure: %v)", err, data == nil)
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 5*280 || b.Dy() != 2*240+30 {
+		t.Errorf("figure %dx%d, want 5 panels a row and 2 rows for 6 models (%dx%d)", b.Dx(), b.Dy(), 5*280, 2*240+30)
+	}
+	if data, err := PlotSubGrid([]Result{res(tasks.Copy, "rope", "", 1, 64, "exact_match", 1)}, tasks.Copy, "exact_match"); data != nil || err != nil {
+		t.Errorf("copy has no depths, got a figure (%v)", err)
+	}
+}

@@ -205,7 +205,6 @@ func runFull(o options) error {
 	for _, t := range o.tasks {
 		cells = append(cells, grid.BaselineCell(t))
 	}
-	cells = grid.Order(cells, report.Compared())
 	if o.reportOnly {
 		// The report so far, from the finished cells (the grid takes several sessions).
 		for _, t := range o.tasks {
@@ -309,7 +308,8 @@ func runFull(o options) error {
 	if o.within > 0 {
 		runner.Deadline = start.Add(o.within)
 	}
-	runErr := runner.Run(cells)
+	// The run order is grid.Order's; the results keep the recipe's (Assemble, Plan).
+	runErr := runner.Run(grid.Order(cells, report.Compared()))
 	if bar != nil {
 		bar.Finish()
 	}
