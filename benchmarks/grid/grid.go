@@ -49,18 +49,24 @@ func BaselineCell(task string) Cell {
 func Order(cells []Cell, first map[string][]string) []Cell {
 	tier := map[string]int{}
 	for _, c := range cells {
-		switch {
-		case !c.Baseline && LastStep(c.Dir) > 0:
-			tier[c.ID()] = 0
-		case c.Baseline || slices.Contains(first[c.Task], c.Scheme):
-			tier[c.ID()] = 1
-		default:
-			tier[c.ID()] = 2
-		}
+		tier[c.ID()] = tierOf(c, first)
 	}
 	out := slices.Clone(cells)
 	slices.SortStableFunc(out, func(a, b Cell) int { return tier[a.ID()] - tier[b.ID()] })
 	return out
+}
+
+// tiers names Order's groups, in their order.
+var tiers = []string{"begun", "compared schemes and baselines", "the rest"}
+
+func tierOf(c Cell, first map[string][]string) int {
+	switch {
+	case !c.Baseline && LastStep(c.Dir) > 0:
+		return 0
+	case c.Baseline || slices.Contains(first[c.Task], c.Scheme):
+		return 1
+	}
+	return 2
 }
 
 // CellPath is where a cell's results are written: <out>/results/cells/<task>/<name>.csv.
@@ -466,11 +472,12 @@ func Assemble(out, task string, cells []Cell) error {
 
 // Plan describes the grid before it runs: cells, how many are done, the estimated wall time on
 // the given cores with the given lanes (the training part at the step caps: an upper bound).
-func Plan(w io.Writer, out string, cells []Cell, jobs, cores int) {
+func Plan(w io.Writer, out string, cells []Cell, jobs, cores int, first map[string][]string) {
 	var todo, done int
 	var secs float64
 	perTask := map[string]float64{}
 	doneIn, cellsIn := map[string]int{}, map[string]int{}
+	tierCells, tierSecs := make([]int, len(tiers)), make([]float64, len(tiers))
 	var order []string
 	finished := Finished(out, cells)
 	for _, c := range cells {
@@ -486,12 +493,24 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int) {
 		todo++
 		secs += c.Seconds()
 		perTask[c.Task] += c.Seconds()
+		t := tierOf(c, first)
+		tierCells[t]++
+		tierSecs[t] += c.Seconds()
 	}
 	lanes := max(1, min(jobs, cores))
 	fmt.Fprintf(w, "grid: %d cells (%d done, %d to run); estimated %s on %d cores with %d at a time (%s of one-core work, training at the step caps)\n",
 		len(cells), done, todo, recipe.Hours(secs/float64(lanes)), cores, lanes, recipe.Hours(secs))
 	for _, t := range order {
 		fmt.Fprintf(w, "  %-8s %3d of %3d cells done, %s of one-core work to go\n", t, doneIn[t], cellsIn[t], recipe.Hours(perTask[t]))
+	}
+	var parts []string
+	for i, name := range tiers {
+		if tierCells[i] > 0 {
+			parts = append(parts, fmt.Sprintf("%s, %d cells (%s)", name, tierCells[i], recipe.Hours(tierSecs[i]/float64(lanes))))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "  in this order on %d cores: %s\n", cores, strings.Join(parts, "; then "))
 	}
 }
 

@@ -330,3 +330,15 @@ func TestOrder(t *testing.T) {
 		t.Errorf("order:\n got %v\nwant %v", got, want)
 	}
 }
+
+// -plan counts the cells of each of Order's groups that are still to run.
+func TestPlanTiers(t *testing.T) {
+	out := t.TempDir()
+	cells := grid(filepath.Join(out, "w")) // lm rope (+ PI), alibi, two seeds; the baselines
+	var b strings.Builder
+	Plan(&b, out, cells, 2, 2, map[string][]string{"lm": {"rope"}})
+	if want := "in this order on 2 cores: compared schemes and baselines, 5 cells"; !strings.Contains(b.String(), want) ||
+		!strings.Contains(b.String(), "then the rest, 2 cells") {
+		t.Errorf("plan:\n%s\nwant %q and the rest's 2 cells", b.String(), want)
+	}
+}

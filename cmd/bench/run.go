@@ -221,10 +221,10 @@ func runFull(o options) error {
 	}
 	cores := runtime.NumCPU()
 	if o.plan {
-		grid.Plan(os.Stdout, o.out, cells, o.jobs, cores)
+		grid.Plan(os.Stdout, o.out, cells, o.jobs, cores, report.Compared())
 		return nil
 	}
-	grid.Plan(os.Stderr, o.out, cells, o.jobs, cores)
+	grid.Plan(os.Stderr, o.out, cells, o.jobs, cores, report.Compared())
 	bin := filepath.Join(os.TempDir(), fmt.Sprintf("posformer-bench-train-%d", os.Getpid()))
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/train").CombinedOutput(); err != nil {
 		return fmt.Errorf("building cmd/train (run bench from the repository root): %v: %s", err, strings.TrimSpace(string(out)))
