@@ -424,6 +424,13 @@ func (l Lines) draw(c draw.Canvas) error {
 		p.Add(mark)
 	}
 	p.Legend.Top = true
+	// The legend goes in a column of its own at the right: drawn over the data it hid the curves
+	// that end high at long lengths, the ones a reader looks for.
+	if r := p.Legend.Rectangle(c); r.Max.X > r.Min.X {
+		w := r.Max.X - r.Min.X + px(8)
+		c.Max.X -= w
+		p.Legend.XOffs = w
+	}
 	p.Draw(c)
 	return nil
 }

@@ -135,8 +135,9 @@ func WriteReport(out string) error {
 	b.WriteString(
 		"size, data, optimizer, stopping rule and seeds; only the positional scheme differs. Lengths are the tokens the\n" +
 			"model reads. A cell is the mean over seeds ± the half width of its 95% interval (Student t; no interval for one\n" +
-			"seed). A ranking is called only between groups whose intervals do not overlap. Only the text between the reading\n" +
-			"markers is written by hand.\n\n")
+			"seed). A ranking is called only between groups whose intervals do not overlap. In the plots the curves are\n" +
+			"shifted a little along the length axis so that their error bars do not hide each other. Only the text between\n" +
+			"the reading markers is written by hand.\n\n")
 	if keptCurves {
 		n, secs := 0, 0.0
 		for _, task := range tasks.Names() {

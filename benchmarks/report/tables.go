@@ -332,7 +332,7 @@ func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
 		return out
 	}
 	panel := func(title string, ss []plot.Series) plot.Lines {
-		l := plot.Lines{Title: title, XLabel: "length in tokens (curves offset a little); dashed: L; bars: 95% interval",
+		l := plot.Lines{Title: title, XLabel: "tokens (dashed: L); bars: 95% CI",
 			YLabel: metric, Series: spread(ss), LogX: true, Marks: []float64{float64(TrainLen(rs))}, MaxLegend: 24}
 		if strings.HasPrefix(metric, "bits") && !math.IsNaN(base) {
 			// Schemes that fail past L leave the chart by several bits; clipping at the unigram
