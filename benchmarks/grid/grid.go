@@ -500,6 +500,10 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int, first map[stri
 	lanes := max(1, min(jobs, cores))
 	fmt.Fprintf(w, "grid: %d cells (%d done, %d to run); estimated %s on %d cores with %d at a time (%s of one-core work, training at the step caps)\n",
 		len(cells), done, todo, recipe.Hours(secs/float64(lanes)), cores, lanes, recipe.Hours(secs))
+	if likely, n, ratio := atPace(out, cells, finished); n > 0 {
+		fmt.Fprintf(w, "  at the pace of the %d finished models with kept curves (their training took %.0f%% of its estimate), about %s on %d cores\n",
+			n, 100*ratio, recipe.Hours(likely/float64(lanes)), cores)
+	}
 	for _, t := range order {
 		fmt.Fprintf(w, "  %-8s %3d of %3d cells done, %s of one-core work to go\n", t, doneIn[t], cellsIn[t], recipe.Hours(perTask[t]))
 	}
@@ -512,6 +516,51 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int, first map[stri
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "  in this order on %d cores: %s\n", cores, strings.Join(parts, "; then "))
 	}
+}
+
+// atPace estimates the one-core seconds the unfinished cells will take from what the finished
+// ones took: each task's training time scaled by the ratio of its finished models' wall time
+// (train.json, kept beside the results) to their estimates at the step cap, since the plateau
+// rule stops most models early. n is how many finished models it rests on, ratio the overall one.
+func atPace(out string, cells []Cell, finished map[string]bool) (secs float64, n int, ratio float64) {
+	actual, estimated := map[string]float64{}, map[string]float64{}
+	walls := map[string]map[string]float64{}
+	var sumA, sumE float64
+	for _, c := range cells {
+		if c.Baseline || !finished[c.ID()] {
+			continue
+		}
+		if walls[c.Task] == nil {
+			walls[c.Task] = map[string]float64{}
+			cs, err := report.ReadCurves(out, c.Task)
+			if err != nil {
+				continue
+			}
+			for _, cv := range cs {
+				walls[c.Task][cv.Name] = cv.Info.WallSeconds
+			}
+		}
+		if wall := walls[c.Task][c.Name]; wall > 0 && c.TrainSeconds > 0 {
+			actual[c.Task] += wall
+			estimated[c.Task] += c.TrainSeconds
+			sumA, sumE = sumA+wall, sumE+c.TrainSeconds
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	for _, c := range cells {
+		if finished[c.ID()] {
+			continue
+		}
+		r := sumA / sumE // a task with no finished model yet goes at the overall pace
+		if estimated[c.Task] > 0 {
+			r = actual[c.Task] / estimated[c.Task]
+		}
+		secs += c.TrainSeconds*r + c.EvalSeconds
+	}
+	return secs, n, sumA / sumE
 }
 
 // ErrNothing is returned when the filters leave no cell.

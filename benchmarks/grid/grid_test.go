@@ -3,9 +3,11 @@ package grid
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -338,7 +340,33 @@ func TestPlanTiers(t *testing.T) {
 	var b strings.Builder
 	Plan(&b, out, cells, 2, 2, map[string][]string{"lm": {"rope"}})
 	if want := "in this order on 2 cores: compared schemes and baselines, 5 cells"; !strings.Contains(b.String(), want) ||
-		!strings.Contains(b.String(), "then the rest, 2 cells") {
-		t.Errorf("plan:\n%s\nwant %q and the rest's 2 cells", b.String(), want)
+		!strings.Contains(b.String(), "then the rest, 2 cells") || strings.Contains(b.String(), "at the pace") {
+		t.Errorf("plan:\n%s\nwant %q, the rest's 2 cells, and no pace before a model is finished", b.String(), want)
+	}
+
+	// lm/alibi finished in a quarter of its estimated training time: the other cells are expected
+	// to take a quarter of theirs too (plus their evaluation).
+	alibi := cells[slices.IndexFunc(cells, func(c Cell) bool { return c.ID() == "lm/alibi" })]
+	for path, data := range map[string]string{
+		CellPath(out, alibi): "task,model\n",
+		filepath.Join(out, "results", "curves", "lm", alibi.Name+".train.json"): fmt.Sprintf(`{"wall_seconds": %g}`, alibi.TrainSeconds/4),
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want float64
+	for _, c := range cells {
+		if c.ID() != alibi.ID() {
+			want += c.TrainSeconds/4 + c.EvalSeconds
+		}
+	}
+	b.Reset()
+	Plan(&b, out, cells, 2, 2, nil)
+	if line := fmt.Sprintf("at the pace of the 1 finished models with kept curves (their training took 25%% of its estimate), about %s on 2 cores", recipe.Hours(want/2)); !strings.Contains(b.String(), line) {
+		t.Errorf("plan:\n%s\nwant %q", b.String(), line)
 	}
 }
