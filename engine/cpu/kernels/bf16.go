@@ -19,8 +19,10 @@ import (
 const blockKP = blockK // pairs of k per K slice: 2·blockK values in blockK 32-bit words
 
 // HasBF16 reports whether SgemmBF16 runs on the AVX512_BF16 micro-kernel: the CPU has the
-// instructions and the AVX-512 kernel set is in use. Otherwise it runs a portable Go kernel,
-// correct but much slower than Sgemm.
+// instructions and the AVX-512 kernel set is in use. Otherwise, with AVX2 and FMA, it runs an
+// assembly kernel that widens each bf16 pair to two floats and gives the same sums (subnormals
+// aside) at 0.6-0.9x Sgemm's speed; on the Generic kernel set, a portable Go kernel, correct but
+// tens of times slower.
 func HasBF16() bool { return bf16Ready(level.Load()) }
 
 // SgemmBF16 is Sgemm (same arguments, layouts and bounds checks) with alpha·op(A) and op(B)

@@ -292,13 +292,22 @@ func pack8(a []float32, lda int, dst []float32, n16 int) bool {
 // bf16Ready reports whether SgemmBF16 runs the VDPBF16PS micro-kernel under kernel set lv.
 func bf16Ready(lv int32) bool { return lv == lvAVX512 && hasBF16 }
 
+// bf16Emulated reports whether SgemmBF16 runs gemm4x16BF16AVX2 under kernel set lv: AVX2 and
+// FMA without AVX512_BF16 (an AVX-512 CPU without it runs the AVX2 kernel).
+func bf16Emulated(lv int32) bool {
+	return !bf16Ready(lv) && hasAVX2 && (lv == lvAVX512 || lv == lvAVX2)
+}
+
 // tileBF16 is the SgemmBF16 micro-kernel tile (rows, columns) under kernel set lv. The
-// assembly packing (packRowsBF16, packPairsBF16) assumes 8×32.
+// assembly packing (packRowsBF16, packPairsBF16) assumes 8×32; the others pack in Go.
 func tileBF16(lv int32) (mr, nr int) {
-	if !bf16Ready(lv) {
-		return 4, 4
+	switch {
+	case bf16Ready(lv):
+		return 8, 32
+	case bf16Emulated(lv):
+		return 4, 16
 	}
-	return 8, 32
+	return 4, 4
 }
 
 // microKernelBF16 computes the tile of kernel set lv from packed pair panels a (mr pairs per
@@ -308,15 +317,18 @@ func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accu
 	if !(kp >= 1 && len(a) >= mr*kp && len(b) >= nr*kp && ldc >= nr && len(c) >= (mr-1)*ldc+nr) {
 		fail("SgemmBF16: micro-kernel operands out of bounds")
 	}
-	if !bf16Ready(lv) {
-		gemmBF16Go(kp, a, b, c, ldc, accumulate)
-		return
-	}
 	acc := 0
 	if accumulate {
 		acc = 1
 	}
-	gemm8x32BF16(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
+	switch {
+	case bf16Ready(lv):
+		gemm8x32BF16(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
+	case bf16Emulated(lv):
+		gemm4x16BF16AVX2(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
+	default:
+		gemmBF16Go(kp, a, b, c, ldc, accumulate)
+	}
 }
 
 // packRowsBF16 packs 8 rows of pairs of adjacent values (a[i·lda+2t], a[i·lda+2t+1]) for

@@ -194,6 +194,7 @@ func main() {
 	// bf16: an 8×32 tile (12×32 and 6×64 ran the kernel alone at the same rate, and 8 rows
 	// share pack8's transpose), and the packing into its panels.
 	gemmBF16(8, 2)
+	gemmBF16Emu(4, 2)                 // 8 accumulators, 2×2 widened B vectors, a widened A pair, the mask: 15 registers
 	packRowsBF16("packA8BF16", 4*8)   // A [m, k] into panels of 8 rows
 	packRowsBF16("packBT8BF16", 4*32) // 8 of the 32 columns of a B panel, B stored [n, k]
 	packPairsBF16("packAT8BF16", 8)   // A stored [k, m]
