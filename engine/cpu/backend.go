@@ -117,8 +117,12 @@ func (b *Backend) Summary() string {
 	}
 	if b.bf16dot {
 		act += ", bf16 products"
-		if !kernels.HasBF16() {
-			act += " (no AVX512_BF16 here: a portable kernel, slower than float32)"
+		switch {
+		case kernels.HasBF16():
+		case kernels.Path() == kernels.Generic:
+			act += " (no AVX512_BF16 or AVX2 here: a portable kernel, far slower than float32)"
+		default:
+			act += " (no AVX512_BF16 here: pairs widened to floats, AVX2)"
 		}
 	}
 	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, kernels.Path(), b.threads, act)
