@@ -19,10 +19,10 @@ import (
 const blockKP = blockK // pairs of k per K slice: 2·blockK values in blockK 32-bit words
 
 // HasBF16 reports whether SgemmBF16 runs on the AVX512_BF16 micro-kernel: the CPU has the
-// instructions and the AVX-512 kernel set is in use. Otherwise, with AVX2 and FMA, it runs an
-// assembly kernel that widens each bf16 pair to two floats and gives the same sums (subnormals
-// aside) at 0.6-0.9x Sgemm's speed; on the Generic kernel set, a portable Go kernel, correct but
-// tens of times slower.
+// instructions and the AVX-512 kernel set is in use. Otherwise, with AVX2 and FMA, it runs
+// assembly that rounds and packs the pairs and widens them back to floats: the same sums
+// (subnormals aside) at about Sgemm's speed; on the Generic kernel set, a portable Go kernel,
+// correct but tens of times slower.
 func HasBF16() bool { return bf16Ready(level.Load()) }
 
 // SgemmBF16 is Sgemm (same arguments, layouts and bounds checks) with alpha·op(A) and op(B)
@@ -87,10 +87,10 @@ func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		accumulate := pq > 0 || beta != 0
 		for jc := 0; jc < n; jc += blockN {
 			nc := min(blockN, n-jc)
-			packBBF16(bp, b, ldb, transB, p0, kc, k, jc, nc, nr, bf16Ready(lv))
+			packBBF16(bp, b, ldb, transB, p0, kc, k, jc, nc, nr, packingBF16(lv))
 			for ic := 0; ic < m; ic += blockM {
 				mc := min(blockM, m-ic)
-				packABF16(ap, a, lda, transA, p0, kc, k, ic, mc, mr, alpha, bf16Ready(lv))
+				packABF16(ap, a, lda, transA, p0, kc, k, ic, mc, mr, alpha, packingBF16(lv))
 				macroKernel(kern, mr, nr, kc, mc, nc, ap, bp, c[ic*ldc+jc:], ldc, accumulate, edge[:mr*nr])
 			}
 		}
@@ -117,11 +117,19 @@ func fromBF16(h uint32) float32 { return math.Float32frombits(h << 16) }
 // SgemmBF16 multiplies in place of x.
 func RoundBF16(x float32) float32 { return fromBF16(toBF16(x)) }
 
+// Which assembly rounds and packs SgemmBF16's panels (packingBF16): none (Go), the
+// AVX512_BF16 packers (8×32 tiles) or the AVX2 ones (4×16 tiles).
+const (
+	packGo = iota
+	packAVX512BF16
+	packAVX2
+)
+
 // packABF16 writes alpha·op(A)[ic:ic+mc, p0:p0+2·kc] as panels of mr rows of pairs: panel q
 // holds, for each pair t, the mr pairs (op(A)[i, p0+2t], op(A)[i, p0+2t+1]) of rows
-// i = ic+q·mr+r (zero past the last row, and a zero high half at p0+2t+1 == k). asm: the
-// AVX512_BF16 packing may be used (whole panels of 8 rows, alpha 1).
-func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc, mr int, alpha float32, asm bool) {
+// i = ic+q·mr+r (zero past the last row, and a zero high half at p0+2t+1 == k). pk: the
+// assembly packing that may be used (whole panels of 8 or 4 rows, alpha 1).
+func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc, mr int, alpha float32, pk int) {
 	full := min(kc, (k-p0)/2) // pairs with both halves inside op(A)
 	pairedNext := false       // the last panel's packing did this one's full pairs too
 	for q := 0; q*mr < mc; q++ {
@@ -131,11 +139,15 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 			clear(pan)
 		}
 		r0 := ic + q*mr
-		fast := asm && alpha == 1 && mr == 8 && rows == 8
+		fast := pk == packAVX512BF16 && alpha == 1 && mr == 8 && rows == 8
+		avx2 := pk == packAVX2 && alpha == 1 && mr == 4 && rows == 4
 		if trans {
 			// op(A) rows are columns of the stored [k, m] matrix: a pair joins two stored rows.
 			done := 0
 			switch {
+			case avx2 && full > 0:
+				packPairsAVX2(a[p0*lda+r0:], lda, pan, 4, full)
+				done = full
 			case fast && pairedNext:
 				done, pairedNext = full, false
 			case fast && full > 0 && q*mr+16 <= mc:
@@ -164,9 +176,13 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 		}
 		// A pair is two adjacent values of a stored row.
 		done := 0
-		if fast && full >= 16 {
+		switch {
+		case fast && full >= 16:
 			packRowsBF16(a[r0*lda+p0:], lda, pan, 8, full/16)
 			done = full / 16 * 16
+		case avx2 && full >= 8:
+			packRows4AVX2(a[r0*lda+p0:], lda, pan, 4, full/8)
+			done = full / 8 * 8
 		}
 		for r := range rows {
 			src := a[(r0+r)*lda+p0:][:min(2*kc, k-p0)]
@@ -182,9 +198,9 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 
 // packBBF16 writes op(B)[p0:p0+2·kc, jc:jc+nc] as panels of nr columns of pairs: panel q
 // holds, for each pair t, the nr pairs (op(B)[p0+2t, j], op(B)[p0+2t+1, j]) of columns
-// j = jc+q·nr+c (zero past the last column, and a zero high half at p0+2t+1 == k). asm: the
-// AVX512_BF16 packing may be used (whole panels of 32 columns).
-func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc, nr int, asm bool) {
+// j = jc+q·nr+c (zero past the last column, and a zero high half at p0+2t+1 == k). pk: the
+// assembly packing that may be used (whole panels of 32 or 16 columns).
+func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc, nr int, pk int) {
 	full := min(kc, (k-p0)/2)
 	for q := 0; q*nr < nc; q++ {
 		pan := dst[q*kc*nr : (q+1)*kc*nr]
@@ -193,12 +209,17 @@ func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc
 			clear(pan)
 		}
 		j0 := jc + q*nr
-		fast := asm && nr == 32 && cols == 32
+		fast := pk == packAVX512BF16 && nr == 32 && cols == 32
+		avx2 := pk == packAVX2 && nr == 16 && cols == 16
 		if !trans {
 			// A pair joins two stored rows of the [k, n] matrix.
 			done := 0
-			if fast && full > 0 {
+			switch {
+			case fast && full > 0:
 				packPairsBF16(b[p0*ldb+j0:], ldb, pan, 32, full)
+				done = full
+			case avx2 && full > 0:
+				packPairsAVX2(b[p0*ldb+j0:], ldb, pan, 16, full)
 				done = full
 			}
 			for t := done; t < full; t++ {
@@ -220,11 +241,17 @@ func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc
 		}
 		// Stored [n, k]: a pair is two adjacent values of a stored row.
 		done := 0
-		if fast && full >= 16 {
+		switch {
+		case fast && full >= 16:
 			for j := 0; j < 32; j += 8 {
 				packRowsBF16(b[(j0+j)*ldb+p0:], ldb, pan[j:], 32, full/16)
 			}
 			done = full / 16 * 16
+		case avx2 && full >= 8:
+			for j := 0; j < 16; j += 4 {
+				packRows4AVX2(b[(j0+j)*ldb+p0:], ldb, pan[j:], 16, full/8)
+			}
+			done = full / 8 * 8
 		}
 		for j := range cols {
 			src := b[(j0+j)*ldb+p0:][:min(2*kc, k-p0)]

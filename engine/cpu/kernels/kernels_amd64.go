@@ -298,6 +298,39 @@ func bf16Emulated(lv int32) bool {
 	return !bf16Ready(lv) && hasAVX2 && (lv == lvAVX512 || lv == lvAVX2)
 }
 
+// packingBF16 is the assembly that packs SgemmBF16's panels under kernel set lv.
+func packingBF16(lv int32) int {
+	switch {
+	case bf16Ready(lv):
+		return packAVX512BF16
+	case bf16Emulated(lv):
+		return packAVX2
+	}
+	return packGo
+}
+
+// packPairsAVX2 packs kp pairs of stored rows into width (4 or 16) pairs each, rounding with
+// AVX2: dst[t·width+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]).
+func packPairsAVX2(a []float32, lda int, dst []uint32, width, kp int) {
+	if !(hasAVX2 && (width == 4 || width == 16) && kp > 0 && lda >= width && len(a) >= (2*kp-1)*lda+width && len(dst) >= kp*width) {
+		fail("packPairsAVX2: %d pairs of rows of %d (stride %d) into %d words, from %d", kp, width, lda, len(dst), len(a))
+	}
+	if width == 4 {
+		packPairs4BF16AVX2(&a[0], lda, &dst[0], kp)
+	} else {
+		packPairs16BF16AVX2(&a[0], lda, &dst[0], kp)
+	}
+}
+
+// packRows4AVX2 packs 4 rows of adjacent pairs, rounding with AVX2: dst[t·stride+i] =
+// pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 4 and t < 8·n8.
+func packRows4AVX2(a []float32, lda int, dst []uint32, stride, n8 int) {
+	if !(hasAVX2 && n8 > 0 && stride >= 4 && lda >= 16*n8 && len(a) >= 3*lda+16*n8 && len(dst) >= (8*n8-1)*stride+4) {
+		fail("packRows4AVX2: 4 rows of %d (stride %d) into %d words (stride %d), from %d", 16*n8, lda, len(dst), stride, len(a))
+	}
+	packRows4BF16AVX2(&a[0], lda, &dst[0], stride, n8)
+}
+
 // tileBF16 is the SgemmBF16 micro-kernel tile (rows, columns) under kernel set lv. The
 // assembly packing (packRowsBF16, packPairsBF16) assumes 8×32; the others pack in Go.
 func tileBF16(lv int32) (mr, nr int) {

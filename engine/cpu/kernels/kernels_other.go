@@ -44,7 +44,11 @@ func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accu
 	gemmBF16Go(kp, a, b, c, ldc, accumulate)
 }
 
-// The AVX512_BF16 packing, never called here (bf16Ready is false).
+func packingBF16(lv int32) int { return packGo }
+
+// The AVX512_BF16 and AVX2 packing, never called here (packingBF16 is packGo).
+func packPairsAVX2(a []float32, lda int, dst []uint32, width, kp int)  { panic("unreachable") }
+func packRows4AVX2(a []float32, lda int, dst []uint32, stride, n8 int) { panic("unreachable") }
 func packRowsBF16(a []float32, lda int, dst []uint32, stride, n32 int) { panic("unreachable") }
 func packPairsBF16(a []float32, lda int, dst []uint32, width, kp int)  { panic("unreachable") }
 

@@ -297,13 +297,6 @@ func gemm6x16AVX2(k int, a *float32, b *float32, c *float32, ldc int, accumulate
 //go:noescape
 func gemm8x32BF16(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
 
-// gemm4x16BF16AVX2 computes the 4×16 tile T = Σ_q Σ_h bf16(a[q·4+i], h)·bf16(b[q·16+j], h)
-// over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
-// or adds T to it if accumulate != 0 (AVX2 and FMA: pairs widened to floats).
-//
-//go:noescape
-func gemm4x16BF16AVX2(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
-
 // packA8BF16 writes dst[t·8+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 8 and t < 16·n32:
 // the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).
 //
@@ -334,3 +327,28 @@ func packAT16BF16(a *float32, lda int, dst *uint32, kp int, pstride int)
 //
 //go:noescape
 func packB32BF16(a *float32, lda int, dst *uint32, kp int)
+
+// gemm4x16BF16AVX2 computes the 4×16 tile T = Σ_q Σ_h bf16(a[q·4+i], h)·bf16(b[q·16+j], h)
+// over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
+// or adds T to it if accumulate != 0 (AVX2 and FMA: pairs widened to floats).
+//
+//go:noescape
+func gemm4x16BF16AVX2(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
+
+// packPairs4BF16AVX2 writes dst[t·4+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 4 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX2).
+//
+//go:noescape
+func packPairs4BF16AVX2(a *float32, lda int, dst *uint32, kp int)
+
+// packPairs16BF16AVX2 writes dst[t·16+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 16 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX2).
+//
+//go:noescape
+func packPairs16BF16AVX2(a *float32, lda int, dst *uint32, kp int)
+
+// packRows4BF16AVX2 writes dst[t·stride+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 4 and t < 8·n8:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX2).
+//
+//go:noescape
+func packRows4BF16AVX2(a *float32, lda int, dst *uint32, stride int, n8 int)

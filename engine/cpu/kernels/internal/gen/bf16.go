@@ -378,3 +378,145 @@ func bf16Patch(path string) error {
 	}
 	return os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
 }
+
+// The AVX2 packing of SgemmBF16's emulated path (CPUs without AVX512_BF16, where the pairs are
+// rounded here rather than by VCVTNE2PS2BF16): toBF16 on 8 lanes at a time, in integer ops.
+
+// bf16Round holds the constants of roundBF16 (one dword each, broadcast when loaded).
+var bf16Round Mem
+
+var bf16RoundNames = []string{"bias", "one", "abs", "inf", "quiet", "high"}
+
+func bf16RoundData() {
+	bf16Round = GLOBL("bf16round", RODATA|NOPTR)
+	for i, v := range []uint32{0x7fff, 1, 0x7fffffff, 0x7f800000, 0x00400000, 0xffff0000} {
+		DATA(4*i, U32(v))
+	}
+}
+
+// bf16Consts broadcasts roundBF16's constants into registers of x's width (YMM or XMM).
+func bf16Consts(vec func() VecVirtual) map[string]VecVirtual {
+	c := map[string]VecVirtual{}
+	for i, name := range bf16RoundNames {
+		c[name] = vec()
+		VPBROADCASTD(bf16Round.Offset(4*i), c[name])
+	}
+	return c
+}
+
+// roundBF16 rounds the floats of x to bf16 in place, ties to even, as toBF16 does: the bf16 is
+// the high half of each lane afterwards (the low half is garbage). A NaN is made quiet
+// instead, since the rounding bias could carry its mantissa into Inf.
+func roundBF16(x VecVirtual, c map[string]VecVirtual, vec func() VecVirtual) {
+	t, m := vec(), vec()
+	VPSRLD(U8(16), x, t)
+	VPAND(c["one"], t, t)
+	VPADDD(c["bias"], t, t) // 0x7fff + the lowest kept bit
+	VPAND(c["abs"], x, m)
+	VPCMPGTD(c["inf"], m, m) // |x| > Inf: NaN
+	VPADDD(t, x, t)
+	VPOR(c["quiet"], x, x)
+	VPBLENDVB(m, x, t, x) // NaN lanes keep x | quiet, the others x + bias
+}
+
+// packPairsBF16AVX2 writes dst[t·width+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < width
+// and t < kp (width 4: one XMM, 16: two YMM), the pairs of two stored rows.
+func packPairsBF16AVX2(name string, width int) {
+	TEXT(name, NOSPLIT, "func(a *float32, lda int, dst *uint32, kp int)")
+	Pragma("noescape")
+	Doc(name+fmt.Sprintf(" writes dst[t·%d+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < %d and t < kp:", width, width),
+		"the two values rounded to bf16 (nearest even), the first in the low half (AVX2).")
+	a, lda, dst, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("kp")
+	SHLQ(U8(2), lda) // bytes
+	vec, vbytes := func() VecVirtual { return YMM() }, 32
+	if width == 4 {
+		vec, vbytes = func() VecVirtual { return XMM() }, 16
+	}
+	c := bf16Consts(vec)
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	Label("loop")
+	for h := 0; h < 4*width/vbytes; h++ {
+		lo, hi := vec(), vec()
+		VMOVDQU(Mem{Base: a, Disp: vbytes * h}, lo)
+		VMOVDQU(Mem{Base: a, Index: lda, Scale: 1, Disp: vbytes * h}, hi)
+		roundBF16(lo, c, vec)
+		roundBF16(hi, c, vec)
+		VPSRLD(U8(16), lo, lo)
+		VPAND(c["high"], hi, hi)
+		VPOR(lo, hi, hi)
+		VMOVDQU(hi, Mem{Base: dst, Disp: vbytes * h})
+	}
+	LEAQ(Mem{Base: a, Index: lda, Scale: 2}, a)
+	ADDQ(U32(4*width), dst)
+	DECQ(n)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// packRows4BF16AVX2 writes dst[t·stride+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 4 and
+// t < 8·n8: four rows of adjacent pairs (A [m, k] into its panels of 4 rows, stride 4; B stored
+// [n, k], 4 of the 16 columns of a panel, stride 16).
+func packRows4BF16AVX2(name string) {
+	TEXT(name, NOSPLIT, "func(a *float32, lda int, dst *uint32, stride int, n8 int)")
+	Pragma("noescape")
+	Doc(name+" writes dst[t·stride+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 4 and t < 8·n8:",
+		"the two values rounded to bf16 (nearest even), the first in the low half (AVX2).")
+	a, lda, dst, stride, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("stride"), loadGP("n8")
+	SHLQ(U8(2), lda)    // bytes
+	SHLQ(U8(2), stride) // bytes
+	vec := func() VecVirtual { return YMM() }
+	c := bf16Consts(vec)
+	lda3 := GP64()
+	LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+	rows := []Mem{{Base: a}, {Base: a, Index: lda, Scale: 1}, {Base: a, Index: lda, Scale: 2}, {Base: a, Index: lda3, Scale: 1}}
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	Label("loop")
+	r := make([]VecVirtual, 4)
+	for i := range r {
+		v0, v1 := vec(), vec()
+		VMOVDQU(rows[i], v0)
+		VMOVDQU(rows[i].Offset(32), v1)
+		roundBF16(v0, c, vec)
+		roundBF16(v1, c, vec)
+		VPSRLD(U8(16), v0, v0)
+		VPSRLD(U8(16), v1, v1)
+		// Words of v0 then v1, per 128-bit lane: (x0..x3, x8..x11 | x4..x7, x12..x15).
+		VPACKUSDW(v1, v0, v0)
+		VPERMQ(U8(0xd8), v0, v0) // pairs 0..7 of the row, in order
+		r[i] = v0
+	}
+	// Transpose 4 rows of 8 pairs into 8 groups (one per t) of 4.
+	t0, t1, t2, t3 := vec(), vec(), vec(), vec()
+	VPUNPCKLDQ(r[1], r[0], t0) // r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5]
+	VPUNPCKHDQ(r[1], r[0], t1) // r0[2] r1[2] r0[3] r1[3] | r0[6] ...
+	VPUNPCKLDQ(r[3], r[2], t2)
+	VPUNPCKHDQ(r[3], r[2], t3)
+	u := []VecVirtual{r[0], r[1], r[2], r[3]}
+	VPUNPCKLQDQ(t2, t0, u[0]) // t = 0 | 4
+	VPUNPCKHQDQ(t2, t0, u[1]) // t = 1 | 5
+	VPUNPCKLQDQ(t3, t1, u[2]) // t = 2 | 6
+	VPUNPCKHQDQ(t3, t1, u[3]) // t = 3 | 7
+	p := GP64()
+	MOVQ(dst, p)
+	for half := 0; half < 2; half++ {
+		for q := 0; q < 4; q++ {
+			if half == 0 {
+				VMOVDQU(u[q].AsX(), Mem{Base: p})
+			} else {
+				VEXTRACTI128(U8(1), u[q], Mem{Base: p})
+			}
+			ADDQ(stride, p)
+		}
+	}
+	MOVQ(p, dst)
+	ADDQ(U32(64), a) // 8 pairs of each row
+	DECQ(n)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}

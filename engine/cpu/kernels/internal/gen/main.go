@@ -194,12 +194,18 @@ func main() {
 	// bf16: an 8×32 tile (12×32 and 6×64 ran the kernel alone at the same rate, and 8 rows
 	// share pack8's transpose), and the packing into its panels.
 	gemmBF16(8, 2)
-	gemmBF16Emu(4, 2)                 // 8 accumulators, 2×2 widened B vectors, a widened A pair, the mask: 15 registers
 	packRowsBF16("packA8BF16", 4*8)   // A [m, k] into panels of 8 rows
 	packRowsBF16("packBT8BF16", 4*32) // 8 of the 32 columns of a B panel, B stored [n, k]
 	packPairsBF16("packAT8BF16", 8)   // A stored [k, m]
 	packPairs2x8BF16("packAT16BF16")  // the same, two panels at once
 	packPairsBF16("packB32BF16", 32)  // B [k, n] into panels of 32 columns
+	// bf16 without AVX512_BF16 (AVX2 and FMA): a 4×16 tile (8 accumulators, 2×2 widened B
+	// vectors, a widened A pair and the mask: 15 registers) and its panels' packing.
+	gemmBF16Emu(4, 2)
+	bf16RoundData()
+	packPairsBF16AVX2("packPairs4BF16AVX2", 4)   // A stored [k, m] into panels of 4 rows
+	packPairsBF16AVX2("packPairs16BF16AVX2", 16) // B stored [k, n] into panels of 16 columns
+	packRows4BF16AVX2("packRows4BF16AVX2")       // A [m, k]; B stored [n, k], 4 columns at a time
 	Generate()
 	out, stubs := flag.Lookup("out").Value.String(), flag.Lookup("stubs").Value.String()
 	if err := bf16Patch(out); err != nil {
