@@ -3,9 +3,10 @@
 #
 #	END=17:00 nohup benchmarks/grid/sessions.sh > grid.log 2>&1 &
 #
-# It builds cmd/bench and runs the whole grid in one command, in grid.Order's order: every seed
-# of the schemes that RESULTS.md's "against the papers" compares (report.Compared) first, then
-# the rest seed by seed (mlm's first seed, then every task's second, then third). The command
+# It builds cmd/bench and runs the whole grid in one command, in grid.Order's order: the cells
+# an earlier run stopped mid-way, then every seed of the schemes that RESULTS.md's "against the
+# papers" compares (report.Compared), then the rest seed by seed (mlm's first seed, then every
+# task's second, then third). The command
 # skips the finished cells (their results are in benchmarks/v2, committed) and starts no cell
 # that its estimate says would end after END (leave time to commit before the machine goes):
 # near the end it takes the small cells that still fit. Checkpoints go to $WEIGHTS (default
