@@ -118,7 +118,7 @@ func fromBF16(h uint32) float32 { return math.Float32frombits(h << 16) }
 func RoundBF16(x float32) float32 { return fromBF16(toBF16(x)) }
 
 // Which assembly rounds and packs SgemmBF16's panels (packingBF16): none (Go), the
-// AVX512_BF16 packers (8×32 tiles) or the AVX2 ones (4×16 tiles).
+// AVX512_BF16 packers (8×32 tiles) or the AVX2 ones (8×32 or 4×16 tiles).
 const (
 	packGo = iota
 	packAVX512BF16
@@ -128,7 +128,7 @@ const (
 // packABF16 writes alpha·op(A)[ic:ic+mc, p0:p0+2·kc] as panels of mr rows of pairs: panel q
 // holds, for each pair t, the mr pairs (op(A)[i, p0+2t], op(A)[i, p0+2t+1]) of rows
 // i = ic+q·mr+r (zero past the last row, and a zero high half at p0+2t+1 == k). pk: the
-// assembly packing that may be used (whole panels of 8 or 4 rows, alpha 1).
+// assembly packing that may be used (whole panels of 8 rows, or 4 for AVX2; alpha 1).
 func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc, mr int, alpha float32, pk int) {
 	full := min(kc, (k-p0)/2) // pairs with both halves inside op(A)
 	pairedNext := false       // the last panel's packing did this one's full pairs too
@@ -140,13 +140,13 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 		}
 		r0 := ic + q*mr
 		fast := pk == packAVX512BF16 && alpha == 1 && mr == 8 && rows == 8
-		avx2 := pk == packAVX2 && alpha == 1 && mr == 4 && rows == 4
+		avx2 := pk == packAVX2 && alpha == 1 && (mr == 4 || mr == 8) && rows == mr
 		if trans {
 			// op(A) rows are columns of the stored [k, m] matrix: a pair joins two stored rows.
 			done := 0
 			switch {
 			case avx2 && full > 0:
-				packPairsAVX2(a[p0*lda+r0:], lda, pan, 4, full)
+				packPairsAVX2(a[p0*lda+r0:], lda, pan, mr, full)
 				done = full
 			case fast && pairedNext:
 				done, pairedNext = full, false
@@ -181,7 +181,9 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 			packRowsBF16(a[r0*lda+p0:], lda, pan, 8, full/16)
 			done = full / 16 * 16
 		case avx2 && full >= 8:
-			packRows4AVX2(a[r0*lda+p0:], lda, pan, 4, full/8)
+			for g := 0; g < mr; g += 4 {
+				packRows4AVX2(a[(r0+g)*lda+p0:], lda, pan[g:], mr, full/8)
+			}
 			done = full / 8 * 8
 		}
 		for r := range rows {
@@ -199,7 +201,7 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 // packBBF16 writes op(B)[p0:p0+2·kc, jc:jc+nc] as panels of nr columns of pairs: panel q
 // holds, for each pair t, the nr pairs (op(B)[p0+2t, j], op(B)[p0+2t+1, j]) of columns
 // j = jc+q·nr+c (zero past the last column, and a zero high half at p0+2t+1 == k). pk: the
-// assembly packing that may be used (whole panels of 32 or 16 columns).
+// assembly packing that may be used (whole panels of 32 columns, or 16 for AVX2).
 func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc, nr int, pk int) {
 	full := min(kc, (k-p0)/2)
 	for q := 0; q*nr < nc; q++ {
@@ -210,7 +212,7 @@ func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc
 		}
 		j0 := jc + q*nr
 		fast := pk == packAVX512BF16 && nr == 32 && cols == 32
-		avx2 := pk == packAVX2 && nr == 16 && cols == 16
+		avx2 := pk == packAVX2 && (nr == 16 || nr == 32) && cols == nr
 		if !trans {
 			// A pair joins two stored rows of the [k, n] matrix.
 			done := 0
@@ -219,7 +221,7 @@ func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc
 				packPairsBF16(b[p0*ldb+j0:], ldb, pan, 32, full)
 				done = full
 			case avx2 && full > 0:
-				packPairsAVX2(b[p0*ldb+j0:], ldb, pan, 16, full)
+				packPairsAVX2(b[p0*ldb+j0:], ldb, pan, nr, full)
 				done = full
 			}
 			for t := done; t < full; t++ {
@@ -248,8 +250,8 @@ func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc
 			}
 			done = full / 16 * 16
 		case avx2 && full >= 8:
-			for j := 0; j < 16; j += 4 {
-				packRows4AVX2(b[(j0+j)*ldb+p0:], ldb, pan[j:], 16, full/8)
+			for j := 0; j < nr; j += 4 {
+				packRows4AVX2(b[(j0+j)*ldb+p0:], ldb, pan[j:], nr, full/8)
 			}
 			done = full / 8 * 8
 		}

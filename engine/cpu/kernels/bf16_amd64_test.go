@@ -55,3 +55,70 @@ func TestPackBF16AVX2(t *testing.T) {
 		}
 	}
 }
+
+// The Go kernel and the AVX512_BF16 kernel agree up to the order of the float32 sums; the
+// AVX2 and AVX-512F kernels, which widen the pairs and add each pair's high product and then
+// its low one, give the AVX512_BF16 kernel's results to the bit (the operands here have no
+// subnormals).
+func TestSgemmBF16GoVsAsm(t *testing.T) {
+	const avx512F = "avx512 without AVX512_BF16"
+	saved := Path()
+	defer SetPath(saved)
+	if SetPath(AVX512) != nil || !HasBF16() {
+		t.Skip("no AVX512_BF16")
+	}
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, d := range []struct{ m, n, k int }{{8, 32, 2}, {33, 100, 301}, {130, 700, 1030}, {200, 64, 77}} {
+		for tr := range 4 {
+			ta, tb := tr&1 != 0, tr&2 != 0
+			lda, ldb := d.k, d.n
+			if ta {
+				lda = d.m
+			}
+			if tb {
+				ldb = d.k
+			}
+			a, b := guarded(r, d.m*d.k, 0), guarded(r, d.k*d.n, 0)
+			out := map[string][]float32{}
+			for _, p := range []string{AVX512, AVX2, Generic, avx512F} {
+				if p == avx512F {
+					// An AVX-512 CPU without AVX512_BF16: gemm8x32BF16AVX512F.
+					hasBF16 = false
+					p = AVX512
+				}
+				if err := SetPath(p); err != nil {
+					t.Fatal(err)
+				}
+				c := make([]float32, d.m*d.n)
+				SgemmBF16(ta, tb, d.m, d.n, d.k, 1, a, lda, b, ldb, 0, c, d.n)
+				if !hasBF16 {
+					hasBF16, p = true, avx512F
+				}
+				out[p] = c
+			}
+			for i, want := range out[AVX512] {
+				// |terms| add up to at most k (operands in [-1, 1]).
+				if gen := out[Generic][i]; math.Abs(float64(want-gen)) > 1e-5*float64(d.k) {
+					t.Fatalf("%v %v %dx%dx%d: C[%d] = %g (avx512), %g (generic)", ta, tb, d.m, d.n, d.k, i, want, gen)
+				}
+				for _, p := range []string{AVX2, avx512F} {
+					if emu := out[p][i]; emu != want {
+						t.Fatalf("%v %v %dx%dx%d: C[%d] = %g (avx512), %g (%s, widened pairs)", ta, tb, d.m, d.n, d.k, i, want, emu, p)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSgemmBF16AVX512F: SgemmBF16 as an AVX-512 CPU without AVX512_BF16 runs it (the
+// pairs widened to floats, gemm8x32BF16AVX512F), on the training step's products.
+func BenchmarkSgemmBF16AVX512F(b *testing.B) {
+	saved, savedPath := hasBF16, Path()
+	defer func() { hasBF16 = saved; SetPath(savedPath) }()
+	if SetPath(AVX512) != nil {
+		b.Skip("no AVX-512")
+	}
+	hasBF16 = false
+	benchTrainShapes(b, SgemmBF16)
+}

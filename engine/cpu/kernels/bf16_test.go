@@ -105,48 +105,6 @@ func TestSgemmBF16(t *testing.T) {
 	})
 }
 
-// The Go kernel and the AVX512_BF16 kernel agree up to the order of the float32 sums; the AVX2
-// kernel, which widens the pairs and adds each pair's high product and then its low one, gives
-// the AVX512_BF16 kernel's results to the bit (the operands here have no subnormals).
-func TestSgemmBF16GoVsAsm(t *testing.T) {
-	saved := Path()
-	defer SetPath(saved)
-	if SetPath(AVX512) != nil || !HasBF16() {
-		t.Skip("no AVX512_BF16")
-	}
-	r := rand.New(rand.NewPCG(33, 34))
-	for _, d := range []struct{ m, n, k int }{{8, 32, 2}, {33, 100, 301}, {130, 700, 1030}, {200, 64, 77}} {
-		for tr := range 4 {
-			ta, tb := tr&1 != 0, tr&2 != 0
-			lda, ldb := d.k, d.n
-			if ta {
-				lda = d.m
-			}
-			if tb {
-				ldb = d.k
-			}
-			a, b := guarded(r, d.m*d.k, 0), guarded(r, d.k*d.n, 0)
-			out := map[string][]float32{}
-			for _, p := range []string{AVX512, AVX2, Generic} {
-				if err := SetPath(p); err != nil {
-					t.Fatal(err)
-				}
-				out[p] = make([]float32, d.m*d.n)
-				SgemmBF16(ta, tb, d.m, d.n, d.k, 1, a, lda, b, ldb, 0, out[p], d.n)
-			}
-			for i, want := range out[AVX512] {
-				// |terms| add up to at most k (operands in [-1, 1]).
-				if gen := out[Generic][i]; math.Abs(float64(want-gen)) > 1e-5*float64(d.k) {
-					t.Fatalf("%v %v %dx%dx%d: C[%d] = %g (avx512), %g (generic)", ta, tb, d.m, d.n, d.k, i, want, gen)
-				}
-				if emu := out[AVX2][i]; emu != want {
-					t.Fatalf("%v %v %dx%dx%d: C[%d] = %g (avx512), %g (avx2, widened pairs)", ta, tb, d.m, d.n, d.k, i, want, emu)
-				}
-			}
-		}
-	}
-}
-
 func TestSgemmBF16Bounds(t *testing.T) {
 	x := make([]float32, 100)
 	for _, c := range []struct {

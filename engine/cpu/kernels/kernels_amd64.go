@@ -292,8 +292,9 @@ func pack8(a []float32, lda int, dst []float32, n16 int) bool {
 // bf16Ready reports whether SgemmBF16 runs the VDPBF16PS micro-kernel under kernel set lv.
 func bf16Ready(lv int32) bool { return lv == lvAVX512 && hasBF16 }
 
-// bf16Emulated reports whether SgemmBF16 runs gemm4x16BF16AVX2 under kernel set lv: AVX2 and
-// FMA without AVX512_BF16 (an AVX-512 CPU without it runs the AVX2 kernel).
+// bf16Emulated reports whether SgemmBF16 widens the bf16 pairs to floats under kernel set lv
+// (gemm8x32BF16AVX512F, gemm4x16BF16AVX2): AVX-512F, or AVX2 and FMA, without AVX512_BF16. The
+// AVX2 packers serve both.
 func bf16Emulated(lv int32) bool {
 	return !bf16Ready(lv) && hasAVX2 && (lv == lvAVX512 || lv == lvAVX2)
 }
@@ -309,17 +310,24 @@ func packingBF16(lv int32) int {
 	return packGo
 }
 
-// packPairsAVX2 packs kp pairs of stored rows into width (4 or 16) pairs each, rounding with
-// AVX2: dst[t·width+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]).
+// packPairsAVX2 packs kp pairs of stored rows into width (4, 8, 16 or 32) pairs each,
+// rounding with AVX2: dst[t·width+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]).
 func packPairsAVX2(a []float32, lda int, dst []uint32, width, kp int) {
-	if !(hasAVX2 && (width == 4 || width == 16) && kp > 0 && lda >= width && len(a) >= (2*kp-1)*lda+width && len(dst) >= kp*width) {
+	var pack func(a *float32, lda int, dst *uint32, kp int)
+	switch width {
+	case 4:
+		pack = packPairs4BF16AVX2
+	case 8:
+		pack = packPairs8BF16AVX2
+	case 16:
+		pack = packPairs16BF16AVX2
+	case 32:
+		pack = packPairs32BF16AVX2
+	}
+	if !(hasAVX2 && pack != nil && kp > 0 && lda >= width && len(a) >= (2*kp-1)*lda+width && len(dst) >= kp*width) {
 		fail("packPairsAVX2: %d pairs of rows of %d (stride %d) into %d words, from %d", kp, width, lda, len(dst), len(a))
 	}
-	if width == 4 {
-		packPairs4BF16AVX2(&a[0], lda, &dst[0], kp)
-	} else {
-		packPairs16BF16AVX2(&a[0], lda, &dst[0], kp)
-	}
+	pack(&a[0], lda, &dst[0], kp)
 }
 
 // packRows4AVX2 packs 4 rows of adjacent pairs, rounding with AVX2: dst[t·stride+i] =
@@ -332,10 +340,11 @@ func packRows4AVX2(a []float32, lda int, dst []uint32, stride, n8 int) {
 }
 
 // tileBF16 is the SgemmBF16 micro-kernel tile (rows, columns) under kernel set lv. The
-// assembly packing (packRowsBF16, packPairsBF16) assumes 8×32; the others pack in Go.
+// AVX512_BF16 packing (packRowsBF16, packPairsBF16) assumes 8×32, the AVX2 packing takes 8×32
+// or 4×16 tiles, and the Go packing any.
 func tileBF16(lv int32) (mr, nr int) {
 	switch {
-	case bf16Ready(lv):
+	case lv == lvAVX512 && (bf16Ready(lv) || bf16Emulated(lv)):
 		return 8, 32
 	case bf16Emulated(lv):
 		return 4, 16
@@ -357,6 +366,8 @@ func microKernelBF16(lv int32, kp int, a, b []uint32, c []float32, ldc int, accu
 	switch {
 	case bf16Ready(lv):
 		gemm8x32BF16(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
+	case bf16Emulated(lv) && lv == lvAVX512:
+		gemm8x32BF16AVX512F(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
 	case bf16Emulated(lv):
 		gemm4x16BF16AVX2(kp, unsafe.SliceData(a), unsafe.SliceData(b), ptr(c), ldc, acc)
 	default:

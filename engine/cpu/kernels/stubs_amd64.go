@@ -328,6 +328,13 @@ func packAT16BF16(a *float32, lda int, dst *uint32, kp int, pstride int)
 //go:noescape
 func packB32BF16(a *float32, lda int, dst *uint32, kp int)
 
+// gemm8x32BF16AVX512F computes the 8×32 tile T = Σ_q Σ_h bf16(a[q·8+i], h)·bf16(b[q·32+j], h)
+// over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
+// or adds T to it if accumulate != 0 (AVX-512F: pairs widened to floats).
+//
+//go:noescape
+func gemm8x32BF16AVX512F(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumulate int)
+
 // gemm4x16BF16AVX2 computes the 4×16 tile T = Σ_q Σ_h bf16(a[q·4+i], h)·bf16(b[q·16+j], h)
 // over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
 // or adds T to it if accumulate != 0 (AVX2 and FMA: pairs widened to floats).
@@ -341,11 +348,23 @@ func gemm4x16BF16AVX2(k2 int, a *uint32, b *uint32, c *float32, ldc int, accumul
 //go:noescape
 func packPairs4BF16AVX2(a *float32, lda int, dst *uint32, kp int)
 
+// packPairs8BF16AVX2 writes dst[t·8+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 8 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX2).
+//
+//go:noescape
+func packPairs8BF16AVX2(a *float32, lda int, dst *uint32, kp int)
+
 // packPairs16BF16AVX2 writes dst[t·16+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 16 and t < kp:
 // the two values rounded to bf16 (nearest even), the first in the low half (AVX2).
 //
 //go:noescape
 func packPairs16BF16AVX2(a *float32, lda int, dst *uint32, kp int)
+
+// packPairs32BF16AVX2 writes dst[t·32+j] = pair(a[2t·lda+j], a[(2t+1)·lda+j]) for j < 32 and t < kp:
+// the two values rounded to bf16 (nearest even), the first in the low half (AVX2).
+//
+//go:noescape
+func packPairs32BF16AVX2(a *float32, lda int, dst *uint32, kp int)
 
 // packRows4BF16AVX2 writes dst[t·stride+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 4 and t < 8·n8:
 // the two values rounded to bf16 (nearest even), the first in the low half (AVX2).

@@ -59,48 +59,61 @@ func gemmBF16(mr, nv int) {
 	bf16Store(acc, mr, nv, vbytes)
 }
 
-// gemmBF16Emu is gemmBF16 for CPUs without AVX512_BF16, in AVX2 and FMA (which AVX-512 CPUs
-// have too): each pair of a 32-bit lane is widened to two floats (a bf16 is the high half of
-// a float32: the low one shifted up, the high one masked), and two VFMADD231PS add the high
-// products and then the low ones, each exact in float32, as VDPBF16PS sums them. It keeps the
-// grid's bf16 training near Sgemm's speed on such machines, where the portable Go kernel is
-// tens of times slower; its sums round like VDPBF16PS's but for subnormals, which it keeps.
-func gemmBF16Emu(mr, nv int) {
-	const lanes, vbytes = 8, 32
-	nr := nv * lanes
-	name := fmt.Sprintf("gemm%dx%dBF16AVX2", mr, nr)
+// gemmBF16Emu is gemmBF16 for CPUs without AVX512_BF16, on AVX-512F (s = avx512: an 8×32 tile)
+// or on AVX2 and FMA (s = avx2: 4×16): each pair of a 32-bit lane is widened to two floats (a
+// bf16 is the high half of a float32: the low one shifted up, the high one masked), and two
+// VFMADD231PS add the high products and then the low ones, each exact in float32, as VDPBF16PS
+// sums them. It keeps the grid's bf16 training near Sgemm's speed on such machines, where the
+// portable Go kernel is tens of times slower; its sums round like VDPBF16PS's but for
+// subnormals, which it keeps.
+func gemmBF16Emu(s isa, mr, nv int) {
+	nr := nv * s.lanes
+	name := fmt.Sprintf("gemm%dx%dBF16%s", mr, nr, s.name)
+	if s.masks {
+		name += "F" // AVX512F: without AVX512_BF16
+	}
 	TEXT(name, NOSPLIT, "func(k2 int, a, b *uint32, c *float32, ldc int, accumulate int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s computes the %d×%d tile T = Σ_q Σ_h bf16(a[q·%d+i], h)·bf16(b[q·%d+j], h)", name, mr, nr, mr, nr),
 		"over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],",
-		"or adds T to it if accumulate != 0 (AVX2 and FMA: pairs widened to floats).")
+		fmt.Sprintf("or adds T to it if accumulate != 0 (%s: pairs widened to floats).", map[bool]string{true: "AVX-512F", false: "AVX2 and FMA"}[s.masks]))
 	k := loadGP("k2")
 	a, b := mem("a"), mem("b")
-	acc := avx2.zeros(mr * nv)
-	high := YMM() // 0xffff0000 in every lane: keeps the high bf16 of a pair as a float
-	VPCMPEQD(high, high, high)
+	acc := s.zeros(mr * nv)
+	high := s.vec() // 0xffff0000 in every lane: keeps the high bf16 of a pair as a float
+	and := func(mask, x, dst VecVirtual) { VPAND(mask, x, dst) }
+	if s.masks {
+		VPTERNLOGD(U8(0xff), high, high, high)
+		and = func(mask, x, dst VecVirtual) { VPANDD(mask, x, dst) }
+	} else {
+		VPCMPEQD(high, high, high)
+	}
 	VPSLLD(U8(16), high, high)
 	step := func(q int) {
 		lo, hi := make([]VecVirtual, nv), make([]VecVirtual, nv)
 		for v := range nv {
-			lo[v], hi[v] = YMM(), YMM()
-			VMOVDQU(b.Offset(q*4*nr+v*vbytes), hi[v])
+			lo[v], hi[v] = s.vec(), s.vec()
+			if s.masks {
+				VMOVDQU32(b.Offset(q*4*nr+v*s.bytes), hi[v])
+			} else {
+				VMOVDQU(b.Offset(q*4*nr+v*s.bytes), hi[v])
+			}
 			VPSLLD(U8(16), hi[v], lo[v])
-			VPAND(high, hi[v], hi[v])
+			and(high, hi[v], hi[v])
 		}
 		for i := 0; i < mr; i++ {
-			th, tl := YMM(), YMM()
+			th, tl := s.vec(), s.vec()
 			VPBROADCASTD(a.Offset(q*4*mr+4*i), th)
 			VPSLLD(U8(16), th, tl)
-			VPAND(high, th, th)
+			and(high, th, th)
 			for v := range nv {
 				VFMADD231PS(hi[v], th, acc[i*nv+v])
 				VFMADD231PS(lo[v], tl, acc[i*nv+v])
 			}
 		}
 	}
-	bf16Loop(k, a, b, mr, nr, envInt("GEN_GEMM_UNROLL_BF16AVX2", 2), step)
-	bf16Store(acc, mr, nv, vbytes)
+	bf16Loop(k, a, b, mr, nr, envInt("GEN_GEMM_UNROLL_BF16"+s.name, 2), step)
+	bf16Store(acc, mr, nv, s.bytes)
 }
 
 // bf16Loop runs step over the k2 pairs of the panels, unroll at a time, then one at a time.

@@ -199,13 +199,17 @@ func main() {
 	packPairsBF16("packAT8BF16", 8)   // A stored [k, m]
 	packPairs2x8BF16("packAT16BF16")  // the same, two panels at once
 	packPairsBF16("packB32BF16", 32)  // B [k, n] into panels of 32 columns
-	// bf16 without AVX512_BF16 (AVX2 and FMA): a 4×16 tile (8 accumulators, 2×2 widened B
-	// vectors, a widened A pair and the mask: 15 registers) and its panels' packing.
-	gemmBF16Emu(4, 2)
+	// bf16 without AVX512_BF16: on AVX-512F the same 8×32 tile (16 accumulators, 2×2 widened B
+	// vectors, a widened A pair and the mask: 23 registers), on AVX2 and FMA a 4×16 one (8, 4,
+	// 2 and 1: 15 registers); their panels are packed with AVX2 (ymm) on both.
+	gemmBF16Emu(avx512, 8, 2)
+	gemmBF16Emu(avx2, 4, 2)
 	bf16RoundData()
 	packPairsBF16AVX2("packPairs4BF16AVX2", 4)   // A stored [k, m] into panels of 4 rows
+	packPairsBF16AVX2("packPairs8BF16AVX2", 8)   // ... of 8 rows
 	packPairsBF16AVX2("packPairs16BF16AVX2", 16) // B stored [k, n] into panels of 16 columns
-	packRows4BF16AVX2("packRows4BF16AVX2")       // A [m, k]; B stored [n, k], 4 columns at a time
+	packPairsBF16AVX2("packPairs32BF16AVX2", 32) // ... of 32 columns
+	packRows4BF16AVX2("packRows4BF16AVX2")       // A [m, k]; B stored [n, k]: 4 rows at a time
 	Generate()
 	out, stubs := flag.Lookup("out").Value.String(), flag.Lookup("stubs").Value.String()
 	if err := bf16Patch(out); err != nil {
