@@ -122,7 +122,7 @@ func (b *Backend) Summary() string {
 		case kernels.Path() == kernels.Generic:
 			act += " (no AVX512_BF16 or AVX2 here: a portable kernel, far slower than float32)"
 		default:
-			act += " (no AVX512_BF16 here: pairs widened to floats, AVX2)"
+			act += " (no AVX512_BF16 here: pairs widened to floats, " + kernels.Path() + ")"
 		}
 	}
 	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, kernels.Path(), b.threads, act)
