@@ -140,8 +140,9 @@ type Runner struct {
 }
 
 // Run runs every unfinished cell, Jobs at a time, each when the cell it starts from (Needs) is
-// done. On the first failure no new cell starts; the running ones finish and the error names
-// the cell and says how to continue.
+// done. A failed cell does not stop the grid, which may run unattended for hours: the others go
+// on (not those that start from it), and the error at the end names every failed cell and
+// says how to continue.
 func (r *Runner) Run(cells []Cell) error {
 	r.Skipped = 0
 	if err := restoreShipped(cells); err != nil {
@@ -166,7 +167,9 @@ func (r *Runner) Run(cells []Cell) error {
 		running  = map[string]float64{} // estimated seconds done of each running cell
 		status   = map[string]string{}  // what each running cell is doing
 		doneSec  float64
-		firstErr error
+		firstErr error    // the grid cannot go on (a cell's base is not in it)
+		failures []string // cells that failed, or did not start because their base failed
+		failed   = map[string]bool{}
 		next     int
 		started  = make([]bool, len(todo))
 		skipped  = map[string]bool{}
@@ -186,7 +189,7 @@ func (r *Runner) Run(cells []Cell) error {
 	}
 	ready := func(c Cell) bool { return c.Needs == "" || finished[c.Task+"/"+c.Needs] }
 	// pick returns the index of the first unstarted ready cell, -1 if none is ready yet, or
-	// len(todo) when nothing is left (or a failure stops the grid). Called with mu held.
+	// len(todo) when nothing is left (or the grid cannot go on). Called with mu held.
 	pick := func() int {
 		for {
 			if firstErr != nil {
@@ -195,6 +198,12 @@ func (r *Runner) Run(cells []Cell) error {
 			waiting := false
 			for i := next; i < len(todo); i++ {
 				if started[i] {
+					continue
+				}
+				if c := todo[i]; c.Needs != "" && failed[c.Task+"/"+c.Needs] {
+					started[i], failed[c.ID()] = true, true
+					failures = append(failures, fmt.Sprintf("%s: not started, %s/%s failed", c.ID(), c.Task, c.Needs))
+					total -= c.Seconds()
 					continue
 				}
 				if c := todo[i]; !r.Deadline.IsZero() && (skipped[c.Task+"/"+c.Needs] ||
@@ -256,10 +265,11 @@ func (r *Runner) Run(cells []Cell) error {
 				mu.Lock()
 				delete(running, id)
 				delete(status, id)
-				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("%s: %w (rerun the same command to continue; finished cells are kept)", id, err)
-				}
-				if err == nil {
+				if err != nil {
+					failed[id] = true
+					failures = append(failures, fmt.Sprintf("%s: %v", id, err))
+					total -= c.Seconds()
+				} else {
 					finished[id] = true
 					doneSec += c.Seconds()
 				}
@@ -270,7 +280,14 @@ func (r *Runner) Run(cells []Cell) error {
 		}()
 	}
 	wg.Wait()
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%d of %d cells failed, the others ran (rerun the same command to retry them; finished cells are kept): %s",
+			len(failures), len(todo), strings.Join(failures, "; "))
+	}
+	return nil
 }
 
 func (r *Runner) clock() time.Time {

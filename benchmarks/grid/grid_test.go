@@ -121,8 +121,7 @@ func TestRunTrainsEvaluatesAndRespectsNeeds(t *testing.T) {
 	}
 }
 
-// A failure stops the grid with the cell's name and how to continue; a rerun runs only what is
-// not finished, resumes an interrupted training, and keeps a finished checkpoint of the same
+// A failure names the cell and how to continue; a rerun runs only what is not finished, resumes an interrupted training, and keeps a finished checkpoint of the same
 // command without retraining it.
 func TestRerunSkipsFinishedCells(t *testing.T) {
 	dir := t.TempDir()
@@ -368,5 +367,23 @@ func TestPlanTiers(t *testing.T) {
 	Plan(&b, out, cells, 2, 2, nil)
 	if line := fmt.Sprintf("at the pace of the 1 finished models with kept curves (their training took 25%% of its estimate), about %s on 2 cores", recipe.Hours(want/2)); !strings.Contains(b.String(), line) {
 		t.Errorf("plan:\n%s\nwant %q", b.String(), line)
+	}
+}
+
+// A failed cell does not stop the grid: the cells that do not start from it still run, the one
+// that does is not started, and the error names both and how to continue.
+func TestFailureDoesNotStopTheGrid(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[:3] // rope seed 1, its PI fine-tune, alibi seed 1
+	f := newFake()
+	f.failOn = cells[0].ID()
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: f.train, Evaluate: f.evaluate}
+	err := r.Run(cells)
+	if err == nil || !strings.Contains(err.Error(), "2 of 3 cells failed") || !strings.Contains(err.Error(), cells[0].ID()+": boom") ||
+		!strings.Contains(err.Error(), cells[1].ID()+": not started") || !strings.Contains(err.Error(), "rerun the same command") {
+		t.Fatalf("error %v, want the failed base and its fine-tune named", err)
+	}
+	if strings.Join(f.trained, " ") != cells[0].ID()+" "+cells[2].ID() || !Done(dir, cells[2]) || Done(dir, cells[1]) {
+		t.Errorf("trained %v; want the base (failed) and %s (done), not the fine-tune", f.trained, cells[2].ID())
 	}
 }
