@@ -130,7 +130,7 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.full {
 		// The grid's own places: every checkpoint it trains in a folder git ignores, its results
-		// beside the v2 report; only the shipped subset lands in weights/bench.
+		// beside the v2 report; only the shipped subset lands in weights/bench-v2 (-ship).
 		if !set["weights"] {
 			o.weights = filepath.Join("weights", "grid")
 		}
