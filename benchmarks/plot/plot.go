@@ -323,7 +323,7 @@ var lineColours = []color.Color{
 var Colours = len(lineColours)
 
 // Lines draws one or more series against a shared x axis, with a legend when they are named.
-// Series are told apart by colour, then (past the 7 colours) by dash pattern.
+// Series are told apart by colour, then (past the Colours colours) by dash pattern.
 type Lines struct {
 	Title, XLabel, YLabel string
 	Series                []Series

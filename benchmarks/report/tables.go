@@ -372,7 +372,7 @@ var baselineGrey = color.Gray{Y: 0x70}
 // schemes' order, so a scheme keeps its look in every panel; every panel has the baselines.
 func splitPanels(all []plot.Series) []curvePanel {
 	var baselines, schemes []plot.Series
-	style := map[string]int{}
+	scheme := map[string]plot.Series{} // by label; a zero Style where a base is no scheme row
 	var suffixes, owners []string
 	bySuffix := map[string][]plot.Series{}
 	basesOf := map[string][]string{}
@@ -390,22 +390,15 @@ func splitPanels(all []plot.Series) []curvePanel {
 			baselines = append(baselines, ps)
 		default:
 			ps.Style = 1 + len(schemes)
-			style[ps.Label] = ps.Style
+			scheme[ps.Label] = ps
 			schemes = append(schemes, ps)
 		}
-	}
-	scheme := func(label string) (plot.Series, bool) {
-		i := slices.IndexFunc(schemes, func(s plot.Series) bool { return s.Label == label })
-		if i < 0 {
-			return plot.Series{}, false
-		}
-		return schemes[i], true
 	}
 	panels := []curvePanel{{series: append(slices.Clone(baselines), schemes...)}}
 	own := map[string][]plot.Series{}
 	for _, suffix := range suffixes {
 		vs := bySuffix[suffix]
-		if len(slices.Compact(slices.Clone(basesOf[suffix]))) < 2 {
+		if len(vs) < 2 { // labels are unique: one variant per base
 			base := basesOf[suffix][0]
 			if _, ok := own[base]; !ok {
 				owners = append(owners, base)
@@ -416,8 +409,8 @@ func splitPanels(all []plot.Series) []curvePanel {
 		withBases := len(baselines)+2*len(vs) <= 12
 		p := curvePanel{title: "+ " + suffix, series: slices.Clone(baselines)}
 		for i, v := range vs {
-			v.Style = style[basesOf[suffix][i]]
-			if b, ok := scheme(basesOf[suffix][i]); ok && withBases {
+			v.Style = scheme[basesOf[suffix][i]].Style
+			if b, ok := scheme[basesOf[suffix][i]]; ok && withBases {
 				p.series = append(p.series, b)
 				v.Points = true
 			}
@@ -427,12 +420,12 @@ func splitPanels(all []plot.Series) []curvePanel {
 	}
 	for _, base := range owners {
 		p := curvePanel{title: base + " and its variants", series: slices.Clone(baselines)}
-		if b, ok := scheme(base); ok {
+		if b, ok := scheme[base]; ok {
 			p.series = append(p.series, b)
 		}
 		next := 1
 		for _, v := range own[base] {
-			if next == style[base] {
+			if next == scheme[base].Style {
 				next++
 			}
 			v.Style = next

@@ -128,7 +128,8 @@ const (
 // packABF16 writes alpha·op(A)[ic:ic+mc, p0:p0+2·kc] as panels of mr rows of pairs: panel q
 // holds, for each pair t, the mr pairs (op(A)[i, p0+2t], op(A)[i, p0+2t+1]) of rows
 // i = ic+q·mr+r (zero past the last row, and a zero high half at p0+2t+1 == k). pk: the
-// assembly packing that may be used (whole panels of 8 rows, or 4 for AVX2; alpha 1).
+// assembly packing that may be used (whole panels: 8 rows for AVX512_BF16, 4 or 8 for AVX2;
+// alpha 1).
 func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc, mr int, alpha float32, pk int) {
 	full := min(kc, (k-p0)/2) // pairs with both halves inside op(A)
 	pairedNext := false       // the last panel's packing did this one's full pairs too
@@ -201,7 +202,8 @@ func packABF16(dst []uint32, a []float32, lda int, trans bool, p0, kc, k, ic, mc
 // packBBF16 writes op(B)[p0:p0+2·kc, jc:jc+nc] as panels of nr columns of pairs: panel q
 // holds, for each pair t, the nr pairs (op(B)[p0+2t, j], op(B)[p0+2t+1, j]) of columns
 // j = jc+q·nr+c (zero past the last column, and a zero high half at p0+2t+1 == k). pk: the
-// assembly packing that may be used (whole panels of 32 columns, or 16 for AVX2).
+// assembly packing that may be used (whole panels: 32 columns for AVX512_BF16, 16 or 32 for
+// AVX2).
 func packBBF16(dst []uint32, b []float32, ldb int, trans bool, p0, kc, k, jc, nc, nr int, pk int) {
 	full := min(kc, (k-p0)/2)
 	for q := 0; q*nr < nc; q++ {
