@@ -138,6 +138,7 @@ func WriteReport(out string) error {
 			"seed). A ranking is called only between groups whose intervals do not overlap. In the plots the curves are\n" +
 			"shifted a little along the length axis so that their error bars do not hide each other. Only the text between\n" +
 			"the reading markers is written by hand.\n\n")
+	curves := map[string][]Curve{} // by task, read once for the header and the training sections
 	if keptCurves {
 		n, secs := 0, 0.0
 		for _, task := range tasks.Names() {
@@ -145,6 +146,7 @@ func WriteReport(out string) error {
 			if err != nil {
 				return err
 			}
+			curves[task] = cs
 			for _, c := range cs {
 				n, secs = n+1, secs+c.Info.WallSeconds
 			}
@@ -204,10 +206,7 @@ func WriteReport(out string) error {
 			b.WriteString(SubTables(task, rs, "exact_match"))
 		}
 		if keptCurves {
-			cs, err := ReadCurves(out, task)
-			if err != nil {
-				return err
-			}
+			cs := curves[task]
 			png, err := PlotCurves(task, cs)
 			if err != nil {
 				return fmt.Errorf("plotting %s's curves: %w", task, err)
