@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -73,10 +74,12 @@ func seedValues(rs []Result, label, metric string, length int) map[int]float64 {
 	return PerSeed(rs, label, metric, AllSubs)[length]
 }
 
+// summaryOf summarizes per-seed values, added in seed order: in a map's order the mean's last
+// bit changed from run to run, and with it a rounded cell of RESULTS.md.
 func summaryOf(m map[int]float64) stats.Summary {
 	var vals []float64
-	for _, v := range m {
-		vals = append(vals, v)
+	for _, seed := range slices.Sorted(maps.Keys(m)) {
+		vals = append(vals, m[seed])
 	}
 	return stats.Summarize(vals)
 }
@@ -84,9 +87,9 @@ func summaryOf(m map[int]float64) stats.Summary {
 // pairedDelta summarizes a(seed) - b(seed) over the seeds both have.
 func pairedDelta(a, b map[int]float64) stats.Summary {
 	var d []float64
-	for seed, va := range a {
+	for _, seed := range slices.Sorted(maps.Keys(a)) {
 		if vb, ok := b[seed]; ok {
-			d = append(d, va-vb)
+			d = append(d, a[seed]-vb)
 		}
 	}
 	return stats.Summarize(d)

@@ -66,14 +66,12 @@ func Aggregate(rs []Result, metric string, sub float64) ([]Series, []int) {
 		s := Series{Label: lab, Order: labelOrder(lab), Cells: map[int]stats.Summary{}}
 		seeds := map[int]bool{}
 		for length, bySeed := range PerSeed(rs, lab, metric, sub) {
-			var vals []float64
 			for seed, v := range bySeed {
-				vals = append(vals, v)
 				if !math.IsNaN(v) {
 					seeds[seed] = true
 				}
 			}
-			s.Cells[length] = stats.Summarize(vals)
+			s.Cells[length] = summaryOf(bySeed)
 			lengthSet[length] = true
 		}
 		s.Seeds = len(seeds)
