@@ -213,14 +213,10 @@ func packRowsBF16(name string, stride int) {
 		"the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).")
 	a, lda, dst, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("n32")
 	SHLQ(U8(2), lda) // bytes
-	lda3 := GP64()
-	LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+	lda3 := times3(lda)
 	b := GP64() // row 4
 	LEAQ(Mem{Base: a, Index: lda, Scale: 4}, b)
-	rows := []Mem{
-		{Base: a}, {Base: a, Index: lda, Scale: 1}, {Base: a, Index: lda, Scale: 2}, {Base: a, Index: lda3, Scale: 1},
-		{Base: b}, {Base: b, Index: lda, Scale: 1}, {Base: b, Index: lda, Scale: 2}, {Base: b, Index: lda3, Scale: 1},
-	}
+	rows := append(fourRows(a, lda, lda3), fourRows(b, lda, lda3)...)
 	TESTQ(n, n)
 	JZ(LabelRef("done"))
 	Label("loop")
@@ -482,9 +478,7 @@ func packRows4BF16AVX2(name string) {
 	SHLQ(U8(2), stride) // bytes
 	vec := func() VecVirtual { return YMM() }
 	c := bf16Consts(vec)
-	lda3 := GP64()
-	LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
-	rows := []Mem{{Base: a}, {Base: a, Index: lda, Scale: 1}, {Base: a, Index: lda, Scale: 2}, {Base: a, Index: lda3, Scale: 1}}
+	rows := fourRows(a, lda, times3(lda))
 	TESTQ(n, n)
 	JZ(LabelRef("done"))
 	Label("loop")
@@ -532,4 +526,16 @@ func packRows4BF16AVX2(name string) {
 	Label("done")
 	VZEROUPPER()
 	RET()
+}
+
+// times3 is a new register holding 3·x (x a row stride in bytes).
+func times3(x GPVirtual) GPVirtual {
+	r := GP64()
+	LEAQ(Mem{Base: x, Index: x, Scale: 2}, r)
+	return r
+}
+
+// fourRows addresses rows 0-3 from base, lda bytes apart (lda3 = 3·lda).
+func fourRows(base, lda, lda3 GPVirtual) []Mem {
+	return []Mem{{Base: base}, {Base: base, Index: lda, Scale: 1}, {Base: base, Index: lda, Scale: 2}, {Base: base, Index: lda3, Scale: 1}}
 }
