@@ -212,11 +212,8 @@ func packRowsBF16(name string, stride int) {
 	Doc(name+fmt.Sprintf(" writes dst[t·%d+i] = pair(a[i·lda+2t], a[i·lda+2t+1]) for i < 8 and t < 16·n32:", stride/4),
 		"the two values rounded to bf16 (nearest even), the first in the low half (AVX512_BF16).")
 	a, lda, dst, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("n32")
-	SHLQ(U8(2), lda) // bytes
-	lda3 := times3(lda)
-	b := GP64() // row 4
-	LEAQ(Mem{Base: a, Index: lda, Scale: 4}, b)
-	rows := append(fourRows(a, lda, lda3), fourRows(b, lda, lda3)...)
+	SHLQ(U8(2), lda)             // bytes
+	rows, b := eightRows(a, lda) // b: row 4, advanced with a
 	TESTQ(n, n)
 	JZ(LabelRef("done"))
 	Label("loop")
@@ -526,16 +523,4 @@ func packRows4BF16AVX2(name string) {
 	Label("done")
 	VZEROUPPER()
 	RET()
-}
-
-// times3 is a new register holding 3·x (x a row stride in bytes).
-func times3(x GPVirtual) GPVirtual {
-	r := GP64()
-	LEAQ(Mem{Base: x, Index: x, Scale: 2}, r)
-	return r
-}
-
-// fourRows addresses rows 0-3 from base, lda bytes apart (lda3 = 3·lda).
-func fourRows(base, lda, lda3 GPVirtual) []Mem {
-	return []Mem{{Base: base}, {Base: base, Index: lda, Scale: 1}, {Base: base, Index: lda, Scale: 2}, {Base: base, Index: lda3, Scale: 1}}
 }

@@ -15,15 +15,8 @@ func pack8() {
 	Pragma("noescape")
 	Doc("pack8AVX512 writes dst[p·8+i] = a[i·lda+p] for i < 8 and p < 16·n16 (AVX-512 only).")
 	a, lda, dst, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("n16")
-	SHLQ(U8(2), lda) // bytes
-	lda3 := GP64()
-	LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
-	b := GP64() // row 4
-	LEAQ(Mem{Base: a, Index: lda, Scale: 4}, b)
-	rows := []Mem{
-		{Base: a}, {Base: a, Index: lda, Scale: 1}, {Base: a, Index: lda, Scale: 2}, {Base: a, Index: lda3, Scale: 1},
-		{Base: b}, {Base: b, Index: lda, Scale: 1}, {Base: b, Index: lda, Scale: 2}, {Base: b, Index: lda3, Scale: 1},
-	}
+	SHLQ(U8(2), lda)             // bytes
+	rows, b := eightRows(a, lda) // b: row 4, advanced with a
 	TESTQ(n, n)
 	JZ(LabelRef("done"))
 	Label("loop")
@@ -91,4 +84,25 @@ func transpose8x16(r []VecVirtual, dst GPVirtual, stride int) {
 			}
 		}
 	}
+}
+
+// eightRows addresses rows 0-7 from a, lda bytes apart, from two bases: a and row4, a new
+// register holding row 4's address (a loop that moves a along the rows moves row4 too).
+func eightRows(a, lda GPVirtual) (rows []Mem, row4 GPVirtual) {
+	lda3 := times3(lda)
+	row4 = GP64()
+	LEAQ(Mem{Base: a, Index: lda, Scale: 4}, row4)
+	return append(fourRows(a, lda, lda3), fourRows(row4, lda, lda3)...), row4
+}
+
+// fourRows addresses rows 0-3 from base, lda bytes apart (lda3 = 3·lda).
+func fourRows(base, lda, lda3 GPVirtual) []Mem {
+	return []Mem{{Base: base}, {Base: base, Index: lda, Scale: 1}, {Base: base, Index: lda, Scale: 2}, {Base: base, Index: lda3, Scale: 1}}
+}
+
+// times3 is a new register holding 3·x (x a row stride in bytes).
+func times3(x GPVirtual) GPVirtual {
+	r := GP64()
+	LEAQ(Mem{Base: x, Index: x, Scale: 2}, r)
+	return r
 }
