@@ -150,6 +150,11 @@ func TestNoPELayers(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	toks := randomTokens(r, 11)
 	ctx := context.New()
+	// A fixed seed: with some random weights a tiny model's logits move by less than 1e-4
+	// between any two variants, which made this test fail one run in forty.
+	if err := ctx.SetRNGStateFromSeed(17); err != nil {
+		t.Fatal(err)
+	}
 	run := func(pe string, nope []int) []float32 {
 		cfg := tinyConfig(models.Decoder, 2, map[string]any{"name": pe})
 		cfg.NoPELayers = nope
@@ -172,8 +177,11 @@ func TestNoPELayers(t *testing.T) {
 	if d := maxAbsDiff(allNoPE, none); d > 1e-6 {
 		t.Errorf("rope with nope_layers [0 1] differs from none by %g", d)
 	}
-	if maxAbsDiff(oneNoPE, none) < 1e-4 || maxAbsDiff(oneNoPE, rope) < 1e-4 {
-		t.Errorf("rope with nope_layers [1] equals none or rope")
+	// One layer without RoPE lies between the two: measured against how far RoPE moves the
+	// logits at all, so that the margin does not depend on the weights' scale.
+	apart := maxAbsDiff(rope, none)
+	if dn, dr := maxAbsDiff(oneNoPE, none), maxAbsDiff(oneNoPE, rope); dn < apart/20 || dr < apart/20 {
+		t.Errorf("rope with nope_layers [1]: %g from none, %g from rope (rope is %g from none); want both above %g", dn, dr, apart, apart/20)
 	}
 	cfg := tinyConfig(models.Decoder, 2, map[string]any{"name": "sinusoidal"})
 	cfg.NoPELayers = []int{1}

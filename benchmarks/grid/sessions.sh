@@ -14,6 +14,8 @@
 set -e
 cd "$(dirname "$0")/../.."
 END=$(date -d "${END:?set END to when the grid must stop starting cells, e.g. END=17:00}" +%s)
+# A time of day already past means tomorrow's (a session that runs over midnight).
+[ "$END" -gt "$(date +%s)" ] || END=$((END + 86400))
 WEIGHTS=${WEIGHTS:-weights/grid}
 go build -o "${TMPDIR:-/tmp}/posformer-grid-bench" ./cmd/bench
 left() { s=$((END - $(date +%s))); [ "$s" -gt 0 ] || s=1; echo "${s}s"; }
