@@ -7,8 +7,8 @@
 # an earlier run stopped mid-way, then every seed of the schemes that RESULTS.md's "against the
 # papers" compares (report.Compared), then the rest seed by seed (mlm's first seed, then every
 # task's second, then third). The command skips the finished cells (their results are in
-# benchmarks/v2, committed). Checkpoints go to $WEIGHTS (default weights/grid, ignored by git;
-# the shipped models to weights/bench-v2) every 200 steps, so a cell the machine cuts off
+# benchmarks/results, committed). Checkpoints go to $WEIGHTS (default weights/grid, ignored by git;
+# the shipped models to weights/bench) every 200 steps, so a cell the machine cuts off
 # resumes from its last checkpoint next time: the grid runs until it is stopped, and a core is
 # never left idle for want of a cell that would finish in time.
 #

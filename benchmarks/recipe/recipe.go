@@ -58,7 +58,7 @@ type Recipe struct {
 	SchemeCost             map[string]float64 // a step's cost relative to rope (v1 wall times)
 	EvalSeconds            map[string]float64 // evaluating one model, on one core (estimate)
 	EvalSecondsPerRopeRows float64            // the RoPE-scaling rows of one model
-	// ShipTasks at seed ShipSeed are the checkpoints shipped in weights/bench-v2 (Ships).
+	// ShipTasks at seed ShipSeed are the checkpoints shipped in weights/bench (Ships).
 	ShipTasks []string
 	ShipSeed  int
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/posformer/posformer/models/safetensors"
 )
 
-// Ships reports whether a model of the grid is one of the shipped checkpoints (weights/bench-v2):
+// Ships reports whether a model of the grid is one of the shipped checkpoints (weights/bench):
 // every model of ShipTasks at seed ShipSeed, its variants included. The rest of the grid is
 // listed in the results (curves and train.json beside them) and can be trained again by its
 // recorded command; one seed of two tasks keeps the repository small.

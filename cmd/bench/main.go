@@ -1,16 +1,19 @@
 // Command bench is the extrapolation benchmark (issues 7 and 17): every positional scheme, trained
-// alike on each task at length L, scored at lengths past L. It evaluates the checkpoints in
-// weights/bench, or trains and evaluates the whole grid of the recipe with --full; it writes
-// benchmarks/results/<task>.csv, PNG plots with 95% intervals and benchmarks/RESULTS.md, all
-// atomically, with a progress bar.
+// alike on each task at length L, scored at lengths past L. With --full it trains and evaluates
+// the recipe's whole grid and writes the benchmark's report: benchmarks/results/<task>.csv,
+// PNG plots with 95% intervals and benchmarks/RESULTS.md, all atomically, with a progress bar.
+// Without it, it scores finished checkpoints, by default the shipped ones in weights/bench (the
+// grid's lm and passkey models of seed 1), into benchmarks/shipped/ (ignored by git), so that
+// re-scoring them never overwrites the grid's report.
 //
-//	go run ./cmd/bench                  # evaluate the checkpoints in weights/bench at every length
-//	go run ./cmd/bench --quick          # fewer lengths and examples, < 60 s; tables on stdout
 //	go run ./cmd/bench --full -plan     # the grid and its estimated wall time, without running it
 //	go run ./cmd/bench --full           # train and evaluate every cell not done yet (rerun to resume)
+//	go run ./cmd/bench --full --report  # rewrite benchmarks/RESULTS.md from the finished cells
+//	go run ./cmd/bench                  # score the checkpoints in weights/bench at every length
+//	go run ./cmd/bench --quick          # fewer lengths and examples, < 60 s; tables on stdout
 //	go run ./cmd/bench -task lm -scheme rope,alibi
 //	go run ./cmd/bench -m DIR -task copy    # one checkpoint, tables on stdout
-//	go run ./cmd/bench -report              # rewrite RESULTS.md and plots from the CSVs
+//	go run ./cmd/bench -report              # rewrite benchmarks/shipped/RESULTS.md from its CSVs
 //	go run ./cmd/bench -task lm -scheme rope --rope-scaling yarn --rope-scale 8   # an extra RoPE row
 //
 // The logic lives in benchmarks/: tasks (generators and scorers), recipe (the models and their
@@ -93,8 +96,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&schemeList, "scheme", "", "comma-separated schemes (default all): see positional.Names()")
 	fs.StringVar(&lengthList, "lengths", "", "comma-separated evaluation lengths in tokens (default: per task, 1x..16x L)")
 	fs.StringVar(&o.weights, "weights", "weights/bench", "checkpoint root: <weights>/<task>/<scheme>[-seedN]/ (with --full: weights/grid, which git ignores)")
-	fs.StringVar(&o.out, "o", "benchmarks", "output root: <o>/RESULTS.md and <o>/results/ (with --full: benchmarks/v2)")
-	fs.StringVar(&o.ship, "ship", "weights/bench-v2", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained (they replace weights/bench when the grid is done); \"\" for none (never with -steps)")
+	fs.StringVar(&o.out, "o", "benchmarks/shipped", "output root: <o>/RESULTS.md and <o>/results/ (with --full: benchmarks, the benchmark's report)")
+	fs.StringVar(&o.ship, "ship", "weights/bench", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained; \"\" for none (never with -steps)")
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	userRope = ropeflags.Register(fs)
@@ -130,12 +133,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.full {
 		// The grid's own places: every checkpoint it trains in a folder git ignores, its results
-		// beside the v2 report; only the shipped subset lands in weights/bench-v2 (-ship).
+		// beside the benchmark's report; only the shipped subset lands in weights/bench (-ship).
 		if !set["weights"] {
 			o.weights = filepath.Join("weights", "grid")
 		}
 		if !set["o"] {
-			o.out = filepath.Join("benchmarks", "v2")
+			o.out = "benchmarks"
 		}
 		if o.steps != 0 {
 			o.ship = "" // a pilot's models are not the benchmark's

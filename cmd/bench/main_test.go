@@ -51,10 +51,15 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 	if o.ship != "" {
 		t.Errorf("a pilot (-steps) ships to %q; want nowhere", o.ship)
 	}
-	// The grid trains outside what git keeps, reports beside v2, ships its subset to weights/bench-v2.
+	// The grid trains outside what git keeps, writes the benchmark's report, ships its subset
+	// to weights/bench; scoring checkpoints writes where git does not look, never over the report.
 	o, _ = parseFlags([]string{"--full"})
-	if o.weights != "weights/grid" || o.out != "benchmarks/v2" || o.ship != "weights/bench-v2" {
+	if o.weights != "weights/grid" || o.out != "benchmarks" || o.ship != "weights/bench" {
 		t.Errorf("--full's places: weights %q, results %q, shipped %q", o.weights, o.out, o.ship)
+	}
+	o, _ = parseFlags(nil)
+	if o.weights != "weights/bench" || o.out != "benchmarks/shipped" {
+		t.Errorf("scoring's places: weights %q, results %q; want weights/bench and benchmarks/shipped", o.weights, o.out)
 	}
 	o, _ = parseFlags([]string{"--full", "-weights", "/tmp/w", "-o", "/tmp/o", "-ship", ""})
 	if o.weights != "/tmp/w" || o.out != "/tmp/o" || o.ship != "" {
