@@ -95,7 +95,9 @@ func dequantizedEngine(t *testing.T, dir, backendName string, typ quant.Type) *E
 		if err := quant.Dequantize(typ, raw, data); err != nil {
 			t.Fatal(err)
 		}
-		v.MustSetValue(tensors.FromFlatDataAndDimensions(data, dims...))
+		if err := v.SetValue(tensors.FromFlatDataAndDimensions(data, dims...)); err != nil {
+			t.Fatal(err)
+		}
 		changed++
 	}
 	if changed == 0 {

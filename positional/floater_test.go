@@ -139,7 +139,9 @@ func floaterRandomize(t *testing.T, ctx *context.Context, name string, r *rand.R
 	for i := range vals {
 		vals[i] = float32(std * r.NormFloat64())
 	}
-	v.MustSetValue(tensors.FromFlatDataAndDimensions(vals, v.Shape().Dimensions...))
+	if err := v.SetValue(tensors.FromFlatDataAndDimensions(vals, v.Shape().Dimensions...)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The graph's p(t) is the RK4 solution of the same network with the same weights, at arbitrary,
@@ -297,11 +299,11 @@ func TestFloaterInputAndGradients(t *testing.T) {
 		}
 	}
 	var names []string
-	ctx.EnumerateVariables(func(v *context.Variable) {
+	for v := range ctx.IterVariables() {
 		if v.Trainable {
 			names = append(names, v.Name())
 		}
-	})
+	}
 	if len(outs)-1 != 6 || len(names) != 6 {
 		t.Fatalf("%d gradients for variables %v, want 6 (w1 u b1 w2 b2 p0)", len(outs)-1, names)
 	}

@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -46,12 +47,30 @@ func TestLoadRealGoRoot(t *testing.T) {
 }
 
 func TestIsEvalSplit(t *testing.T) {
-	// A file's split must depend only on its path, so asking twice agrees
-	// and no path can land in both splits.
-	for _, rel := range []string{"fmt/print.go", "net/http/server.go", "runtime/proc.go", "a.go"} {
-		if IsEval(rel) != IsEval(rel) {
-			t.Errorf("IsEval(%q) is not deterministic", rel)
+	// A file's split is a function of its path alone: FNV-1a (32 bits) of the path, eval when
+	// it is 0 mod 10. Computed here byte by byte, so that a change of hash (which would move
+	// files between the splits and make old results incomparable) fails this test.
+	fnv1a := func(s string) uint32 {
+		h := uint32(2166136261)
+		for i := 0; i < len(s); i++ {
+			h ^= uint32(s[i])
+			h *= 16777619
 		}
+		return h
+	}
+	evals := 0
+	for i := range 200 {
+		rel := fmt.Sprintf("pkg%d/file%d.go", i%7, i)
+		want := fnv1a(rel)%10 == 0
+		if IsEval(rel) != want {
+			t.Errorf("IsEval(%q) = %v, want %v (FNV-1a %d)", rel, !want, want, fnv1a(rel))
+		}
+		if want {
+			evals++
+		}
+	}
+	if evals == 0 || evals == 200 {
+		t.Fatalf("%d of 200 paths in eval: the check above compared one split only", evals)
 	}
 
 	files, err := SourceFiles(goRoot(t))

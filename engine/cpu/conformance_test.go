@@ -530,8 +530,7 @@ func cs(op string, tol confTol, fn func(in []*Node) *Node, args ...confArg) conf
 
 // Common shapes: scalar, size 1, odd, rank 2, one big enough to cross parallel thresholds, rank 4.
 var (
-	confShapes      = [][]int{{}, {1}, {7}, {5, 33}, {3, 70, 130}, {2, 3, 4, 5}}
-	confSmallShapes = [][]int{{}, {7}, {5, 33}, {2, 3, 4, 5}}
+	confShapes = [][]int{{}, {1}, {7}, {5, 33}, {3, 70, 130}, {2, 3, 4, 5}}
 	// operand shape pairs for binary ops: equal shapes, scalars on either side, implicit
 	// broadcasting of size-1 axes on one or both sides.
 	confPairs = [][2][]int{

@@ -83,7 +83,7 @@ func applyRuns[T, O any](bc *bcast, lo, hi int, a, b []T, out []O, fn func(a, b 
 	inner := bc.dims[r]
 	sa, sb := bc.sa[r], bc.sb[r]
 	var buf [8]int
-	idx := buf[:0]
+	var idx []int
 	if r > len(buf) {
 		idx = make([]int, r)
 	} else {

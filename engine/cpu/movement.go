@@ -498,16 +498,6 @@ func dynamicUpdateSliceBytes(elemSize int, operand []byte, dims []int, update []
 	mvCopy(elemSize, operand, off, ost, update, 0, ust, updateDims)
 }
 
-// mvIndexPlan is the per-index-vector part of a gather or scatter: the batch positions (the axes of
-// the indices other than indexVectorAxis, walked together with the matching axes of the output
-// or updates), and where each start index goes.
-type mvIndexPlan struct {
-	batch     mvAxes // a: output/updates strides; b: offsets into indices
-	vecStride int    // distance between the components of an index vector
-	stride    []int  // operand stride of the axis each component indexes
-	limit     []int  // largest valid start index of each component
-}
-
 // mvBatchAxes lists, for the indices' batch axes in order, their extents and strides into indices
 // (into dims and ib), and the strides of the matching axes (the non-window axes of other, in order)
 // into ia. It returns the index vector stride.
