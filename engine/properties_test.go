@@ -174,6 +174,9 @@ func TestNoPELayers(t *testing.T) {
 	// One layer without RoPE lies between the two: measured against how far RoPE moves the
 	// logits at all, so that the margin does not depend on the weights' scale.
 	apart := maxAbsDiff(rope, none)
+	if apart < 1e-5 {
+		t.Errorf("rope and none give the same logits (%g apart): RoPE did not act", apart)
+	}
 	if dn, dr := maxAbsDiff(oneNoPE, none), maxAbsDiff(oneNoPE, rope); dn < apart/20 || dr < apart/20 {
 		t.Errorf("rope with nope_layers [1]: %g from none, %g from rope (rope is %g from none); want both above %g", dn, dr, apart, apart/20)
 	}
