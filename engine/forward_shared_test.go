@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
 )
 
@@ -34,8 +33,7 @@ func TestForwardSharedPositionsSameLogits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx := context.New()
-				ctx.SetRNGStateFromSeed(5)
+				ctx := seededContext(t, 5)
 				e, err := New(backend, m, ctx, 0)
 				if err != nil {
 					t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
 )
 
@@ -40,8 +39,7 @@ func TestSharedPositionsSameLossAndStep(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx := context.New()
-				ctx.SetRNGStateFromSeed(11)
+				ctx := seededContext(t, 11)
 				tr, err := NewTrainer(backend, m, ctx, 0.1)
 				if err != nil {
 					t.Fatal(err)
