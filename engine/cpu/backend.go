@@ -10,7 +10,7 @@
 // number of threads (default GOMAXPROCS), "cpu:actq8=false" keeps x in float32 in products with
 // Q8_0 and Q4_0 weights (by default quantized to int8 where the CPU has AVX-512 VNNI, as
 // llama.cpp does), "cpu:bf16dot=true" rounds the operands of float32 matrix products to
-// bfloat16 (see New).
+// bfloat16 (on AMX tiles where the CPU has them, unless "cpu:amx=false"; see New).
 package cpu
 
 import (
@@ -54,7 +54,10 @@ var _ backends.Backend = (*Backend)(nil)
 // false elsewhere, where the portable integer path is slower than the exact one) and
 // "bf16dot=true" (float32 products large enough for the blocked GEMM round their operands to
 // bfloat16 and sum in float32, kernels.SgemmBF16: about twice as fast with AVX512_BF16, a
-// relative error near 2⁻⁸ per product; without AVX512_BF16 a portable kernel, much slower).
+// relative error near 2⁻⁸ per product; without AVX512_BF16 a portable kernel, much slower)
+// and "amx=false" (those bf16 products stay on AVX512_BF16 where the CPU has AMX tiles, which
+// kernels.SgemmBF16 uses by default: several times faster, the same rounded operands, the
+// float32 sums in another order; the setting is the whole process's, as the kernel set is).
 func New(config string) (*Backend, error) {
 	threads := runtime.GOMAXPROCS(0)
 	fuse, actq8, bf16dot := true, asmVNNI(), false
@@ -89,8 +92,16 @@ func New(config string) (*Backend, error) {
 				return nil, fmt.Errorf("backend %s: bf16dot=%q: want true or false", BackendName, val)
 			}
 			bf16dot = v
+		case "amx":
+			v, err := strconv.ParseBool(val)
+			if err != nil {
+				return nil, fmt.Errorf("backend %s: amx=%q: want true or false", BackendName, val)
+			}
+			if err := kernels.SetAMX(v); err != nil {
+				return nil, fmt.Errorf("backend %s: amx=true: %w; drop the option to use AVX-512", BackendName, err)
+			}
 		default:
-			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, fuse=true|false, actq8=true|false, bf16dot=true|false)", BackendName, opt)
+			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, fuse=true|false, actq8=true|false, bf16dot=true|false, amx=true|false)", BackendName, opt)
 		}
 	}
 	return &Backend{threads: threads, fuse: fuse, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads)}, nil
@@ -118,6 +129,8 @@ func (b *Backend) Summary() string {
 	if b.bf16dot {
 		act += ", bf16 products"
 		switch {
+		case kernels.HasAMX():
+			act += " on AMX tiles"
 		case kernels.HasBF16():
 		case kernels.Path() == kernels.Generic:
 			act += " (no AVX512_BF16 or AVX2 here: a portable kernel, far slower than float32)"

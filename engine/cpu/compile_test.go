@@ -197,7 +197,7 @@ func TestNotImplementedNamesTheOp(t *testing.T) {
 
 // A bad option is a one-line error that lists the valid ones.
 func TestBadConfig(t *testing.T) {
-	for _, c := range []string{"threads=0", "threads=x", "speed=11", "fuse=maybe", "bf16dot=maybe"} {
+	for _, c := range []string{"threads=0", "threads=x", "speed=11", "fuse=maybe", "bf16dot=maybe", "amx=maybe"} {
 		if _, err := New(c); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("config %q: error %v", c, err)
 		}

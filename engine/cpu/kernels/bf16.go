@@ -62,6 +62,10 @@ func SgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		sgemm(transA, transB, m, n, 0, 0, nil, 1, nil, 1, beta, c, ldc) // C = beta·C
 		return
 	}
+	if amxReady(level.Load()) {
+		sgemmAMX(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	sgemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 

@@ -67,6 +67,8 @@ func TestSgemmBF16GoVsAsm(t *testing.T) {
 	if SetPath(AVX512) != nil || !HasBF16() {
 		t.Skip("no AVX512_BF16")
 	}
+	defer SetAMX(HasAMX())
+	SetAMX(false) // the AVX512_BF16 kernel; TestSgemmAMX compares the tiles with it
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, d := range []struct{ m, n, k int }{{8, 32, 2}, {33, 100, 301}, {130, 700, 1030}, {200, 64, 77}} {
 		for tr := range 4 {

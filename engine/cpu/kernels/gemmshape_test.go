@@ -36,10 +36,15 @@ func benchTrainShapes(b *testing.B, gemm func(transA, transB bool, m, n, k int, 
 // fast as here, their operands coming from memory rather than cache.
 func BenchmarkSgemmTrainShapes(b *testing.B) { benchTrainShapes(b, Sgemm) }
 
-// BenchmarkSgemmBF16: the same products with bf16 operands (the packing included).
+// BenchmarkSgemmBF16: the same products with bf16 operands (the packing included), on the
+// AVX512_BF16 kernel.
 func BenchmarkSgemmBF16(b *testing.B) {
 	if !HasBF16() {
 		b.Logf("no AVX512_BF16 (kernel set %s): the Go kernel", Path())
+	}
+	if HasAMX() {
+		defer SetAMX(true)
+		SetAMX(false) // the AVX512_BF16 kernel; BenchmarkSgemmAMX has the tiles
 	}
 	benchTrainShapes(b, SgemmBF16)
 }
