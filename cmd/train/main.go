@@ -78,7 +78,7 @@ func main() {
 	flag.Float64Var(&o.lr, "lr", 2e-3, "peak learning rate (linear warm-up, cosine decay to 10%)")
 	flag.Float64Var(&o.warmup, "warmup", 100, "warm-up steps")
 	flag.Float64Var(&o.wd, "wd", 0.01, "AdamW weight decay")
-	flag.Int64Var(&o.seed, "seed", 1, "seed of data sampling and masking")
+	flag.Int64Var(&o.seed, "seed", 1, "seed of the initial weights, data sampling and masking: the same seed, machine and thread count train the same model")
 	flag.IntVar(&o.evalEvery, "eval-every", 250, "evaluate every N steps")
 	flag.IntVar(&o.saveEvery, "save-every", 250, "save a checkpoint every N steps")
 	flag.IntVar(&o.evalWindows, "eval-windows", 64, "held-out windows of length L used for eval loss")
@@ -176,8 +176,21 @@ func run(o options) error {
 			return fmt.Errorf("-init: %w", err)
 		}
 		cfg = m.Config
-	} else if m, err = models.New(cfg); err != nil {
-		return err
+	} else {
+		if m, err = models.New(cfg); err != nil {
+			return err
+		}
+		// The initial weights come from the context's generator: seeded, a run is repeatable.
+		if err := ctx.SetRNGStateFromSeed(o.seed); err != nil {
+			return fmt.Errorf("-seed: %w", err)
+		}
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		js, _ := json.Marshal(map[string]int64{"weights_seed": o.seed})
+		if err := models.WriteFileAtomic(filepath.Join(o.out, initFile), append(js, '\n')); err != nil {
+			return err
+		}
 	}
 	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.randomPositions, cfg.TrainSeqLen) > l.Limit() {
 		return fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions", cfg.SchemeName(), l.Limit(), l.LimitFix())
@@ -328,6 +341,7 @@ func run(o options) error {
 		"batch":              o.batch,
 		"seq_len":            cfg.TrainSeqLen,
 		"seed":               o.seed,
+		"weights_seed":       weightsSeed(o),
 		"wall_seconds":       math.Round(wall),
 		"gomaxprocs":         runtime.GOMAXPROCS(0), // wall_seconds is on this many cores
 		"final_loss":         loss,
@@ -502,4 +516,28 @@ func finishedWithoutState(o options) error {
 	}
 	return fmt.Errorf("resuming %s: it finished at step %d (%s) and its optimizer state (%s) was removed, so it cannot go on to -steps %d; start a new run from its weights with -init %s -o <new folder>",
 		o.out, info.Steps, info.Stop, stateFile, o.steps, o.out)
+}
+
+// initFile records, in a fresh run's output folder, the seed its initial weights were drawn
+// with, so that a resumed run can still say it in train.json.
+const initFile = "init.json"
+
+// weightsSeed is the seed of the run's initial weights, or nil where they were not seeded here:
+// a fine-tune (-init: they are the checkpoint's), or a run begun before -seed seeded them
+// (no init.json; such weights were drawn from an unseeded generator).
+func weightsSeed(o options) any {
+	if o.init != "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(o.out, initFile))
+	if err != nil {
+		return nil
+	}
+	var v struct {
+		WeightsSeed *int64 `json:"weights_seed"`
+	}
+	if json.Unmarshal(data, &v) != nil || v.WeightsSeed == nil {
+		return nil
+	}
+	return *v.WeightsSeed
 }

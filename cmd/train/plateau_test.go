@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -173,5 +175,40 @@ func TestPlateauRunResumeAndInit(t *testing.T) {
 	}
 	if out, code := trainProcess(t, "-o", dir, "-plateau", "-1"); code == 0 || strings.Count(strings.TrimSpace(out), "\n") > 0 || !strings.Contains(out, "-plateau") {
 		t.Errorf("bad -plateau: exit %d, %q", code, out)
+	}
+}
+
+// The same -seed trains the same model, to the bit (initial weights, batches, every step on
+// one machine); another seed, another model.
+func TestSameSeedSameModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains tiny models")
+	}
+	weights := func(seed string) []byte {
+		dir := t.TempDir()
+		if out, code := trainProcess(t, "-task", "copy", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1",
+			"-hidden", "16", "-seq", "16", "-batch", "2", "-steps", "3", "-warmup", "1", "-eval-every", "3", "-save-every", "3",
+			"-eval-windows", "2", "-seed", seed, "-o", dir); code != 0 {
+			t.Fatalf("training exited %d:\n%s", code, out)
+		}
+		var info struct {
+			WeightsSeed *int64 `json:"weights_seed"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "train.json"))
+		if err != nil || json.Unmarshal(data, &info) != nil || info.WeightsSeed == nil || fmt.Sprint(*info.WeightsSeed) != seed {
+			t.Fatalf("train.json does not record weights_seed %s: %s", seed, data)
+		}
+		w, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	a, b, c := weights("5"), weights("5"), weights("6")
+	if !bytes.Equal(a, b) {
+		t.Error("two runs with -seed 5 trained different weights")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("-seed 5 and -seed 6 trained the same weights")
 	}
 }
