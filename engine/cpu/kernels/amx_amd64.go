@@ -1,8 +1,8 @@
 package kernels
 
 // SgemmBF16 on AMX: Intel's tile unit (Sapphire Rapids and later) multiplies a 16×32 tile of
-// bf16 by a 32×16 one into a 16×16 tile of float32 sums in one TDPBF16PS, 16 times the work of
-// an AVX-512 VDPBF16PS. The loop nest is SgemmBF16's (K slices, column blocks of B, row blocks
+// bf16 by a 32×16 one into a 16×16 tile of float32 sums in one TDPBF16PS (8,192 products, where
+// an AVX-512 VDPBF16PS does 32). The loop nest is SgemmBF16's (K slices, column blocks of B, row blocks
 // of A); what changes is the shape of the packed operands, which the tile loads dictate:
 //
 //   - B, as for VDPBF16PS: panels of 32 columns, each pair of k one row of 32 words
@@ -13,7 +13,8 @@ package kernels
 // Both are padded with zeros to whole tiles (16 pairs of k, 32 rows, 32 columns), so the
 // assembly (amxRows) only ever sees whole 32×32 blocks of C; the edges go through a scratch
 // block. The sums are float32 like VDPBF16PS's, but in another order: results differ from the
-// AVX-512 kernel's in the last bits (bf16_test.go's exact cases agree to the bit).
+// AVX-512 kernel's in the last bits (on exactly representable sums they agree to the bit:
+// TestSgemmAMX).
 //
 // Linux gives a process the tile registers only on request (arch_prctl ARCH_REQ_XCOMP_PERM,
 // kernel 5.16+): amxReady asks once, and a refusal leaves SgemmBF16 on AVX-512.
@@ -41,7 +42,7 @@ var (
 	amxOK    bool        // the CPU has AMX-BF16 and the kernel granted the tiles
 	amxOff   atomic.Bool // SetAMX(false)
 	amxCfg   [64]byte    // palette 1; eight tiles of 16 rows × 64 bytes
-	amxError string      // why amxOK is false, for AMXStatus
+	amxError string      // why amxOK is false, for SetAMX's error
 )
 
 const (
