@@ -539,8 +539,10 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int, first map[stri
 // ones took: each task's training time scaled by the ratio of its finished models' wall time
 // (train.json, kept beside the results) to their estimates at the step cap, since the plateau
 // rule stops most models early. n is how many finished models it rests on, ratio the overall one.
+// A task's own ratio is used once it rests on minPaceModels models; before, one model that the
+// plateau rule stopped at a fifth of its cap (mlm's NoPE) would set the pace of all the rest.
 func atPace(out string, cells []Cell, finished map[string]bool) (secs float64, n int, ratio float64) {
-	actual, estimated := map[string]float64{}, map[string]float64{}
+	actual, estimated, models := map[string]float64{}, map[string]float64{}, map[string]int{}
 	walls := map[string]map[string]float64{}
 	var sumA, sumE float64
 	for _, c := range cells {
@@ -560,6 +562,7 @@ func atPace(out string, cells []Cell, finished map[string]bool) (secs float64, n
 		if wall := walls[c.Task][c.Name]; wall > 0 && c.TrainSeconds > 0 {
 			actual[c.Task] += wall
 			estimated[c.Task] += c.TrainSeconds
+			models[c.Task]++
 			sumA, sumE = sumA+wall, sumE+c.TrainSeconds
 			n++
 		}
@@ -571,14 +574,17 @@ func atPace(out string, cells []Cell, finished map[string]bool) (secs float64, n
 		if finished[c.ID()] {
 			continue
 		}
-		r := sumA / sumE // a task with no finished model yet goes at the overall pace
-		if estimated[c.Task] > 0 {
+		r := sumA / sumE // a task with too few finished models goes at the overall pace
+		if models[c.Task] >= minPaceModels {
 			r = actual[c.Task] / estimated[c.Task]
 		}
 		secs += c.TrainSeconds*r + c.EvalSeconds
 	}
 	return secs, n, sumA / sumE
 }
+
+// minPaceModels is how many finished models of a task set its own pace in atPace.
+const minPaceModels = 3
 
 // ErrNothing is returned when the filters leave no cell.
 var ErrNothing = errors.New("the -task and -scheme filters leave no model to train")

@@ -387,3 +387,65 @@ func TestFailureDoesNotStopTheGrid(t *testing.T) {
 		t.Errorf("trained %v; want the base (failed) and %s (done), not the fine-tune", f.trained, cells[2].ID())
 	}
 }
+
+// A task's own pace counts once three of its models are finished: before, the overall pace
+// stands in for it (mlm's first model, NoPE, stopped at a fifth of its cap and would have set
+// the pace of the 39 others).
+func TestPaceNeedsThreeModels(t *testing.T) {
+	out := t.TempDir()
+	var cells []Cell
+	for _, m := range recipe.V2.Models(filepath.Join(out, "w"), []string{"copy", "lm"}, []string{"rope", "alibi"}, 2) {
+		cells = append(cells, Cell{Model: m})
+	}
+	finish := func(c Cell, ratio float64) {
+		for path, data := range map[string]string{
+			CellPath(out, c): "task,model\n",
+			filepath.Join(out, "results", "curves", c.Task, c.Name+".train.json"): fmt.Sprintf(`{"wall_seconds": %g}`, c.TrainSeconds*ratio),
+		} {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	finished := map[string]bool{}
+	var copies, lms []Cell
+	for _, c := range cells {
+		if c.Task == "copy" {
+			copies = append(copies, c)
+		} else {
+			lms = append(lms, c)
+		}
+	}
+	// Three copy models at half their estimate; one lm model at a tenth of its.
+	for _, c := range copies[:3] {
+		finish(c, 0.5)
+		finished[c.ID()] = true
+	}
+	finish(lms[0], 0.1)
+	finished[lms[0].ID()] = true
+	var sumA, sumE float64
+	for _, c := range append(slices.Clone(copies[:3]), lms[0]) {
+		r := 0.5
+		if c.Task == "lm" {
+			r = 0.1
+		}
+		sumA, sumE = sumA+c.TrainSeconds*r, sumE+c.TrainSeconds
+	}
+	var want float64
+	for _, c := range cells {
+		switch {
+		case finished[c.ID()]:
+		case c.Task == "copy":
+			want += c.TrainSeconds*0.5 + c.EvalSeconds
+		default:
+			want += c.TrainSeconds*sumA/sumE + c.EvalSeconds
+		}
+	}
+	got, n, _ := atPace(out, cells, finished)
+	if n != 4 || math.Abs(got-want) > 1e-6*want {
+		t.Errorf("atPace: %g s from %d models, want %g s from 4 (lm at the overall pace %.3f, not its one model's 0.1)", got, n, want, sumA/sumE)
+	}
+}
