@@ -54,7 +54,8 @@ type options struct {
 	nopeLayers                 string
 	plateau                    int     // evaluations without improvement that end the run (0: cosine schedule over -steps)
 	plateauTol                 float64 // relative improvement that counts
-	init                       string  // start from this checkpoint's weights (a fine-tune)
+	plateauMin                 int
+	init                       string // start from this checkpoint's weights (a fine-tune)
 	rope                       *ropeflags.Flags
 }
 
@@ -89,6 +90,7 @@ func main() {
 	flag.StringVar(&o.nopeLayers, "nope-layers", "", "comma-separated blocks (from 0) that skip the scheme's attention hooks, e.g. 1,3")
 	flag.IntVar(&o.plateau, "plateau", 0, "train until the eval loss has not improved for N evaluations, then cool down (warmup-stable-decay); -steps is the cap. 0: cosine decay over -steps")
 	flag.Float64Var(&o.plateauTol, "plateau-tol", 0.01, "with -plateau: relative eval-loss improvement that counts as progress")
+	flag.IntVar(&o.plateauMin, "plateau-min", 0, "with -plateau: no plateau before this step (a model that sits on an early plateau, as encoders do before they use positions, keeps training)")
 	flag.StringVar(&o.init, "init", "", "start from this checkpoint's weights with a fresh optimizer (a fine-tune); -seq, -pe and the --rope-* flags edit its config, the shape flags are ignored")
 	o.rope = ropeflags.Register(flag.CommandLine)
 	// One-line errors for bad flags, the full list only for -h.
@@ -120,8 +122,8 @@ func run(o options) error {
 		return fmt.Errorf("-steps, -batch must be >= 1 and -seq >= 2")
 	case o.randomPositions != 0 && o.randomPositions < o.seq:
 		return fmt.Errorf("-random-positions %d must be 0 (off) or >= -seq %d: it is the range the %d positions are drawn from", o.randomPositions, o.seq, o.seq)
-	case o.plateau < 0 || o.plateauTol < 0:
-		return fmt.Errorf("-plateau %d and -plateau-tol %g must be >= 0 (-plateau 0 is off)", o.plateau, o.plateauTol)
+	case o.plateau < 0 || o.plateauTol < 0 || o.plateauMin < 0:
+		return fmt.Errorf("-plateau %d, -plateau-tol %g and -plateau-min %d must be >= 0 (-plateau 0 is off)", o.plateau, o.plateauTol, o.plateauMin)
 	case o.evalEvery < 1 || o.saveEvery < 1:
 		return fmt.Errorf("-eval-every and -save-every must be >= 1")
 	}
@@ -226,6 +228,7 @@ func run(o options) error {
 	end := o.steps
 	if o.plateau > 0 {
 		plat = newPlateau(o.plateau, o.plateauTol, o.steps, o.evalEvery)
+		plat.min = o.plateauMin
 		for _, c := range curve {
 			plat.observe(c.Step, c.EvalLoss)
 		}

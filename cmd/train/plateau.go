@@ -27,6 +27,7 @@ import (
 type plateau struct {
 	window int     // evaluations without improvement that make a plateau
 	tol    float64 // relative improvement below which an evaluation does not count as one
+	min    int     // -plateau-min: no plateau is declared before this step
 	cap    int     // -steps
 	every  int     // -eval-every
 	evals  []float64
@@ -47,7 +48,7 @@ func (p *plateau) observe(done int, evalLoss float64) {
 		return
 	}
 	k := len(p.evals)
-	if k > p.window {
+	if k > p.window && done >= p.min {
 		before, recent := math.Inf(1), math.Inf(1)
 		for i, e := range p.evals {
 			if i < k-p.window {

@@ -56,6 +56,20 @@ func TestPlateauByHand(t *testing.T) {
 	if c.start != 1000 || c.end != 1200 || c.stopReason() != "step cap 1200" {
 		t.Errorf("capped run: cool-down %d..%d (%s), want 1000..1200", c.start, c.end, c.stopReason())
 	}
+	// -plateau-min: an encoder's early plateau (flat from step 300, as mlm's position-blind phase)
+	// does not stop it before step 800; the loss then falls again, and the plateau that counts
+	// is the later one, at 1,200.
+	e := newPlateau(2, 0.01, 10000, 100)
+	e.min = 800
+	for i, l := range []float64{3, 2.95, 2.94, 2.94, 2.94, 2.94, 2.94, 2.5, 2, 1.8, 1.79, 1.79, 1.79} {
+		e.observe(100*(i+1), l)
+		if e.start >= 0 && 100*(i+1) < 800 {
+			t.Fatalf("-plateau-min 800: cool-down started at step %d", e.start)
+		}
+	}
+	if e.start != 1200 {
+		t.Errorf("-plateau-min 800: cool-down at %d, want 1200 (the later plateau)", e.start)
+	}
 	// A cap inside the warm-up (a pilot): the cool-down from 100 to 120 still applies, as the
 	// lower of the two rates (at step 119: warm-up 0.6, cool-down 1-0.9·19/20 = 0.145).
 	w := newPlateau(5, 0.01, 120, 100)
