@@ -23,7 +23,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -108,8 +107,7 @@ func sgemmAMX(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 	sp := getScratch()
 	defer putScratch(sp)
 	fa, fb, _ := scratchParts(sp)
-	ap := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(fa))), len(fa))
-	bp := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(fb))), len(fb))
+	ap, bp := words(fa), words(fb)
 	var edge [32 * 32]float32
 	kp := (k + 1) / 2
 	for pq := 0; pq < kp; pq += blockKP {
@@ -140,18 +138,7 @@ func sgemmAMX(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 					}
 					for g := g0; g < groups; g++ {
 						amxRows(&amxCfg, &ap[g*32*kc16], kc16*4, pan, kc16/16, &edge[0], 32*4, 1, false)
-						rows := min(32, mc-g*32)
-						for i := range rows {
-							dst := c[ci+(g*32+i)*ldc:][:cols]
-							src := edge[i*32:][:cols]
-							if accumulate {
-								for j := range dst {
-									dst[j] += src[j]
-								}
-							} else {
-								copy(dst, src)
-							}
-						}
+						storeEdge(c[ci+g*32*ldc:], ldc, edge[:], 32, min(32, mc-g*32), cols, accumulate)
 					}
 				}
 			}

@@ -75,11 +75,7 @@ func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 	mr, nr := tileBF16(lv)
 	sp := getScratch()
 	defer putScratch(sp)
-	// The float32 scratch reused as words: the panels hold bit patterns, never floats.
 	fa, fb, edge := scratchParts(sp)
-	words := func(f []float32) []uint32 {
-		return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
-	}
 	ap, bp := words(fa), words(fb)
 	kern := func(kp int, a, b []uint32, c []float32, ldc int, accumulate bool) {
 		microKernelBF16(lv, kp, a, b, c, ldc, accumulate)
@@ -99,6 +95,11 @@ func sgemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 			}
 		}
 	}
+}
+
+// words is float32 scratch reused as 32-bit words: bf16 panels hold bit patterns, never floats.
+func words(f []float32) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
 }
 
 // toBF16 rounds x to the nearest bfloat16, ties to even, and returns its 16 bits. A NaN stays

@@ -138,17 +138,23 @@ func macroKernel[P any](kern func(kc int, a, b []P, c []float32, ldc int, accumu
 				continue
 			}
 			kern(kc, apan, bpan, edge, nr, false)
-			for i := range rows {
-				dst := c[ci+i*ldc : ci+i*ldc+cols]
-				src := edge[i*nr : i*nr+cols]
-				if accumulate {
-					for j := range dst {
-						dst[j] += src[j]
-					}
-				} else {
-					copy(dst, src)
-				}
+			storeEdge(c[ci:], ldc, edge, nr, rows, cols, accumulate)
+		}
+	}
+}
+
+// storeEdge writes (or, accumulating, adds) the rows × cols corner of a tile computed into
+// scratch (row stride lde) to C at c (row stride ldc): the partial tiles at C's edges.
+func storeEdge(c []float32, ldc int, edge []float32, lde, rows, cols int, accumulate bool) {
+	for i := range rows {
+		dst := c[i*ldc : i*ldc+cols]
+		src := edge[i*lde : i*lde+cols]
+		if accumulate {
+			for j := range dst {
+				dst[j] += src[j]
 			}
+		} else {
+			copy(dst, src)
 		}
 	}
 }
