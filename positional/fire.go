@@ -20,6 +20,13 @@ package positional
 // (uniform ±1/sqrt(fan_in)) initialisation of the MLP. Each layer learns its own FIRE unless
 // shared is true (one FIRE for all layers, cheaper).
 //
+// norm_max (0: off; not in the paper) caps the query position the normaliser sees:
+// ψ(max(L, min(i, norm_max))). Set to the training length at evaluation, it keeps every query's
+// normaliser at the largest one training used, so a key past the trained distances gets an input
+// above 1 (f_θ extrapolates) instead of every key's input shrinking (f_θ interpolates): the
+// benchmark's ablation of progressive interpolation on a trained model, which it leaves
+// unchanged up to norm_max.
+//
 // FIRE is defined for causal attention. In an encoder keys after the query use |i - j|,
 // as the absolute value in ψ(|c·x|) already implies.
 
@@ -44,6 +51,7 @@ func init() {
 			InitC:    opts.Float("init_c", 0.1),
 			InitL:    opts.Float("init_l", 512),
 			Shared:   opts.Bool("shared", false),
+			NormMax:  opts.Float("norm_max", 0),
 		}
 		switch {
 		case f.MLPWidth < 1:
@@ -52,6 +60,8 @@ func init() {
 			return nil, fmt.Errorf("init_c must be a positive number, got %g", f.InitC)
 		case !(f.InitL > 0) || math.IsInf(f.InitL, 0):
 			return nil, fmt.Errorf("init_l must be a positive number, got %g", f.InitL)
+		case !(f.NormMax >= 0) || math.IsInf(f.NormMax, 0):
+			return nil, fmt.Errorf("norm_max must be 0 (off) or a positive position, got %g", f.NormMax)
 		case arch.NumHeads < 1:
 			return nil, fmt.Errorf("needs at least one head, got %d", arch.NumHeads)
 		}
@@ -65,6 +75,7 @@ type FIRE struct {
 	InitC    float64 // initial c of ψ
 	InitL    float64 // L = |ℓ·InitL|, ℓ learned from 1
 	Shared   bool    // one FIRE for all layers instead of one per layer
+	NormMax  float64 // > 0: the normaliser's query position is capped here (an ablation)
 }
 
 // Name implements Scheme.
@@ -77,7 +88,8 @@ func (f *FIRE) scope(ctx *context.Context, layer int) *context.Context {
 	return LayerScope(ctx, layer)
 }
 
-// Normalized returns f_θ's input ψ(|i-j|) / (ψ(max(L, i)) + ε), [batch, seq_q, seq_k].
+// Normalized returns f_θ's input ψ(|i-j|) / (ψ(max(L, i)) + ε), [batch, seq_q, seq_k]
+// (i capped at NormMax when that is set).
 func (f *FIRE) Normalized(ctx *context.Context, layer int, qPos, kPos *Node) *Node {
 	ctx = f.scope(ctx, layer)
 	g := qPos.Graph()
@@ -91,7 +103,11 @@ func (f *FIRE) Normalized(ctx *context.Context, layer int, qPos, kPos *Node) *No
 	qp := ExpandAxes(ConvertDType(qPos, dtypes.Float32), -1) // [b, s, 1]
 	kp := ExpandAxes(ConvertDType(kPos, dtypes.Float32), 1)  // [b, 1, t]
 	num := Log1p(Mul(c, Abs(Sub(qp, kp))))
-	den := AddScalar(Log1p(Mul(c, Max(qp, threshold))), fireEps)
+	np := qp
+	if f.NormMax > 0 {
+		np = MinScalar(qp, f.NormMax)
+	}
+	den := AddScalar(Log1p(Mul(c, Max(np, threshold))), fireEps)
 	return Div(num, den)
 }
 

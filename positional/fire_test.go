@@ -173,6 +173,33 @@ func TestFIREShiftInvariantOnlyBelowThreshold(t *testing.T) {
 	}
 }
 
+// norm_max caps the normaliser's query position: the input is unchanged for queries up to the
+// cap, equals the closed form with ψ(max(L, cap)) beyond it, and passes 1 for keys farther than
+// the cap (where progressive interpolation would have kept it in [0, 1]).
+func TestFIRENormMax(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	const capPos = 128.0
+	plain, capped := newFIRE(t, nil, 2), newFIRE(t, map[string]any{"norm_max": capPos}, 2)
+	p := fireRandomParams(r, 32, 2)
+	p.c, p.l = 0.05, 0.2 // L = 102.4, under the cap
+	pairs := [][2]int32{{5, 0}, {100, 3}, {128, 0}, {128, 127}, {129, 0}, {500, 490}, {2047, 0}, {2047, 1900}}
+	x, y := fireNormalized(t, plain, p, pairs), fireNormalized(t, capped, p, pairs)
+	psi := func(v float64) float64 { return math.Log1p(0.05 * v) }
+	for k, pr := range pairs {
+		i, j := float64(pr[0]), float64(pr[1])
+		want := psi(i-j) / (psi(math.Max(102.4, math.Min(i, capPos))) + 1e-6)
+		if !(math.Abs(float64(y[k])-want) <= 1e-5*max(1, want)) {
+			t.Errorf("norm_max %g: input(%g, %g) = %g, want %g", capPos, i, j, y[k], want)
+		}
+		if i <= capPos && x[k] != y[k] {
+			t.Errorf("input(%g, %g): %g with norm_max, %g without; want equal up to the cap", i, j, y[k], x[k])
+		}
+	}
+	if last := y[len(y)-2]; !(last > 1.5) || !(x[len(x)-2] <= 1) {
+		t.Errorf("input(2047, 0) = %g capped, %g plain; want above 1.5 capped and at most 1 plain", last, x[len(x)-2])
+	}
+}
+
 // Each layer learns its own FIRE unless shared; initial values follow the paper's code.
 func TestFIREScopesAndInit(t *testing.T) {
 	const H, W = 4, 32
@@ -229,6 +256,7 @@ func TestFIREErrors(t *testing.T) {
 		{map[string]any{"init_c": -0.1}, "init_c"},
 		{map[string]any{"init_l": -512.0}, "init_l"},
 		{map[string]any{"L": 512.0}, "unknown option L"},
+		{map[string]any{"norm_max": -1.0}, "norm_max"},
 	} {
 		_, err := New("fire", c.opts, arch)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -231,7 +231,7 @@ func FindRows(weights, task string, schemes []string, b Budget) ([]Row, error) {
 }
 
 // RowsFor is a checkpoint's row and the evaluation-only rows it adds: on lm the sliding-window
-// row of a plain model; for a plain RoPE decoder on lm and passkey the RoPE-scaling rows at the budget's fixed
+// row of a plain model, and for FIRE its normaliser capped at L; for a plain RoPE decoder on lm and passkey the RoPE-scaling rows at the budget's fixed
 // factors. Only bias schemes are scored past the recipe's largest factor.
 func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
 	base := Row{Model: filepath.Base(dir), Scheme: ti.Scheme, Variant: ti.Variant(), Seed: ti.Seed, TrainLen: ti.SeqLen, TaskVersion: ti.TaskVersion, Dir: dir, RandomPositions: ti.RandomPositions}
@@ -247,6 +247,15 @@ func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
 		s := base
 		s.Variant, s.Sliding = recipe.SlidingVariant, true
 		rows = append(rows, s)
+	}
+	if task == tasks.LM && ti.Scheme == "fire" && base.Variant == "" {
+		c := base
+		c.Variant = recipe.FIRECapVariant
+		c.Override = func(_ int, cfg *models.Config) error {
+			cfg.Positional["norm_max"] = float64(base.TrainLen)
+			return nil
+		}
+		rows = append(rows, c)
 	}
 	if ti.Scheme == "rope" && base.Variant == "" && slices.Contains(recipe.V2.RopeTasks, task) && tasks.Kind(task) == models.Decoder {
 		for _, t := range recipe.V2.RopeTypes {

@@ -20,8 +20,15 @@ var text = []byte(strings.Repeat("func f(x int) int {\n\treturn x*2 + 1 // 42\n}
 // checkpoint writes a tiny random-weight decoder with the train.json cmd/train would write.
 func checkpoint(t *testing.T, dir, task, scheme string, L int) *recipe.TrainInfo {
 	t.Helper()
+	return checkpointPE(t, dir, task, map[string]any{"name": scheme}, L)
+}
+
+// checkpointPE is checkpoint with the scheme's options (pe["name"] the scheme).
+func checkpointPE(t *testing.T, dir, task string, pe map[string]any, L int) *recipe.TrainInfo {
+	t.Helper()
+	scheme := pe["name"].(string)
 	cfg := models.Config{Kind: models.Decoder, VocabSize: 260, Dim: 16, NumLayers: 1, NumHeads: 2, NumKVHeads: 1, HiddenDim: 16,
-		TieEmbeddings: true, MaxSeqLen: 512, TrainSeqLen: L, Tokenizer: "byte", Positional: map[string]any{"name": scheme}}
+		TieEmbeddings: true, MaxSeqLen: 512, TrainSeqLen: L, Tokenizer: "byte", Positional: pe}
 	backend, err := engine.NewBackend("")
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +109,18 @@ func TestRowsFor(t *testing.T) {
 	if r := RowsFor(tasks.LM, alibi, "w", Full); len(r) != 2 || r[0].MaxLength != 0 {
 		t.Errorf("alibi rows %+v", r)
 	}
+	fire := &recipe.TrainInfo{Task: tasks.LM, Scheme: "fire", SeqLen: 128}
+	if r := RowsFor(tasks.LM, fire, "w", Full); len(r) != 3 || r[2].Variant != recipe.FIRECapVariant || r[2].Override == nil {
+		t.Errorf("fire rows %+v, want plain, sliding and %q", r, recipe.FIRECapVariant)
+	} else {
+		cfg := models.Config{Positional: map[string]any{"name": "fire"}}
+		if err := r[2].Override(2048, &cfg); err != nil || cfg.Positional["norm_max"] != 128.0 {
+			t.Errorf("capped row's edit: %v, err %v; want norm_max 128", cfg.Positional, err)
+		}
+	}
+	if r := RowsFor(tasks.Copy, &recipe.TrainInfo{Task: tasks.Copy, Scheme: "fire", SeqLen: 64}, "w", Full); len(r) != 1 {
+		t.Errorf("copy fire: %d rows, want 1 (the capped normaliser is an lm row)", len(r))
+	}
 	if r := RowsFor(tasks.Copy, &recipe.TrainInfo{Task: tasks.Copy, Scheme: "rope", SeqLen: 64}, "w", Full); len(r) != 1 {
 		t.Errorf("copy rope: %d rows, want 1 (no scaling rows off lm and passkey)", len(r))
 	}
@@ -152,6 +171,40 @@ func TestEvaluateTinyModel(t *testing.T) {
 	}
 	if y := get(recipe.ScalingVariant("yarn", 4), "bits_per_byte", 16); y == plain || math.IsNaN(y) {
 		t.Errorf("yarn s=4 at L: %v, plain %v; want a different number", y, plain)
+	}
+}
+
+// FIRE's capped-normaliser row is the plain model up to L (to the bit: the same inputs) and
+// another past it, where the cap changes the normaliser of every query beyond L.
+func TestEvaluateFIRECap(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fire")
+	// init_l 2: the threshold (2) is under L, as the trained models' thresholds are.
+	ti := checkpointPE(t, dir, tasks.LM, map[string]any{"name": "fire", "init_l": 2.0}, 16)
+	b := Quick
+	b.CorpusBytes = 512
+	cells, err := Plan(tasks.LM, 1, 16, b, nil, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, _ := engine.NewBackend("")
+	rs, err := Evaluate(backend, tasks.LM, RowsFor(tasks.LM, ti, dir, b), cells, b, func(int, string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(variant string, length int) float64 {
+		for _, r := range rs {
+			if r.Variant == variant && r.Metric == "bits_per_byte" && r.Length == length {
+				return r.Value
+			}
+		}
+		t.Fatalf("no %q bits_per_byte at %d", variant, length)
+		return 0
+	}
+	if p, c := get("", 16), get(recipe.FIRECapVariant, 16); math.IsNaN(p) || p != c {
+		t.Errorf("at L: plain %v, capped %v; want equal", p, c)
+	}
+	if p, c := get("", 64), get(recipe.FIRECapVariant, 64); math.IsNaN(c) || p == c {
+		t.Errorf("at 4L: plain %v, capped %v; want two numbers", p, c)
 	}
 }
 

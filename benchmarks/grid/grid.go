@@ -145,7 +145,7 @@ type Runner struct {
 // says how to continue.
 func (r *Runner) Run(cells []Cell) error {
 	r.Skipped = 0
-	if err := restoreShipped(cells); err != nil {
+	if err := restoreShipped(r.Out, cells); err != nil {
 		return err
 	}
 	finished := Finished(r.Out, cells)
@@ -347,15 +347,20 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 	return report.WriteCSV(CellPath(r.Out, c), rs)
 }
 
-// restoreShipped puts back the checkpoint of a shipped cell that another cell still starts from
-// (a PI fine-tune from its RoPE base) when the grid's own copy is gone with its machine: the
-// shipped copy, whose weights are the trained ones rounded to float16 (the loader widens them),
-// instead of training the base again.
-func restoreShipped(cells []Cell) error {
+// restoreShipped puts back the checkpoint of a shipped cell that is still needed, when the
+// grid's own copy is gone with its machine: for another cell that starts from it (a PI
+// fine-tune from its RoPE base), or for its own evaluation (its results removed so that a new
+// evaluation row is scored). The shipped copy, whose weights are the trained ones rounded to
+// float16 (the loader widens them), is what a reader has; training it again would give
+// another model.
+func restoreShipped(out string, cells []Cell) error {
 	needed := map[string]bool{}
 	for _, c := range cells {
 		if c.Needs != "" {
 			needed[c.Task+"/"+c.Needs] = true
+		}
+		if !Done(out, c) {
+			needed[c.ID()] = true
 		}
 	}
 	for _, c := range cells {

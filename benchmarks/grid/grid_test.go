@@ -301,6 +301,28 @@ func TestShippedBaseRestoredForItsFineTune(t *testing.T) {
 	}
 }
 
+// A shipped cell whose results were removed (to score a new evaluation row) on a machine that
+// lost the grid's checkpoint is evaluated from its shipped copy, not trained again.
+func TestShippedCellReevaluatedFromItsCopy(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[:1]
+	cells[0].Ship = filepath.Join(dir, "bench", cells[0].Task, cells[0].Name)
+	r := &Runner{Out: dir, Jobs: 1, Cores: 2, Train: newFake().train, Evaluate: newFake().evaluate}
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(dir, "weights"))
+	os.Remove(CellPath(dir, cells[0]))
+	g := newFake()
+	r.Train, r.Evaluate = g.train, g.evaluate
+	if err := r.Run(cells); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.trained) != 0 || len(g.evaluated) != 1 || !Done(dir, cells[0]) {
+		t.Errorf("trained %v, evaluated %v; want the shipped copy evaluated", g.trained, g.evaluated)
+	}
+}
+
 // Order resumes begun cells first, then runs every seed of the compared schemes and the
 // baselines, then the rest in the recipe's order (seed by seed; a fine-tune after its base).
 func TestOrder(t *testing.T) {

@@ -180,7 +180,19 @@ func ModelName(scheme, tag string, seed int) string {
 const (
 	RandPosVariant = "randpos"
 	SlidingVariant = "sliding L"
+	// FIRECapVariant is a FIRE model on lm evaluated with its normaliser's query position
+	// capped at L (positional option norm_max): the same model up to L, and past it keys get
+	// inputs above 1 instead of every key's input shrinking. It ablates the progressive
+	// interpolation that Li et al. credit for FIRE's flat loss.
+	FIRECapVariant = "normaliser at L"
 )
+
+// EvalOnly reports whether a variant is an evaluation of a trained model under an edit (a
+// sliding window, a RoPE scaling, FIRE's capped normaliser) rather than a model trained apart.
+func EvalOnly(variant string) bool {
+	return variant == SlidingVariant || variant == FIRECapVariant ||
+		strings.Contains(variant, " s=") && !strings.HasSuffix(variant, " ft")
+}
 
 // PIVariant labels a RoPE model fine-tuned with linear interpolation by factor s.
 func PIVariant(s int) string { return fmt.Sprintf("PI s=%d ft", s) }
@@ -330,10 +342,32 @@ func SchemeOrder(s string) int {
 // Describe summarizes the recipe in one paragraph, for RESULTS.md and -plan.
 func (r Recipe) Describe() string {
 	return fmt.Sprintf("Recipe %s: every model `%s %s %s` (about 1.05 M parameters), L = %d tokens for the synthetic tasks and %d bytes for lm and mlm, "+
-		"trained until the held-out loss at L has not improved by 1%% for five evaluations (one per 100 steps; for mlm not before step 2,500), then cooled down (caps: %d steps for lm and mlm, %d for the synthetic tasks); "+
+		"trained until the held-out loss at L has not improved by 1%% for five evaluations (one per 100 steps%s), then cooled down (caps: %d steps for lm and mlm, %d for the synthetic tasks); "+
 		"%d seeds per (task, scheme); evaluated at %s L (and %s L for %s on lm); %s train with bfloat16 matrix products (float32 sums).",
-		r.Name, strings.Join(r.Shape, " "), strings.Join(r.Optim, " "), strings.Join(r.Stop[:4], " "), r.TrainLen[tasks.Copy], r.TrainLen[tasks.LM],
+		r.Name, strings.Join(r.Shape, " "), strings.Join(r.Optim, " "), strings.Join(r.Stop[:4], " "), r.TrainLen[tasks.Copy], r.TrainLen[tasks.LM], r.floors(),
 		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), strings.Join(r.BiasSchemes, ", "), r.bf16Tasks())
+}
+
+// floors is "; for mlm not before step 2,500" for each task whose TaskStop sets -plateau-min.
+func (r Recipe) floors() string {
+	var b strings.Builder
+	for _, t := range tasks.Names() {
+		args := r.TaskStop[t]
+		if i := slices.Index(args, "-plateau-min"); i >= 0 && i+1 < len(args) {
+			n, _ := strconv.Atoi(args[i+1])
+			fmt.Fprintf(&b, "; for %s not before step %s", t, thousands(n))
+		}
+	}
+	return b.String()
+}
+
+// thousands writes n with commas between groups of three digits (2500 → "2,500").
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // bf16Tasks names the tasks trained with bfloat16 products, in the tasks' order ("lm, passkey,

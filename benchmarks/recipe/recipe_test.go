@@ -86,6 +86,14 @@ func TestVariantsAndNames(t *testing.T) {
 			}
 		}
 	}
+	if d := V2.Describe(); !strings.Contains(d, "(one per 100 steps; for mlm not before step 2,500)") {
+		t.Errorf("Describe does not give mlm's plateau floor from TaskStop: %s", d)
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 2500: "2,500", 1234567: "1,234,567", -2500: "-2,500"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
 	if d := V2.Describe(); !strings.Contains(d, "; lm, passkey, mqar and mlm train with bfloat16") {
 		t.Errorf("Describe does not name the bf16 tasks: %s", d)
 	}

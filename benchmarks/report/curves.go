@@ -96,8 +96,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	seen := map[string]bool{}
 	for _, r := range rs {
 		key := fmt.Sprintf("%s/%d", r.Label(), r.Seed)
-		if IsBaseline(r.Label()) || strings.Contains(r.Label(), " s=") && !strings.Contains(r.Label(), " ft") ||
-			r.Variant == recipe.SlidingVariant || kept[key] || seen[key] {
+		if IsBaseline(r.Label()) || recipe.EvalOnly(r.Variant) || kept[key] || seen[key] {
 			continue // baselines and evaluation-only rows were never trained
 		}
 		seen[key] = true

@@ -215,12 +215,31 @@ func flatFinding(rs []Result) Finding {
 	switch {
 	case len(rises)+len(stays) > 0:
 		f.Verdict, f.Reason = NotReproduced, strings.Join(append(rises, stays...), "; ")
+		if note := fireCapNote(rs, L); note != "" && slices.ContainsFunc(rises, func(r string) bool { return strings.HasPrefix(r, "fire ") }) {
+			f.Reason += "; " + note
+		}
 	case len(unsure) > 0:
 		f.Verdict, f.Reason = Inconclusive, strings.Join(unsure, "; ")
 	default:
 		f.Verdict, f.Reason = Reproduced, fmt.Sprintf("%s rise by less than %.1f bit and %s by more, intervals clear of it", strings.Join(flat, ", "), FlatBits, strings.Join(degrade, ", "))
 	}
 	return f
+}
+
+// fireCapNote reports the ablation of FIRE's progressive interpolation on lm (the same models
+// evaluated with the normaliser's query position capped at L, recipe.FIRECapVariant): its rise
+// from L to 16L, and whether that is flat. "" without two seeds of it.
+func fireCapNote(rs []Result, L int) string {
+	label := "fire + " + recipe.FIRECapVariant
+	d := pairedDelta(seedValues(rs, label, "bits_per_byte", 16*L), seedValues(rs, label, "bits_per_byte", L))
+	if !d.HasInterval() {
+		return ""
+	}
+	note := "with its normaliser capped at L (our ablation of the progressive interpolation) " + fmtSum("fire", d, true)
+	if d.Hi <= FlatBits {
+		note += ", flat: the interpolation is what rises"
+	}
+	return note
 }
 
 // PasskeyDrop is how much passkey exact match may fall from L to s·L after the PI fine-tune and

@@ -124,6 +124,18 @@ func TestFlatFinding(t *testing.T) {
 	if f := flatFinding(lmResults(bad)); f.Verdict != NotReproduced || !strings.Contains(f.Reason, "fire rises by 0.5") {
 		t.Errorf("expected not reproduced because of fire: %+v", f)
 	}
+	// The ablation row: FIRE with its normaliser capped at L, flat or rising itself.
+	for _, capRise := range []float64{-0.05, 0.4} {
+		rs := lmResults(bad)
+		for _, r := range lmResults(map[string]float64{"fire": capRise}) {
+			r.Variant = recipe.FIRECapVariant
+			rs = append(rs, r)
+		}
+		f := flatFinding(rs)
+		if !strings.Contains(f.Reason, "capped at L") || strings.Contains(f.Reason, "the interpolation is what rises") != (capRise < 0) {
+			t.Errorf("capped rise %g: reason %q", capRise, f.Reason)
+		}
+	}
 	bad["fire"], bad["t5"] = good["fire"], 0.02
 	if f := flatFinding(lmResults(bad)); f.Verdict != NotReproduced || !strings.Contains(f.Reason, "t5 stays within 0.1 bit") {
 		t.Errorf("expected not reproduced because t5 stays flat: %+v", f)
