@@ -231,8 +231,9 @@ func FindRows(weights, task string, schemes []string, b Budget) ([]Row, error) {
 }
 
 // RowsFor is a checkpoint's row and the evaluation-only rows it adds: on lm the sliding-window
-// row of a plain model, and for FIRE its normaliser capped at L; for a plain RoPE decoder on lm and passkey the RoPE-scaling rows at the budget's fixed
-// factors. Only bias schemes are scored past the recipe's largest factor.
+// row of a plain model, and for FIRE its normaliser capped at L; for a plain RoPE decoder on lm
+// and passkey the RoPE-scaling rows at the budget's fixed factors. Only bias schemes are scored
+// past the recipe's largest factor.
 func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
 	base := Row{Model: filepath.Base(dir), Scheme: ti.Scheme, Variant: ti.Variant(), Seed: ti.Seed, TrainLen: ti.SeqLen, TaskVersion: ti.TaskVersion, Dir: dir, RandomPositions: ti.RandomPositions}
 	if base.Variant != "" && ti.Init != "" {

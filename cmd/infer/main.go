@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/cmd/internal/memlimit"
+	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
 	"github.com/posformer/posformer/engine"
@@ -41,6 +42,7 @@ type options struct {
 	ignoreEOS                          bool
 	seed                               int64
 	rope                               *ropeflags.Flags
+	pe                                 peflag.Options // --pe key=value: the scheme's options, over the checkpoint's
 	// llama2.c models: its tokenizer.bin (-z, as run.c), or the prompt as token ids.
 	tokenizer, promptIDs string
 	// set records the flags given on the command line, so that llama2.c models can take
@@ -72,8 +74,10 @@ func main() {
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z); GGUF models: a tokenizer replacing the file's")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c and GGUF models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
+	o.pe = peflag.Options{}
+	fs.Var(o.pe, "pe", "positional scheme option key=value over the checkpoint's (repeatable), e.g. --pe norm_max=128 for FIRE")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin|MODEL.gguf] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S]")
+		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin|MODEL.gguf] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE]")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
@@ -190,12 +194,27 @@ func (o options) load() (*engine.Engine, error) {
 	return engine.LoadAs(o.model, o.backend, o.ctxSize, t, o.edits()...)
 }
 
-// edits are the configuration changes the flags ask for (RoPE scaling).
+// edits are the configuration changes the flags ask for (scheme options, RoPE scaling).
 func (o options) edits() []models.Edit {
-	if o.rope == nil || !o.rope.Given() {
-		return nil
+	var edits []models.Edit
+	if len(o.pe) > 0 {
+		edits = append(edits, func(c *models.Config) error {
+			if _, ok := o.pe["name"]; ok {
+				return fmt.Errorf("--pe name: a trained model keeps its scheme (%v); --pe sets that scheme's options", c.Positional["name"])
+			}
+			if c.Positional == nil {
+				c.Positional = map[string]any{"name": "none"}
+			}
+			for k, v := range o.pe {
+				c.Positional[k] = v
+			}
+			return nil
+		})
 	}
-	return []models.Edit{o.rope.Edit()}
+	if o.rope != nil && o.rope.Given() {
+		edits = append(edits, o.rope.Edit())
+	}
+	return edits
 }
 
 func loadTokenizer(dir, name string) (tokenizer.Tokenizer, error) {
