@@ -25,7 +25,9 @@ package positional
 // normaliser at the largest one training used, so a key past the trained distances gets an input
 // above 1 (f_θ extrapolates) instead of every key's input shrinking (f_θ interpolates): the
 // benchmark's ablation of progressive interpolation on a trained model, which it leaves
-// unchanged up to norm_max.
+// unchanged up to norm_max. On the benchmark's lm (4-layer models trained at 128 bytes, three
+// seeds, benchmarks/RESULTS.md) plain FIRE's loss rises from 4L to 16L while with the cap it
+// falls, as ALiBi's does: at that size f_θ extrapolates, and the interpolation is what fails.
 //
 // FIRE is defined for causal attention. In an encoder keys after the query use |i - j|,
 // as the absolute value in ψ(|c·x|) already implies.
