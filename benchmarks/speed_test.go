@@ -155,7 +155,7 @@ func BenchmarkPrefill128x15M(b *testing.B) { benchPrefill(b, randomEngine(b, sha
 // the benchmark v2 recipe's models (dim 128, 4 layers, batch 32): seq 64 for the synthetic
 // tasks, 128 for lm and mlm (which the grid trains with GOMLX_BACKEND=cpu:bf16dot=true).
 func BenchmarkTrainStep(b *testing.B) {
-	for _, c := range []trainShape{{"small", 64, 2, 64, 8, 2, 128}, {"large", 96, 3, 128, 8, 2, 192}, v2Shape, v2LMShape} {
+	for _, c := range []trainShape{{"small", 64, 2, 64, 8, 2, 128, 0}, {"large", 96, 3, 128, 8, 2, 192, 0}, v2Shape, v2LMShape} {
 		b.Run(c.name, func(b *testing.B) { benchTrainStep(b, c, "rope") })
 	}
 }
@@ -180,11 +180,30 @@ type trainShape struct {
 	name                    string
 	dim, layers, seq, batch int
 	kv, hidden              int
+	micro                   int // sequences per forward/backward pass (0: the whole batch)
+}
+
+// BenchmarkTrainStepMicro is the v2 steps with their gradients summed over passes of fewer
+// sequences (engine.Trainer.MicroBatch), as cmd/train runs them by default (512 tokens a pass),
+// beside one pass over the batch; and a PI fine-tune's shape (8 sequences of 512).
+func BenchmarkTrainStepMicro(b *testing.B) {
+	pi := trainShape{"pi-lm", 128, 4, 512, 8, 4, 512, 0}
+	for _, c := range []trainShape{v2Shape, v2LMShape, pi} {
+		for _, micro := range []int{0, 512 / c.seq / 2, 512 / c.seq, 1024 / c.seq} {
+			if micro < 1 || micro >= c.batch {
+				continue
+			}
+			c := c
+			c.micro, c.name = micro, fmt.Sprintf("%s/passes-of-%d", c.name, micro)
+			b.Run(c.name, func(b *testing.B) { benchTrainStep(b, c, "rope") })
+		}
+		b.Run(c.name+"/one-pass", func(b *testing.B) { benchTrainStep(b, c, "rope") })
+	}
 }
 
 var (
-	v2Shape   = trainShape{"v2", 128, 4, 64, 32, 4, 512}
-	v2LMShape = trainShape{"v2-lm", 128, 4, 128, 32, 4, 512}
+	v2Shape   = trainShape{"v2", 128, 4, 64, 32, 4, 512, 0}
+	v2LMShape = trainShape{"v2-lm", 128, 4, 128, 32, 4, 512, 0}
 )
 
 func benchTrainStep(b *testing.B, c trainShape, scheme string) {
@@ -208,6 +227,7 @@ func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	tr.MicroBatch = c.micro
 	r := rand.New(rand.NewPCG(1, 2))
 	batch := engine.Batch{}
 	for range c.batch {

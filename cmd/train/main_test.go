@@ -95,3 +95,20 @@ func TestTaskIsRecorded(t *testing.T) {
 		t.Errorf("unknown task: %v", err)
 	}
 }
+
+// The default pass holds at most 512 tokens (the largest divisor of the batch that fits, at
+// least one sequence); a given -micro-batch must divide the batch.
+func TestMicroBatch(t *testing.T) {
+	for _, c := range []struct{ flag, batch, seq, want int }{
+		{0, 32, 128, 4}, {0, 32, 64, 8}, {0, 8, 512, 1}, {0, 8, 2048, 1}, {0, 4, 16, 4}, {0, 6, 100, 3}, {8, 32, 128, 8},
+	} {
+		if got, err := microBatch(c.flag, c.batch, c.seq); err != nil || got != c.want {
+			t.Errorf("microBatch(%d, %d, %d) = %d, %v; want %d", c.flag, c.batch, c.seq, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ flag, batch int }{{-1, 32}, {5, 32}} {
+		if _, err := microBatch(c.flag, c.batch, 64); err == nil || !strings.Contains(err.Error(), "-micro-batch") {
+			t.Errorf("microBatch(%d, %d): error %v, want one naming -micro-batch", c.flag, c.batch, err)
+		}
+	}
+}

@@ -190,6 +190,9 @@ func TestPlateauRunResumeAndInit(t *testing.T) {
 	if out, code := trainProcess(t, "-o", dir, "-plateau", "-1"); code == 0 || strings.Count(strings.TrimSpace(out), "\n") > 0 || !strings.Contains(out, "-plateau") {
 		t.Errorf("bad -plateau: exit %d, %q", code, out)
 	}
+	if out, code := trainProcess(t, "-o", dir, "-batch", "4", "-micro-batch", "3"); code == 0 || strings.Count(strings.TrimSpace(out), "\n") > 0 || !strings.Contains(out, "-micro-batch 3 must divide -batch 4") {
+		t.Errorf("bad -micro-batch: exit %d, %q", code, out)
+	}
 }
 
 // The same -seed trains the same model, to the bit (initial weights, batches, every step on
@@ -202,7 +205,7 @@ func TestSameSeedSameModel(t *testing.T) {
 		dir := t.TempDir()
 		if out, code := trainProcess(t, "-task", "copy", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1",
 			"-hidden", "16", "-seq", "16", "-batch", "2", "-steps", "3", "-warmup", "1", "-eval-every", "3", "-save-every", "3",
-			"-eval-windows", "2", "-seed", seed, "-o", dir); code != 0 {
+			"-eval-windows", "2", "-seed", seed, "-micro-batch", "1", "-o", dir); code != 0 { // two passes a step
 			t.Fatalf("training exited %d:\n%s", code, out)
 		}
 		var info struct {
