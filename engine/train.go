@@ -29,8 +29,8 @@ type Trainer struct {
 	// MicroBatch is the rows of a batch one forward and backward pass takes (0, or a value that
 	// does not divide the batch: the whole batch in one pass). The passes' gradients are summed,
 	// then one AdamW step applies them: the same step as one pass, up to the order of float sums.
-	// A pass over fewer rows keeps its activations in cache; on the v2 shapes 512 tokens a pass
-	// made a step about 10% faster than one pass over 4,096 (benchmarks/SPEED.md).
+	// A pass over fewer rows keeps its activations in cache; on the v2 shapes passes of 512
+	// tokens made a step 21-27% faster than one pass over the batch (benchmarks/SPEED.md).
 	MicroBatch int
 
 	lr         *context.Variable
@@ -102,12 +102,7 @@ func NewTrainer(backend backends.Backend, m *models.Model, ctx *context.Context,
 // the mean: the batch's weight divides the sums once, in apply) and its gradient for every
 // trainable variable, added to sums when given. It returns [loss sum, gradient sums...].
 func (t *Trainer) gradients(ctx *context.Context, in, sums []*Node) []*Node {
-	inputs, targets, pos, weights := in[0], in[1], in[2], in[3]
-	valid := GreaterOrEqual(inputs, ZerosLike(inputs))
-	logits, _ := t.Model.Forward(ctx, inputs, pos, valid, nil)
-	logp := LogSoftmax(logits, -1)
-	picked := ReduceSum(Mul(logp, OneHot(targets, t.Model.Config.VocabSize, logp.DType())), -1)
-	loss := Neg(ReduceAllSum(Mul(picked, weights)))
+	loss := t.lossSum(ctx, in)
 	g := loss.Graph()
 	grads := ctx.BuildTrainableVariablesGradientsGraph(loss)
 	if t.trainable == nil {
@@ -127,13 +122,17 @@ func (t *Trainer) gradients(ctx *context.Context, in, sums []*Node) []*Node {
 
 // loss is the weighted mean cross-entropy in nats.
 func (t *Trainer) loss(ctx *context.Context, in []*Node) *Node {
+	return Div(t.lossSum(ctx, in), MaxScalar(ReduceAllSum(in[3]), 1))
+}
+
+// lossSum is the cross-entropy in nats summed over the positions at their weights.
+func (t *Trainer) lossSum(ctx *context.Context, in []*Node) *Node {
 	inputs, targets, pos, weights := in[0], in[1], in[2], in[3]
 	valid := GreaterOrEqual(inputs, ZerosLike(inputs))
 	logits, _ := t.Model.Forward(ctx, inputs, pos, valid, nil)
 	logp := LogSoftmax(logits, -1)
 	picked := ReduceSum(Mul(logp, OneHot(targets, t.Model.Config.VocabSize, logp.DType())), -1)
-	total := ReduceAllSum(Mul(picked, weights))
-	return Neg(Div(total, MaxScalar(ReduceAllSum(weights), 1)))
+	return Neg(ReduceAllSum(Mul(picked, weights)))
 }
 
 // sharePositions lets batchTensors and Forward pass one row of positions for a batch whose rows

@@ -555,8 +555,9 @@ func weightsSeed(o options) any {
 }
 
 // passTokens is how many tokens one forward/backward pass takes by default: on the v2 shapes a
-// step of 32 sequences ran about 10% faster in passes of 512 tokens (8 sequences of 64, 4 of
-// 128) than in one pass, its activations staying in cache (benchmarks/SPEED.md).
+// step ran 21-27% faster in passes of 512 tokens (8 sequences of 64, 4 of 128, 1 of 512) than
+// in one pass, its activations staying in cache, and faster than in passes of 256 or 1,024
+// (benchmarks/SPEED.md).
 const passTokens = 512
 
 // microBatch is the sequences per pass: the flag's value (which must divide the batch), or by
