@@ -83,6 +83,9 @@ type FIRE struct {
 // Name implements Scheme.
 func (*FIRE) Name() string { return "fire" }
 
+// SharedWork implements SharedWork: f_θ runs on every (query, key) pair of every layer.
+func (*FIRE) SharedWork() bool { return true }
+
 func (f *FIRE) scope(ctx *context.Context, layer int) *context.Context {
 	if f.Shared {
 		return ctx

@@ -94,6 +94,15 @@ type Bucketed interface {
 	Bucket(qPos, kPos int) int
 }
 
+// SharedWork is implemented by schemes whose hooks do heavy work that depends on positions
+// alone (FIRE's MLP over every (query, key) pair). Training shares one row of positions across
+// a batch, so that work is done once per forward and backward pass: a trainer that splits a
+// batch into smaller passes repeats it. For FIRE that costs more than the smaller passes save
+// (benchmarks/SPEED.md), so cmd/train takes the whole batch in one pass for such a scheme.
+type SharedWork interface {
+	SharedWork() bool
+}
+
 // LayerScope is the context scope of a scheme's per-layer variables. Variables that several
 // layers (or two hooks) read, such as T5's shared table, are read through ctx.Checked(false):
 // a checked context, as used when a checkpoint is loaded, refuses a second read otherwise.

@@ -129,7 +129,7 @@ func run(o options) error {
 	case o.evalEvery < 1 || o.saveEvery < 1:
 		return fmt.Errorf("-eval-every and -save-every must be >= 1")
 	}
-	if _, err := microBatch(o.microBatch, o.batch, o.seq); err != nil {
+	if _, err := microBatch(o.microBatch, o.batch, o.seq, false); err != nil {
 		return err
 	}
 	if o.task != "" {
@@ -221,7 +221,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if tr.MicroBatch, err = microBatch(o.microBatch, o.batch, cfg.TrainSeqLen); err != nil {
+	shared := false
+	if sw, ok := m.Scheme.(positional.SharedWork); ok && o.randomPositions == 0 {
+		shared = sw.SharedWork() // rows share their positions only without -random-positions
+	}
+	if tr.MicroBatch, err = microBatch(o.microBatch, o.batch, cfg.TrainSeqLen, shared); err != nil {
 		return err
 	}
 	first := tr.GlobalStep()
@@ -561,8 +565,10 @@ func weightsSeed(o options) any {
 const passTokens = 512
 
 // microBatch is the sequences per pass: the flag's value (which must divide the batch), or by
-// default the largest divisor of the batch whose pass holds at most passTokens (at least 1).
-func microBatch(flagValue, batch, seq int) (int, error) {
+// default the largest divisor of the batch whose pass holds at most passTokens (at least 1),
+// or the whole batch for a scheme whose positional work is shared by the batch's rows
+// (positional.SharedWork: FIRE's step was 27% slower in passes of 512 tokens).
+func microBatch(flagValue, batch, seq int, sharedWork bool) (int, error) {
 	switch {
 	case flagValue < 0:
 		return 0, fmt.Errorf("-micro-batch must be >= 0 (0: automatic), got %d", flagValue)
@@ -570,6 +576,8 @@ func microBatch(flagValue, batch, seq int) (int, error) {
 		return 0, fmt.Errorf("-micro-batch %d must divide -batch %d", flagValue, batch)
 	case flagValue > 0:
 		return flagValue, nil
+	case sharedWork:
+		return batch, nil
 	}
 	best := 1
 	for r := 1; r <= batch; r++ {

@@ -97,17 +97,23 @@ func TestTaskIsRecorded(t *testing.T) {
 }
 
 // The default pass holds at most 512 tokens (the largest divisor of the batch that fits, at
-// least one sequence); a given -micro-batch must divide the batch.
+// least one sequence), or the whole batch for a scheme with shared positional work (FIRE); a
+// given -micro-batch must divide the batch.
 func TestMicroBatch(t *testing.T) {
-	for _, c := range []struct{ flag, batch, seq, want int }{
-		{0, 32, 128, 4}, {0, 32, 64, 8}, {0, 8, 512, 1}, {0, 8, 2048, 1}, {0, 4, 16, 4}, {0, 6, 100, 3}, {8, 32, 128, 8},
+	for _, c := range []struct {
+		flag, batch, seq int
+		shared           bool
+		want             int
+	}{
+		{0, 32, 128, false, 4}, {0, 32, 64, false, 8}, {0, 8, 512, false, 1}, {0, 8, 2048, false, 1}, {0, 4, 16, false, 4},
+		{0, 6, 100, false, 3}, {8, 32, 128, false, 8}, {0, 32, 128, true, 32}, {8, 32, 128, true, 8},
 	} {
-		if got, err := microBatch(c.flag, c.batch, c.seq); err != nil || got != c.want {
-			t.Errorf("microBatch(%d, %d, %d) = %d, %v; want %d", c.flag, c.batch, c.seq, got, err, c.want)
+		if got, err := microBatch(c.flag, c.batch, c.seq, c.shared); err != nil || got != c.want {
+			t.Errorf("microBatch(%d, %d, %d, %v) = %d, %v; want %d", c.flag, c.batch, c.seq, c.shared, got, err, c.want)
 		}
 	}
 	for _, c := range []struct{ flag, batch int }{{-1, 32}, {5, 32}} {
-		if _, err := microBatch(c.flag, c.batch, 64); err == nil || !strings.Contains(err.Error(), "-micro-batch") {
+		if _, err := microBatch(c.flag, c.batch, 64, false); err == nil || !strings.Contains(err.Error(), "-micro-batch") {
 			t.Errorf("microBatch(%d, %d): error %v, want one naming -micro-batch", c.flag, c.batch, err)
 		}
 	}
