@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
@@ -21,16 +21,7 @@ func TestMicroBatchSameStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	const batch, seq = 4, 10
-	b := Batch{}
-	for r := range batch {
-		var in, tgt, pos []int32
-		var w []float32
-		for s := range seq {
-			in, tgt, pos = append(in, int32(7*r+3*s)%250), append(tgt, int32(5*r+s)%250), append(pos, int32(s))
-			w = append(w, float32(1+r%2))
-		}
-		b.Inputs, b.Targets, b.Positions, b.Weights = append(b.Inputs, in), append(b.Targets, tgt), append(b.Positions, pos), append(b.Weights, w)
-	}
+	b := testBatch(batch, seq, func(r int) float32 { return float32(1 + r%2) })
 	b.Inputs[3][seq-1], b.Weights[3][seq-1] = -1, 0 // padding
 	for _, kind := range []string{models.Decoder, models.Encoder} {
 		for _, cfg := range testSchemes(t, kind) {
@@ -80,7 +71,7 @@ func maxVariableDiff(t *testing.T, a, b *context.Context) float64 {
 			t.Fatalf("variable %s/%s only in one context", v.Scope(), v.Name())
 		}
 		x, y := v.MustValue(), w.MustValue()
-		if x.DType().Size() != 4 || fmt.Sprint(x.DType()) != "Float32" {
+		if x.DType() != dtypes.Float32 {
 			continue
 		}
 		xs, ys := tensors.MustCopyFlatData[float32](x), tensors.MustCopyFlatData[float32](y)

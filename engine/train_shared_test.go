@@ -17,16 +17,7 @@ func TestSharedPositionsSameLossAndStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	const batch, seq = 3, 12
-	b := Batch{}
-	for r := range batch {
-		var in, tgt, pos []int32
-		var w []float32
-		for s := range seq {
-			in, tgt, pos = append(in, int32(7*r+3*s)%250), append(tgt, int32(5*r+s)%250), append(pos, int32(s))
-			w = append(w, 1)
-		}
-		b.Inputs, b.Targets, b.Positions, b.Weights = append(b.Inputs, in), append(b.Targets, tgt), append(b.Positions, pos), append(b.Weights, w)
-	}
+	b := testBatch(batch, seq, func(int) float32 { return 1 })
 	b.Inputs[2][seq-1], b.Weights[2][seq-1] = -1, 0 // padding
 	defer func() { sharePositions = true }()
 	for _, kind := range []string{models.Decoder, models.Encoder} {
@@ -59,4 +50,20 @@ func TestSharedPositionsSameLossAndStep(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testBatch is a training batch of fixed tokens at positions 0..seq-1, every position of row r
+// at weight(r).
+func testBatch(batch, seq int, weight func(row int) float32) Batch {
+	b := Batch{}
+	for r := range batch {
+		var in, tgt, pos []int32
+		var w []float32
+		for s := range seq {
+			in, tgt, pos = append(in, int32(7*r+3*s)%250), append(tgt, int32(5*r+s)%250), append(pos, int32(s))
+			w = append(w, weight(r))
+		}
+		b.Inputs, b.Targets, b.Positions, b.Weights = append(b.Inputs, in), append(b.Targets, tgt), append(b.Positions, pos), append(b.Weights, w)
+	}
+	return b
 }
