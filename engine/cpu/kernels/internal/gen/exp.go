@@ -7,7 +7,8 @@ package main
 // scaled by 2^k: VSCALEFPS on AVX-512 (it saturates to 0 and +Inf and rounds subnormals
 // correctly); on AVX2 two multiplications by 2^(k/2) and 2^(k-k/2) built in the exponent field,
 // so that k from -150 to 128 needs no special case (the second product overflows to +Inf or
-// rounds to a subnormal or 0 exactly as a float32 multiplication does).
+// rounds to a subnormal or 0 exactly as a float32 multiplication does). x at or below -104
+// gives 0 without the scaling (below).
 
 import (
 	"fmt"
@@ -59,6 +60,21 @@ func expKernel(s isa, name, formula string, sigmoid bool) {
 	expBody := func(x VecVirtual) VecVirtual {
 		VMAXPS(x, reg["expLo"], x)
 		VMINPS(x, reg["expHi"], x)
+		// Lanes at the lower clamp (a causal mask's −∞, half of a softmax's scores) are 0,
+		// set directly: computed, their 2^−150 underflows, and on Intel every vector
+		// with an underflowing lane takes a microcode assist (16 times slower). keep is
+		// x > −104 or NaN (predicate NLE_UQ, so NaN stays NaN).
+		var keep Op
+		if s.masks {
+			k := K()
+			VCMPPS(U8(6), reg["expLo"], x, k)
+			keep = k
+		} else {
+			m := s.vec()
+			VCMPPS(U8(6), reg["expLo"], x, m)
+			VANDPS(m, x, x) // the dropped lanes compute e^0
+			keep = m
+		}
 		k := s.vec()
 		VMULPS(reg["log2e"], x, k)
 		if s.masks {
@@ -78,7 +94,7 @@ func expKernel(s isa, name, formula string, sigmoid bool) {
 			VFMADD213PS(reg[c], x, p) // p = p·r + c
 		}
 		if s.masks {
-			VSCALEFPS(k, p, p)
+			VSCALEFPS_Z(k, p, keep, p)
 			return p
 		}
 		ki, k1 := s.vec(), s.vec()
@@ -91,6 +107,7 @@ func expKernel(s isa, name, formula string, sigmoid bool) {
 		VPSLLD(U8(23), ki, ki)
 		VMULPS(k1, p, p)
 		VMULPS(ki, p, p)
+		VANDPS(keep, p, p)
 		return p
 	}
 	body := expBody
