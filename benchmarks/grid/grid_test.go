@@ -410,6 +410,23 @@ func TestFailureDoesNotStopTheGrid(t *testing.T) {
 	}
 }
 
+// finishAtPace writes a finished cell's results and its train.json, whose training took ratio
+// of its estimate, in passes of micro sequences of 32 (0: one pass).
+func finishAtPace(t *testing.T, out string, c Cell, ratio float64, micro int) {
+	t.Helper()
+	for path, data := range map[string]string{
+		CellPath(out, c): "task,model\n",
+		filepath.Join(out, "results", "curves", c.Task, c.Name+".train.json"): fmt.Sprintf(`{"wall_seconds": %g, "batch": 32, "micro_batch": %d}`, c.TrainSeconds*ratio, micro),
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A task's own pace counts once three of its models are finished: before, the overall pace
 // stands in for it (mlm's first model, NoPE, stopped at a fifth of its cap and would have set
 // the pace of the 39 others).
@@ -419,19 +436,7 @@ func TestPaceNeedsThreeModels(t *testing.T) {
 	for _, m := range recipe.V2.Models(filepath.Join(out, "w"), []string{"copy", "lm"}, []string{"rope", "alibi"}, 2) {
 		cells = append(cells, Cell{Model: m})
 	}
-	finish := func(c Cell, ratio float64) {
-		for path, data := range map[string]string{
-			CellPath(out, c): "task,model\n",
-			filepath.Join(out, "results", "curves", c.Task, c.Name+".train.json"): fmt.Sprintf(`{"wall_seconds": %g}`, c.TrainSeconds*ratio),
-		} {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	finish := func(c Cell, ratio float64) { finishAtPace(t, out, c, ratio, 0) }
 	finished := map[string]bool{}
 	var copies, lms []Cell
 	for _, c := range cells {
@@ -466,8 +471,56 @@ func TestPaceNeedsThreeModels(t *testing.T) {
 			want += c.TrainSeconds*sumA/sumE + c.EvalSeconds
 		}
 	}
-	got, n, _ := atPace(out, cells, finished)
+	got, n, _, _ := atPace(out, cells, finished)
 	if n != 4 || math.Abs(got-want) > 1e-6*want {
 		t.Errorf("atPace: %g s from %d models, want %g s from 4 (lm at the overall pace %.3f, not its one model's 0.1)", got, n, want, sumA/sumE)
+	}
+}
+
+// Once three of a task's models trained in passes, the cells left go at their pace, not at that
+// of all its models (most trained in one pass, slower a step); with two, at all its models'.
+func TestPaceOfPasses(t *testing.T) {
+	for _, inPasses := range []int{3, 2} {
+		out := t.TempDir()
+		cells := map[string]Cell{}
+		var all []Cell
+		for _, m := range recipe.V2.Models(filepath.Join(out, "w"), []string{"lm"}, []string{"rope", "alibi"}, 3) {
+			c := Cell{Model: m}
+			cells[c.ID()] = c
+			all = append(all, c)
+		}
+		finished := map[string]bool{}
+		var sumA, sumE float64
+		finish := func(id string, ratio float64, micro int) {
+			c, ok := cells[id]
+			if !ok {
+				t.Fatalf("no cell %s", id)
+			}
+			finishAtPace(t, out, c, ratio, micro)
+			finished[id] = true
+			sumA, sumE = sumA+c.TrainSeconds*ratio, sumE+c.TrainSeconds
+		}
+		for _, id := range []string{"lm/rope", "lm/alibi", "lm/rope-seed2"} {
+			finish(id, 0.5, 0)
+		}
+		for _, id := range []string{"lm/alibi-seed2", "lm/rope-pi4", "lm/alibi-seed3"}[:inPasses] {
+			finish(id, 0.3, 4)
+		}
+		finish("lm/rope-pi4-seed2", 0.4, 32) // a batch in one pass of all its sequences is not in passes
+		r := 0.3
+		if inPasses < minPaceModels {
+			r = sumA / sumE
+		}
+		var want float64
+		for _, c := range all {
+			if !finished[c.ID()] {
+				want += c.TrainSeconds*r + c.EvalSeconds
+			}
+		}
+		got, n, passes, _ := atPace(out, all, finished)
+		if n != 4+inPasses || passes != inPasses || math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%d in passes: atPace %g s from %d models (%d in passes), want %g s at ratio %.3f from %d (%d)",
+				inPasses, got, n, passes, want, r, 4+inPasses, inPasses)
+		}
 	}
 }

@@ -29,6 +29,7 @@ type TrainInfo struct {
 	Seed            int            `json:"seed"`
 	WallSeconds     float64        `json:"wall_seconds"`
 	GOMAXPROCS      int            `json:"gomaxprocs"`
+	MicroBatch      int            `json:"micro_batch"` // sequences a pass (0 or Batch: one pass); of the last run, if resumed
 	FinalLoss       float64        `json:"final_loss"`
 	FinalEvalLoss   float64        `json:"final_eval_loss"`
 	Command         string         `json:"command"`
