@@ -523,8 +523,11 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int, first map[stri
 	fmt.Fprintf(w, "grid: %d cells (%d done, %d to run); estimated %s on %d cores with %d at a time (%s of one-core work, training at the step caps)\n",
 		len(cells), done, todo, recipe.Hours(secs/float64(lanes)), cores, lanes, recipe.Hours(secs))
 	if likely, n, inPasses, ratio := atPace(out, cells, finished); n > 0 {
-		fmt.Fprintf(w, "  at the pace of the %d finished models with kept curves (their training took %.0f%% of its estimate; a task with %d trained in passes goes at their pace, %d in all), about %s on %d cores\n",
-			n, 100*ratio, minPaceModels, inPasses, recipe.Hours(likely/float64(lanes)), cores)
+		fmt.Fprintf(w, "  at the pace of the %d finished models with kept curves (their training took %.0f%% of its estimate), about %s on %d cores\n",
+			n, 100*ratio, recipe.Hours(likely/float64(lanes)), cores)
+		if inPasses > 0 {
+			fmt.Fprintf(w, "  (%d of them trained in passes; a task with %d such goes at their pace)\n", inPasses, minPaceModels)
+		}
 	}
 	for _, t := range order {
 		fmt.Fprintf(w, "  %-8s %3d of %3d cells done, %s of one-core work to go\n", t, doneIn[t], cellsIn[t], recipe.Hours(perTask[t]))
