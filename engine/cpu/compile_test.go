@@ -75,6 +75,60 @@ func TestFusedChainEqualsOpByOp(t *testing.T) {
 	}
 }
 
+// SiLU's gradient, g·s + (g·a)·s with g = p·q and s = sigmoid(a), reads g and s twice each: they
+// join the tree, one step in all, since every use of theirs is in it. When g is also an output
+// or read by an op outside the tree it stays a step of its own. Every case gives what the
+// unfused ops give, bit for bit.
+func TestFusedSharedMembers(t *testing.T) {
+	cases := []struct {
+		name  string
+		extra string // "", "output" (g is an output too), "reduce" (a sum of g is)
+		steps int
+	}{
+		{"every use in the tree", "", 1},
+		{"g an output", "output", 2},
+		{"g read outside", "reduce", 3},
+	}
+	for _, c := range cases {
+		var results [2][][]float32
+		for i, config := range []string{"", "fuse=false"} {
+			be := mustBackend(t, config)
+			op := must[backends.Op](t)
+			bld := be.Builder("shared")
+			s := shapes.Make(dtypes.Float32, 3, 700)
+			p := op(bld.Parameter("p", s, nil))
+			q := op(bld.Parameter("q", s, nil))
+			a := op(bld.Parameter("a", s, nil))
+			g := op(bld.Mul(p, q))
+			sig := op(bld.Logistic(a))
+			y := op(bld.Add(op(bld.Mul(g, sig)), op(bld.Mul(op(bld.Mul(g, a)), sig))))
+			outs := []backends.Op{y}
+			switch c.extra {
+			case "output":
+				outs = append(outs, g)
+			case "reduce":
+				outs = append(outs, op(bld.ReduceSum(g, 1)))
+			}
+			exe := must[backends.Executable](t)(bld.Compile(outs, nil)).(*Executable)
+			if config == "" && len(exe.steps) != c.steps {
+				t.Errorf("%s: %d steps, want %d", c.name, len(exe.steps), c.steps)
+			}
+			r := rand.New(rand.NewPCG(7, 8))
+			bufs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{randomBuffer(t, be, r, 3, 700), randomBuffer(t, be, r, 3, 700), randomBuffer(t, be, r, 3, 700)}, nil, 0))
+			for _, b := range bufs {
+				results[i] = append(results[i], append([]float32(nil), typed[float32](b.(*Buffer).data)...))
+			}
+		}
+		for k := range results[0] {
+			for i := range results[0][k] {
+				if results[0][k][i] != results[1][k][i] {
+					t.Fatalf("%s, output %d, element %d: fused %g, op by op %g", c.name, k, i, results[0][k][i], results[1][k][i])
+				}
+			}
+		}
+	}
+}
+
 // (x − b₁)·b₂ + b₁ with broadcast operands b₁, b₂ is one fused step when each keeps contiguous
 // axes, and gives what the unfused ops give, bit for bit, in every case; the shape 3×700×5 makes
 // blocks of 512 start mid-row.

@@ -4,8 +4,8 @@ package cpu
 // m/(sqrt(v)+ε) is a tree of elementwise ops whose intermediate values are read once; run op by
 // op, each intermediate goes to memory and back. Fused, the tree runs block by block (a few
 // hundred elements that stay in L1) in one step: inputs are read once, the result written once.
-// A node joins its consumer's tree when it is float32 elementwise, has the consumer's shape, is
-// read by nothing else, and is not an output; leaves are full arrays of that shape, scalars, or
+// A node joins its consumers' tree when it is float32 elementwise, has their shape, is read by
+// nothing outside the tree, and is not an output; leaves are full arrays of that shape, scalars, or
 // arrays broadcast to it along size-1 axes when the axes they keep are contiguous (RMSNorm's
 // x·r with r [b, s, 1], its scale [1, 1, d], RoPE's cos [1, 1, s, d] against [1, h, s, d],
 // softmax's x − max): such a leaf's block is gathered with one division and one remainder
@@ -115,14 +115,19 @@ func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[i
 			continue
 		}
 		f := &fusion{root: n}
+		// A node joins once every one of its uses is by a member: it is then read from its
+		// register as many times as it is used (a SwiGLU gradient's g·b feeds two terms), and
+		// no path from a member leaves the tree before its root, so no leaf depends on one.
 		in := map[int]bool{n.id: true}
+		usedBy := map[int]int{} // uses of a node by members so far
 		var grow func(m *node)
 		grow = func(m *node) {
 			for _, x := range m.inputs {
-				if in[x.id] {
+				usedBy[x.id]++
+				if in[x.id] || usedBy[x.id] < uses[x.id] {
 					continue
 				}
-				if fusable(x) && x.shape.Equal(n.shape) && uses[x.id] == 1 && !isOutput[x.id] && !member[x.id] {
+				if fusable(x) && x.shape.Equal(n.shape) && !isOutput[x.id] && !member[x.id] {
 					in[x.id] = true
 					grow(x)
 				}
