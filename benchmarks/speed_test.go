@@ -176,6 +176,20 @@ func BenchmarkTrainStepSchemesLM(b *testing.B) {
 	}
 }
 
+// BenchmarkTrainStepSchemesPasses is the lm-length step of every scheme in passes of 4
+// sequences (512 tokens), as cmd/train runs the grid's lm and mlm cells since the eleventh
+// session; FIRE, whose shared work would run once per pass, in one (positional.SharedWork).
+func BenchmarkTrainStepSchemesPasses(b *testing.B) {
+	for _, s := range positional.Names() {
+		c := v2LMShape
+		c.micro = 512 / c.seq
+		if s == "fire" {
+			c.micro = 0
+		}
+		b.Run(s, func(b *testing.B) { benchTrainStep(b, c, s) })
+	}
+}
+
 type trainShape struct {
 	name                    string
 	dim, layers, seq, batch int

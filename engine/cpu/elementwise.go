@@ -909,6 +909,14 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 		return func(f *frame) { convertSlice(f.slots[ia][:count], typed[int32](f.slots[io])) }, nil
 	case from == dtypes.Int32 && to == dtypes.Float32:
 		return func(f *frame) { convertSlice(typed[int32](f.slots[ia])[:count], typed[float32](f.slots[io])) }, nil
+	// Positions to float64 and angles back (the sinusoidal schemes form angles in float64):
+	// Transformer-XL's [b, 1, s, d] sines and cosines took 3.7 ns an element the general way.
+	case from == dtypes.Int32 && to == dtypes.Float64:
+		return func(f *frame) { convertSlice(typed[int32](f.slots[ia])[:count], typed[float64](f.slots[io])) }, nil
+	case from == dtypes.Float64 && to == dtypes.Float32:
+		return func(f *frame) { convertSlice(typed[float64](f.slots[ia])[:count], typed[float32](f.slots[io])) }, nil
+	case from == dtypes.Float32 && to == dtypes.Float64:
+		return func(f *frame) { convertSlice(typed[float32](f.slots[ia])[:count], typed[float64](f.slots[io])) }, nil
 	}
 	// Between integers (and bool) the conversion is exact or wraps, as Go's and XLA's do; through
 	// float64 a narrowing would saturate instead (int32 -974 must become uint8 50).
@@ -933,7 +941,7 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 }
 
 // convertSlice sets out[i] = T(in[i]); a bool is its byte, 0 or 1.
-func convertSlice[F uint8 | int32, T int32 | float32](in []F, out []T) {
+func convertSlice[F uint8 | int32 | float32 | float64, T int32 | float32 | float64](in []F, out []T) {
 	out = out[:len(in)]
 	for i, v := range in {
 		out[i] = T(v)
