@@ -45,33 +45,52 @@ func randomBuffer(t *testing.T, b *Backend, r *rand.Rand, dims ...int) *Buffer {
 	return buf.(*Buffer)
 }
 
-// silu(a)·b + 0.5 is one fused step, and gives what the unfused ops give, bit for bit.
-func TestFusedChainEqualsOpByOp(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	var results [2][]float32
+// fusedVsOpByOp builds a graph twice, with fusion and without (fuse=false), runs both on the same
+// random inputs of the given shapes, fails unless every output agrees to the bit, and returns
+// how many steps each executable has (the comparison says something only if they differ).
+func fusedVsOpByOp(t *testing.T, build func(bld backends.Builder, op func(backends.Op, error) backends.Op, params []backends.Op) []backends.Op, inputs ...[]int) (fused, opByOp int) {
+	t.Helper()
+	var results [2][][]float32
+	steps := [2]int{}
 	for i, config := range []string{"", "fuse=false"} {
 		be := mustBackend(t, config)
 		op := must[backends.Op](t)
-		bld := be.Builder("silu")
-		s := shapes.Make(dtypes.Float32, 3, 1000)
-		a := op(bld.Parameter("a", s, nil))
-		b := op(bld.Parameter("b", s, nil))
+		bld := be.Builder("fused")
+		var params []backends.Op
+		for k, dims := range inputs {
+			params = append(params, op(bld.Parameter(fmt.Sprintf("x%d", k), shapes.Make(dtypes.Float32, dims...), nil)))
+		}
+		exe := must[backends.Executable](t)(bld.Compile(build(bld, op, params), nil)).(*Executable)
+		steps[i] = len(exe.steps)
+		r := rand.New(rand.NewPCG(7, 8))
+		var ins []backends.Buffer
+		for _, dims := range inputs {
+			ins = append(ins, randomBuffer(t, be, r, dims...))
+		}
+		for _, b := range must[[]backends.Buffer](t)(exe.Execute(ins, nil, 0)) {
+			results[i] = append(results[i], append([]float32(nil), typed[float32](b.(*Buffer).data)...))
+		}
+	}
+	for k := range results[0] {
+		for i := range results[0][k] {
+			if results[0][k][i] != results[1][k][i] {
+				t.Fatalf("output %d, element %d: fused %g, op by op %g", k, i, results[0][k][i], results[1][k][i])
+			}
+		}
+	}
+	return steps[0], steps[1]
+}
+
+// silu(a)·b + 0.5 is one fused step, and gives what the unfused ops give, bit for bit.
+func TestFusedChainEqualsOpByOp(t *testing.T) {
+	fused, opByOp := fusedVsOpByOp(t, func(bld backends.Builder, op func(backends.Op, error) backends.Op, x []backends.Op) []backends.Op {
+		a, b := x[0], x[1]
 		half := op(bld.Constant([]float32{0.5}))
 		y := op(bld.Mul(a, op(bld.Logistic(a))))
-		y = op(bld.Add(op(bld.Mul(y, b)), half))
-		exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
-		if want := map[string]int{"": 1, "fuse=false": 4}[config]; len(exe.steps) != want {
-			t.Errorf("%q: %d steps, want %d", config, len(exe.steps), want)
-		}
-		r := rand.New(rand.NewPCG(1, 2))
-		outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{randomBuffer(t, be, r, 3, 1000), randomBuffer(t, be, r, 3, 1000)}, nil, 0))
-		results[i] = append([]float32(nil), typed[float32](outs[0].(*Buffer).data)...)
-	}
-	_ = r
-	for i := range results[0] {
-		if results[0][i] != results[1][i] {
-			t.Fatalf("element %d: fused %g, op by op %g", i, results[0][i], results[1][i])
-		}
+		return []backends.Op{op(bld.Add(op(bld.Mul(y, b)), half))}
+	}, []int{3, 1000}, []int{3, 1000})
+	if fused != 1 || opByOp != 4 {
+		t.Errorf("%d steps fused, %d op by op; want 1 and 4", fused, opByOp)
 	}
 }
 
@@ -80,51 +99,31 @@ func TestFusedChainEqualsOpByOp(t *testing.T) {
 // or read by an op outside the tree it stays a step of its own. Every case gives what the
 // unfused ops give, bit for bit.
 func TestFusedSharedMembers(t *testing.T) {
-	cases := []struct {
+	for _, c := range []struct {
 		name  string
 		extra string // "", "output" (g is an output too), "reduce" (a sum of g is)
-		steps int
+		steps int    // fused
+		ops   int    // op by op
 	}{
-		{"every use in the tree", "", 1},
-		{"g an output", "output", 2},
-		{"g read outside", "reduce", 3},
-	}
-	for _, c := range cases {
-		var results [2][][]float32
-		for i, config := range []string{"", "fuse=false"} {
-			be := mustBackend(t, config)
-			op := must[backends.Op](t)
-			bld := be.Builder("shared")
-			s := shapes.Make(dtypes.Float32, 3, 700)
-			p := op(bld.Parameter("p", s, nil))
-			q := op(bld.Parameter("q", s, nil))
-			a := op(bld.Parameter("a", s, nil))
+		{"every use in the tree", "", 1, 6},
+		{"g an output", "output", 2, 6},
+		{"g read outside", "reduce", 3, 7},
+	} {
+		steps, opByOp := fusedVsOpByOp(t, func(bld backends.Builder, op func(backends.Op, error) backends.Op, x []backends.Op) []backends.Op {
+			p, q, a := x[0], x[1], x[2]
 			g := op(bld.Mul(p, q))
 			sig := op(bld.Logistic(a))
 			y := op(bld.Add(op(bld.Mul(g, sig)), op(bld.Mul(op(bld.Mul(g, a)), sig))))
-			outs := []backends.Op{y}
 			switch c.extra {
 			case "output":
-				outs = append(outs, g)
+				return []backends.Op{y, g}
 			case "reduce":
-				outs = append(outs, op(bld.ReduceSum(g, 1)))
+				return []backends.Op{y, op(bld.ReduceSum(g, 1))}
 			}
-			exe := must[backends.Executable](t)(bld.Compile(outs, nil)).(*Executable)
-			if config == "" && len(exe.steps) != c.steps {
-				t.Errorf("%s: %d steps, want %d", c.name, len(exe.steps), c.steps)
-			}
-			r := rand.New(rand.NewPCG(7, 8))
-			bufs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{randomBuffer(t, be, r, 3, 700), randomBuffer(t, be, r, 3, 700), randomBuffer(t, be, r, 3, 700)}, nil, 0))
-			for _, b := range bufs {
-				results[i] = append(results[i], append([]float32(nil), typed[float32](b.(*Buffer).data)...))
-			}
-		}
-		for k := range results[0] {
-			for i := range results[0][k] {
-				if results[0][k][i] != results[1][k][i] {
-					t.Fatalf("%s, output %d, element %d: fused %g, op by op %g", c.name, k, i, results[0][k][i], results[1][k][i])
-				}
-			}
+			return []backends.Op{y}
+		}, []int{3, 700}, []int{3, 700}, []int{3, 700})
+		if steps != c.steps || opByOp != c.ops {
+			t.Errorf("%s: %d steps fused, %d op by op; want %d and %d", c.name, steps, opByOp, c.steps, c.ops)
 		}
 	}
 }
@@ -133,8 +132,7 @@ func TestFusedSharedMembers(t *testing.T) {
 // axes, and gives what the unfused ops give, bit for bit, in every case; the shape 3×700×5 makes
 // blocks of 512 start mid-row.
 func TestFusedBroadcastLeaves(t *testing.T) {
-	out := []int{3, 700, 5}
-	cases := []struct {
+	for _, c := range []struct {
 		name   string
 		b1, b2 []int
 		fused  bool
@@ -144,30 +142,13 @@ func TestFusedBroadcastLeaves(t *testing.T) {
 		{"leading block", []int{3, 700, 5}, []int{3, 1, 1}, true},
 		{"scalar-shaped", []int{1, 1, 1}, []int{1, 700, 5}, true},
 		{"kept axes apart", []int{3, 1, 5}, []int{1, 1, 5}, false},
-	}
-	for _, c := range cases {
-		var results [2][]float32
-		for i, config := range []string{"", "fuse=false"} {
-			be := mustBackend(t, config)
-			op := must[backends.Op](t)
-			bld := be.Builder("bcast")
-			x := op(bld.Parameter("x", shapes.Make(dtypes.Float32, out...), nil))
-			b1 := op(bld.Parameter("b1", shapes.Make(dtypes.Float32, c.b1...), nil))
-			b2 := op(bld.Parameter("b2", shapes.Make(dtypes.Float32, c.b2...), nil))
-			y := op(bld.Add(op(bld.Mul(op(bld.Sub(x, b1)), b2)), b1))
-			exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
-			if config == "" && (len(exe.steps) == 1) != c.fused {
-				t.Errorf("%s: %d steps, fused = %v", c.name, len(exe.steps), c.fused)
-			}
-			r := rand.New(rand.NewPCG(5, 6))
-			ins := []backends.Buffer{randomBuffer(t, be, r, out...), randomBuffer(t, be, r, c.b1...), randomBuffer(t, be, r, c.b2...)}
-			outs := must[[]backends.Buffer](t)(exe.Execute(ins, nil, 0))
-			results[i] = append([]float32(nil), typed[float32](outs[0].(*Buffer).data)...)
-		}
-		for i := range results[0] {
-			if results[0][i] != results[1][i] {
-				t.Fatalf("%s, element %d: fused %g, op by op %g", c.name, i, results[0][i], results[1][i])
-			}
+	} {
+		steps, opByOp := fusedVsOpByOp(t, func(bld backends.Builder, op func(backends.Op, error) backends.Op, x []backends.Op) []backends.Op {
+			x0, b1, b2 := x[0], x[1], x[2]
+			return []backends.Op{op(bld.Add(op(bld.Mul(op(bld.Sub(x0, b1)), b2)), b1))}
+		}, []int{3, 700, 5}, c.b1, c.b2)
+		if (steps == 1) != c.fused || opByOp < 3 {
+			t.Errorf("%s: %d steps fused, %d op by op; fused = %v", c.name, steps, opByOp, c.fused)
 		}
 	}
 }
