@@ -970,6 +970,11 @@ func confCases() []confCase {
 		{"bhqk,bhkd->bhqd", arg(f32, 2, 4, 9, 11), arg(f32, 2, 4, 11, 16)}, // probabilities·values
 		{"bqhd,bkhd->bhqk", arg(f32, 2, 9, 4, 16), arg(f32, 2, 11, 4, 16)}, // heads not in front
 		{"hbqd,bhkd->bhqk", arg(f32, 4, 2, 3, 8), arg(f32, 2, 4, 5, 8)},    // batch axes out of order
+		{"km,k->m", arg(f32, 130, 300), arg(f32, 130)},                     // matrix (transposed) times vector
+		{"bsk,k->bs", arg(f32, 2, 70, 130), arg(f32, 130)},                 // a row sum as a product with ones
+		{"mk,kn->mn", arg(f32, 300, 1), arg(f32, 1, 130)},                  // outer product (k = 1)
+		{"bsk,nk->bsn", arg(f32, 2, 70, 1), arg(f32, 130, 1)},              // outer product, B stored [n, 1]
+		{"km,kn->mn", arg(f32, 1, 300), arg(f32, 1, 130)},                  // outer product, A stored [1, m]
 		{"mk,kn->mn", arg(f64, 65, 33), arg(f64, 33, 70)},
 		{"bmk,bkn->bmn", arg(i32, 3, 17, 33).g(genSmall), arg(i32, 3, 33, 9).g(genSmall)},
 	} {

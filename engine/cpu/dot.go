@@ -301,7 +301,7 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 func (mm *matmul) run(call *dotCall) {
 	a, b, c := call.a, call.b, call.c
 	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
-	if !mm.bf16 && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
+	if !mm.bf16 && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
 		mm.runSharedA(a, b, c)
 		return
 	}
@@ -386,6 +386,26 @@ func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
 	if K == 0 {
 		for i := m0; i < m1; i++ {
 			clear(c[i*N+n0 : i*N+n1])
+		}
+		return
+	}
+	// A matrix times a vector (softmaxValues' row sum, a product with ones) and an outer
+	// product (that sum's gradient): the blocked GEMM would pad the one column or the one
+	// step of k to a whole tile and pack every row for it (2.3% of an lm training step).
+	// Both stay float32, as the other paths without packing do under bf16dot.
+	if N == 1 {
+		vec := b[:K] // B's one column, contiguous in either layout
+		if mm.transA {
+			kernels.VecMat(vec, a[m0:], M, c[m0:m1])
+		} else {
+			kernels.DotRows(a[m0*K:], K, vec, c[m0:m1])
+		}
+		return
+	}
+	if K == 1 {
+		// a and b are vectors in either layout: C[i, j] = a[i]·b[j].
+		for i := m0; i < m1; i++ {
+			kernels.MulScalar(b[n0:n1], a[i], c[i*N+n0:i*N+n1])
 		}
 		return
 	}
