@@ -28,7 +28,21 @@ TEXT ·amxRows(SB), NOSPLIT, $0-65
 	MOVQ mb+56(FP), R9
 	MOVQ $128, BX
 
+	// C is usually an activation that has not been touched for a while (out of every cache):
+	// a tile store of cold lines waits for each one, so C's rows are prefetched for writing,
+	// the first group's here and each next group's while this one multiplies.
+	MOVQ AX, SI
+	CALL pfgroup<>(SB)
+
 group:
+	CMPQ R9, $1
+	JEQ  nopf
+	MOVQ CX, SI
+	SHLQ $5, SI
+	ADDQ AX, SI
+	CALL pfgroup<>(SB)
+
+nopf:
 	MOVQ CX, R11
 	SHLQ $4, R11
 	ADDQ AX, R11
@@ -84,6 +98,19 @@ kloop:
 	JNZ  group
 
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
+	RET
+
+// pfgroup prefetches for writing the 32 rows of 128 bytes at SI, CX bytes apart (a 32×32 block
+// of C). It clobbers SI and R8.
+TEXT pfgroup<>(SB), NOSPLIT|NOFRAME, $0-0
+	MOVQ $32, R8
+
+pfrow:
+	BYTE $0x0f; BYTE $0x0d; BYTE $0x0e             // prefetchw [rsi]
+	BYTE $0x0f; BYTE $0x0d; BYTE $0x4e; BYTE $0x40 // prefetchw [rsi+64]
+	ADDQ CX, SI
+	DECQ R8
+	JNZ  pfrow
 	RET
 
 // func cvtPairsBF16(src *float32, dst *uint32, n16 int)
