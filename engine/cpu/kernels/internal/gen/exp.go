@@ -66,9 +66,9 @@ func expKernel(s isa, name, formula string, sigmoid bool) {
 		// x > −104 or NaN (predicate NLE_UQ, so NaN stays NaN).
 		var keep Op
 		if s.masks {
-			k := K()
-			VCMPPS(U8(6), reg["expLo"], x, k)
-			keep = k
+			km := K()
+			VCMPPS(U8(6), reg["expLo"], x, km)
+			keep = km
 		} else {
 			m := s.vec()
 			VCMPPS(U8(6), reg["expLo"], x, m)
