@@ -176,25 +176,26 @@ func BenchmarkTrainStepSchemesLM(b *testing.B) {
 	}
 }
 
-// BenchmarkTrainStepSchemesPasses is the lm-length step of every scheme in passes of 4
-// sequences (512 tokens), as cmd/train runs the grid's lm and mlm cells since the eleventh
-// session; FIRE, whose shared work would run once per pass, in one (positional.SharedWork).
+// BenchmarkTrainStepSchemesPasses is the lm-length step of every scheme in passes as cmd/train
+// runs the grid's lm and mlm cells since the eleventh session: 4 sequences (512 tokens) a pass,
+// one pass for a scheme whose shared work would run once per pass (positional.SharedWork: FIRE).
 func BenchmarkTrainStepSchemesPasses(b *testing.B) {
 	for _, s := range positional.Names() {
 		c := v2LMShape
-		c.micro = 512 / c.seq
-		if s == "fire" {
-			c.micro = 0
-		}
+		c.micro = passesAsTrain
 		b.Run(s, func(b *testing.B) { benchTrainStep(b, c, s) })
 	}
 }
+
+// passesAsTrain as a trainShape's micro asks for cmd/train's default pass: 512 tokens, or the
+// whole batch for a scheme with positional.SharedWork.
+const passesAsTrain = -1
 
 type trainShape struct {
 	name                    string
 	dim, layers, seq, batch int
 	kv, hidden              int
-	micro                   int // sequences per forward/backward pass (0: the whole batch)
+	micro                   int // sequences per forward/backward pass (0: the whole batch; passesAsTrain)
 }
 
 // BenchmarkTrainStepMicro is the v2 steps with their gradients summed over passes of fewer
@@ -242,6 +243,12 @@ func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 		b.Fatal(err)
 	}
 	tr.MicroBatch = c.micro
+	if c.micro == passesAsTrain {
+		tr.MicroBatch = 512 / c.seq
+		if sw, ok := m.Scheme.(positional.SharedWork); ok && sw.SharedWork() {
+			tr.MicroBatch = 0
+		}
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	batch := engine.Batch{}
 	for range c.batch {
