@@ -787,19 +787,19 @@ func confCases() []confCase {
 	}
 	add(cs("Identity", tolExact, un(Identity), arg(f32, 5, 33)), cs("Identity", tolExact, un(Identity), arg(i32, 7)))
 	for _, perm := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
-		tr := un(func(x *Node) *Node { return TransposeAllDims(x, perm...) })
+		tr := un(func(x *Node) *Node { return TransposeAllAxes(x, perm...) })
 		add(cs("Transpose", tolExact, tr, arg(f32, 3, 70, 130)).labeled(fmt.Sprint(perm)),
 			cs("Transpose", tolExact, tr, arg(u8, 3, 5, 7)).labeled(fmt.Sprint(perm)),
 			cs("Transpose", tolExact, tr, arg(f64, 1, 9, 1)).labeled(fmt.Sprint(perm)))
 	}
 	for _, perm := range [][]int{{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 3, 0, 2}, {0, 1, 3, 2}, {2, 0, 3, 1}} {
-		tr := un(func(x *Node) *Node { return TransposeAllDims(x, perm...) })
+		tr := un(func(x *Node) *Node { return TransposeAllAxes(x, perm...) })
 		add(cs("Transpose", tolExact, tr, arg(f32, 2, 9, 4, 16)).labeled(fmt.Sprint(perm)),
 			cs("Transpose", tolExact, tr, arg(i64, 2, 3, 4, 5)).labeled(fmt.Sprint(perm)),
 			cs("Transpose", tolExact, tr, arg(bl, 2, 3, 4, 5)).labeled(fmt.Sprint(perm)))
 	}
 	add(cs("Transpose", tolExact, un(func(x *Node) *Node {
-		return ConvertDType(TransposeAllDims(ConvertDType(x, bf16), 1, 0), f32)
+		return ConvertDType(TransposeAllAxes(ConvertDType(x, bf16), 1, 0), f32)
 	}), arg(f32, 33, 70).g(genSpecial)).labeled("bfloat16"))
 	for _, dt := range []dtypes.DType{f32, i32, bl} {
 		add(cs("BroadcastInDim", tolExact, un(func(x *Node) *Node { return BroadcastToDims(x, 3, 70, 130) }), arg(dt, 1, 70, 1)).labeled("BroadcastToDims"),
