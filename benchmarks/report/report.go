@@ -136,9 +136,10 @@ func WriteReport(out string) error {
 	b.WriteString(
 		"size, data, optimizer, stopping rule and seeds; only the positional scheme differs. Lengths are the tokens the\n" +
 			"model reads. A cell is the mean over seeds ± the half width of its 95% interval (Student t; no interval for one\n" +
-			"seed). A ranking is called only between groups whose intervals do not overlap. In the plots the curves are\n" +
-			"shifted a little along the length axis so that their error bars do not hide each other. Only the text between\n" +
-			"the reading markers is written by hand.\n\n")
+			"seed). A ranking is called only between schemes whose intervals do not overlap (groups split by `>`, or, where\n" +
+			"one wide interval joins them, letters: schemes that share none differ). In the plots the curves are shifted a\n" +
+			"little along the length axis so that their error bars do not hide each other. Only the text between the\n" +
+			"reading markers is written by hand.\n\n")
 	curves := map[string][]Curve{} // by task, read once for the header and the training sections
 	if keptCurves {
 		n, secs := 0, 0.0

@@ -59,8 +59,17 @@ func TestRanking(t *testing.T) {
 			res("copy", "learned", "", seed, 128, "token_accuracy", 0.1+d))
 	}
 	got := Ranking("copy", rs, "token_accuracy")
-	if !strings.Contains(got, "- 2L: none, t5 **>** learned") {
+	if !strings.Contains(got, "- 2L: none, t5 **>** learned") || strings.Contains(got, "letters") {
 		t.Errorf("ranking:\n%s", got)
+	}
+	// A scheme whose seeds disagree spans both: one tier, but none and learned still differ,
+	// which the letters show.
+	for seed, v := range []float64{0.1, 0.9, 0.5} {
+		rs = append(rs, res("copy", "rope", "", seed+1, 128, "token_accuracy", v))
+	}
+	got = Ranking("copy", rs, "token_accuracy")
+	if !strings.Contains(got, "- 2L: none (a), t5 (a), rope (ab), learned (b)") || !strings.Contains(got, "share none differ") {
+		t.Errorf("ranking with a wide interval:\n%s", got)
 	}
 }
 

@@ -211,7 +211,7 @@ func Ranking(task string, rs []Result, metric string) string {
 	ss, lengths := Aggregate(rs, metric, AllSubs)
 	L := TrainLen(rs)
 	var b strings.Builder
-	ranked := false
+	ranked, usedLetters := false, false
 	for _, l := range lengths {
 		if l <= L {
 			continue
@@ -226,16 +226,27 @@ func Ranking(task string, rs []Result, metric string) string {
 		if len(labels) < 2 {
 			continue
 		}
-		tiers, unranked := stats.Tiers(labels, sums, tasks.HigherIsBetter(metric))
+		higher := tasks.HigherIsBetter(metric)
+		tiers, unranked := stats.Tiers(labels, sums, higher)
 		ranked = ranked || len(tiers) > 0
 		var parts []string
 		for _, t := range tiers {
 			parts = append(parts, strings.Join(t, ", "))
 		}
+		order, letters, _ := stats.Letters(labels, sums, higher)
 		fmt.Fprintf(&b, "- %gL: ", float64(l)/float64(L))
 		switch {
 		case len(tiers) == 0:
 			b.WriteString("no scheme has two seeds; nothing ranked")
+		case len(order) == 1:
+			b.WriteString("only " + order[0] + " has two seeds; nothing ranked")
+		case separatedWithin(tiers, labels, sums):
+			// The tiers hide pairs that differ (a wide interval joins them): letters show all.
+			usedLetters = true
+			for i := range order {
+				order[i] += " (" + letters[i] + ")"
+			}
+			b.WriteString(strings.Join(order, ", "))
 		case len(tiers) == 1:
 			b.WriteString("no ranking: every interval overlaps another (" + parts[0] + ")")
 		default:
@@ -256,7 +267,30 @@ func Ranking(task string, rs []Result, metric string) string {
 	if tasks.HigherIsBetter(metric) {
 		dir = "higher is better"
 	}
-	return fmt.Sprintf("Ranking by %s (%s; `>` only between groups whose 95%% intervals are disjoint):\n\n%s", metric, dir, b.String())
+	how := "`>` only between groups whose 95% intervals are disjoint"
+	if usedLetters {
+		how += "; where a wide interval joins groups that differ, letters: two schemes that share none differ, the first named better"
+	}
+	return fmt.Sprintf("Ranking by %s (%s; %s):\n\n%s", metric, dir, how, b.String())
+}
+
+// separatedWithin reports whether some two entries of one tier have disjoint intervals (a
+// tier is a chain of overlaps, so its ends may be far apart).
+func separatedWithin(tiers [][]string, labels []string, sums []stats.Summary) bool {
+	of := map[string]stats.Summary{}
+	for i, l := range labels {
+		of[l] = sums[i]
+	}
+	for _, t := range tiers {
+		for i := range t {
+			for j := range i {
+				if stats.Separated(of[t[i]], of[t[j]]) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // TrainLen is L of a task's results (the same for all its checkpoints by the recipe).

@@ -125,6 +125,96 @@ func Tiers(labels []string, ss []Summary, higherBetter bool) (tiers [][]string, 
 	return tiers, unranked
 }
 
+// Letters is a compact letter display of the same comparison (as R's multcompView gives after
+// a multiple comparison): every entry with an interval gets one or more letters, and two entries
+// share a letter exactly when their intervals overlap, so an entry is ranked above another only
+// when they share none. Tiers say the same thing only when the overlaps chain into separate
+// stretches; one wide interval (two seeds that disagree) joins everything into one tier, where
+// the letters still show the pairs it does not touch. Overlapping intervals form an interval
+// graph, whose maximal cliques are the sets of intervals holding one point in common, found by a
+// sweep; each clique is a letter, 'a' for the one at the better end. Entries come best first (by
+// mean), without an interval ones returned as unranked.
+func Letters(labels []string, ss []Summary, higherBetter bool) (order, letters, unranked []string) {
+	type item struct {
+		label  string
+		s      Summary
+		lo, hi float64 // the interval along "better first": negated when higher is better
+		set    []int
+	}
+	var items []*item
+	for i, s := range ss {
+		if !s.HasInterval() {
+			unranked = append(unranked, labels[i])
+			continue
+		}
+		it := &item{label: labels[i], s: s, lo: s.Lo, hi: s.Hi}
+		if higherBetter {
+			it.lo, it.hi = -s.Hi, -s.Lo
+		}
+		items = append(items, it)
+	}
+	// Sweep the endpoints from the better end; at equal coordinates a start comes before an end
+	// (intervals that touch overlap, as Separated has it). When an end follows a start, the
+	// intervals open then share the point just before it, and no interval opened later holds
+	// it: a maximal clique.
+	type event struct {
+		x     float64
+		start bool
+		it    *item
+	}
+	var evs []event
+	for _, it := range items {
+		evs = append(evs, event{it.lo, true, it}, event{it.hi, false, it})
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		if evs[i].x != evs[j].x {
+			return evs[i].x < evs[j].x
+		}
+		return evs[i].start && !evs[j].start
+	})
+	open := map[*item]bool{}
+	cliques, grown := 0, false
+	for _, e := range evs {
+		if e.start {
+			open[e.it], grown = true, true
+			continue
+		}
+		if grown {
+			for it := range open {
+				it.set = append(it.set, cliques)
+			}
+			cliques++
+			grown = false
+		}
+		delete(open, e.it)
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		if higherBetter {
+			return items[i].s.Mean > items[j].s.Mean
+		}
+		return items[i].s.Mean < items[j].s.Mean
+	})
+	for _, it := range items {
+		var l []byte
+		for _, k := range it.set { // in sweep order: already sorted
+			l = append(l, letter(k)...)
+		}
+		order, letters = append(order, it.label), append(letters, string(l))
+	}
+	return order, letters, unranked
+}
+
+// letter names the k-th clique: a ... z, then A ... Z, then a number.
+func letter(k int) string {
+	switch {
+	case k < 26:
+		return string(rune('a' + k))
+	case k < 52:
+		return string(rune('A' + k - 26))
+	}
+	return fmt.Sprintf("(%d)", k)
+}
+
 // TQuantile is the p quantile of Student's t distribution with df degrees of freedom (df > 0,
 // 0 < p < 1), found by bisection on TCDF.
 func TQuantile(p, df float64) float64 {

@@ -1,8 +1,11 @@
 package stats
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -57,4 +60,55 @@ func TestTiers(t *testing.T) {
 	if !Below(ss[1], ss[0]) || Below(ss[1], ss[2]) {
 		t.Error("Below")
 	}
+}
+
+// Letters: a hand case (A [0,1], B [0.5,3], C [2,4], D [5,6], lower is better: cliques {A,B},
+// {B,C}, {D}), and on random intervals two entries share a letter exactly when their intervals
+// overlap (not Separated), whichever direction is better.
+func TestLetters(t *testing.T) {
+	mk := func(lo, hi float64) Summary { return Summary{N: 3, Mean: (lo + hi) / 2, Lo: lo, Hi: hi} }
+	one := Summary{N: 1, Mean: 2, Lo: 2, Hi: 2}
+	order, letters, unranked := Letters([]string{"C", "A", "D", "B", "E"}, []Summary{mk(2, 4), mk(0, 1), mk(5, 6), mk(0.5, 3), one}, false)
+	if !reflect.DeepEqual(order, []string{"A", "B", "C", "D"}) || !reflect.DeepEqual(letters, []string{"a", "ab", "b", "c"}) || !reflect.DeepEqual(unranked, []string{"E"}) {
+		t.Errorf("lower is better: %v %v %v; want [A B C D] [a ab b c] [E]", order, letters, unranked)
+	}
+	order, letters, _ = Letters([]string{"C", "A", "D", "B"}, []Summary{mk(2, 4), mk(0, 1), mk(5, 6), mk(0.5, 3)}, true)
+	if !reflect.DeepEqual(order, []string{"D", "C", "B", "A"}) || !reflect.DeepEqual(letters, []string{"a", "b", "bc", "c"}) {
+		t.Errorf("higher is better: %v %v; want [D C B A] [a b bc c]", order, letters)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 300 {
+		n := 2 + r.IntN(12)
+		labels, ss := make([]string, n), make([]Summary, n)
+		for i := range n {
+			lo := float64(r.IntN(20)) / 4 // coarse, so that endpoints often coincide
+			labels[i], ss[i] = fmt.Sprint(i), mk(lo, lo+float64(r.IntN(12))/4)
+		}
+		higher := trial%2 == 1
+		order, letters, _ := Letters(labels, ss, higher)
+		of := map[string]string{}
+		for i, l := range order {
+			of[l] = letters[i]
+		}
+		for i := range n {
+			for j := range i {
+				share := strings.ContainsAny(of[labels[i]], of[labels[j]])
+				if share == Separated(ss[i], ss[j]) {
+					t.Fatalf("trial %d: %v and %v share a letter: %v (%q, %q)", trial, ss[i], ss[j], share, of[labels[i]], of[labels[j]])
+				}
+			}
+		}
+		for i := 1; i < len(order); i++ {
+			a, b := ss[atoi(order[i-1])], ss[atoi(order[i])]
+			if (higher && a.Mean < b.Mean) || (!higher && a.Mean > b.Mean) {
+				t.Fatalf("trial %d: not best first: %v", trial, order)
+			}
+		}
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	fmt.Sscan(s, &n)
+	return n
 }
