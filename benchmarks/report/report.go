@@ -160,6 +160,17 @@ func WriteReport(out string) error {
 		}
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
+	png, err := PlotOverview(byTask)
+	if err != nil {
+		return fmt.Errorf("plotting the overview: %w", err)
+	}
+	if png != nil {
+		if err := models.WriteFileAtomic(filepath.Join(out, "results", "overview.png"), png); err != nil {
+			return err
+		}
+		b.WriteString("\n## Overview\n\n" + overviewAbout + "\n\n![every scheme on every task](results/overview.png)\n\n" +
+			OverviewTable(byTask, []int{4, 16}))
+	}
 	b.WriteString("\n## Against the papers\n\n" + PapersSection(Papers(byTask)))
 	for _, task := range tasks.Names() {
 		rs := byTask[task]
