@@ -7,9 +7,11 @@
 package grid
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,10 +328,14 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 		os.Remove(filepath.Join(c.Dir, StateFile))
 	}
 	progress(trainShare, "eval")
+	start := time.Now()
 	if rs, err = r.Evaluate(c.Model, procs, func(f float64) { progress(trainShare+(1-trainShare)*f, "eval") }); err != nil {
 		return err
 	}
 	if err := keepCurve(r.Out, c); err != nil {
+		return err
+	}
+	if err := writeEvalTime(r.Out, c, time.Since(start), procs); err != nil {
 		return err
 	}
 	if c.Ship != "" {
@@ -409,6 +415,23 @@ func keepCurve(out string, c Cell) error {
 		}
 	}
 	return nil
+}
+
+// EvalTimePath is where a cell's evaluation wall time is kept, beside its curve (report.EvalTime).
+func EvalTimePath(out string, c Cell) string {
+	return strings.TrimSuffix(CurvePath(out, c), ".loss.csv") + ".eval.json"
+}
+
+func writeEvalTime(out string, c Cell, d time.Duration, threads int) error {
+	data, err := json.Marshal(report.EvalTime{Seconds: math.Round(d.Seconds()*10) / 10, Threads: threads})
+	if err != nil {
+		return err
+	}
+	path := EvalTimePath(out, c)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("keeping %s's evaluation time: %w", c.ID(), err)
+	}
+	return models.WriteFileAtomic(path, append(data, '\n'))
 }
 
 // StateFile is cmd/train's optimizer state, present while a run can be resumed.

@@ -104,6 +104,12 @@ func TestRunTrainsEvaluatesAndRespectsNeeds(t *testing.T) {
 		if !Done(dir, c) {
 			t.Errorf("%s has no results file", c.ID())
 		}
+		// A model's evaluation time is kept beside its curve, with the threads it had.
+		var et report.EvalTime
+		data, err := os.ReadFile(EvalTimePath(dir, c))
+		if !c.Baseline && (err != nil || json.Unmarshal(data, &et) != nil || et.Seconds < 0 || et.Threads < 1) {
+			t.Errorf("%s's evaluation time: %s (%v)", c.ID(), data, err)
+		}
 	}
 	if math.Abs(last-total) > 1e-6 || total <= 0 {
 		t.Errorf("progress ended at %v of %v", last, total)

@@ -26,6 +26,14 @@ type Curve struct {
 	Info        recipe.TrainInfo
 	Steps       []float64
 	Eval        []float64 // held-out loss at L, nats per scored token
+	EvalSeconds float64   // the model's evaluation wall time; NaN where not kept (before 2026-11-27)
+}
+
+// EvalTime is a model's evaluation wall time, kept by the grid beside its curve as
+// <name>.eval.json: a grid's time is its models' training (train.json) and this.
+type EvalTime struct {
+	Seconds float64 `json:"eval_seconds"`
+	Threads int     `json:"threads"`
 }
 
 // ReadCurves reads a task's kept curves (none if the folder is absent: a report of v1, or a grid
@@ -72,6 +80,17 @@ func ReadCurves(out, task string) ([]Curve, error) {
 		}
 		_, curveWall := recipe.CurveEnd(data)
 		c.Info.WallSeconds = max(c.Info.WallSeconds, curveWall)
+		c.EvalSeconds = math.NaN()
+		evalPath := filepath.Join(dir, c.Name+".eval.json")
+		if data, err := os.ReadFile(evalPath); err == nil {
+			var et EvalTime
+			if err := json.Unmarshal(data, &et); err != nil {
+				return nil, fmt.Errorf("reading %s: %w", evalPath, err)
+			}
+			c.EvalSeconds = et.Seconds
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
 		cs = append(cs, c)
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
@@ -113,7 +132,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	if len(cs) > 0 {
 		b.WriteString("Held-out loss at L (nats per scored token) at the last evaluation. Stopped by the plateau rule or at the step cap " +
 			"(fine-tunes run a fixed number of steps, at their own length); wall time on one core of two, both busy.\n\n")
-		b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | wall min |\n| --- | ---: | ---: | --- | --- | ---: |\n")
+		b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | wall min | eval min |\n| --- | ---: | ---: | --- | --- | ---: | ---: |\n")
 	}
 	byLabel := map[string][]Curve{}
 	var labels []string
@@ -124,11 +143,11 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		byLabel[c.Label] = append(byLabel[c.Label], c)
 	}
 	var capped []string
-	total := 0.0
+	total, evalTotal, evalN := 0.0, 0.0, 0
 	for _, l := range labels {
 		var plateau int
 		var steps []string
-		var loss, wall []float64
+		var loss, wall, eval []float64
 		for _, c := range byLabel[l] {
 			switch {
 			case c.Info.Plateaued():
@@ -140,13 +159,25 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			steps = append(steps, strconv.Itoa(c.Info.Steps))
 			loss = append(loss, c.Info.FinalEvalLoss)
 			wall = append(wall, c.Info.WallSeconds/60)
+			if !math.IsNaN(c.EvalSeconds) {
+				eval = append(eval, c.EvalSeconds/60)
+				evalTotal, evalN = evalTotal+c.EvalSeconds, evalN+1
+			}
 		}
 		n := len(byLabel[l])
-		fmt.Fprintf(&b, "| `%s` | %d | %d of %d | %s | %s | %.0f |\n", l, n, plateau, n, strings.Join(steps, ", "),
-			fmtSummary(stats.Summarize(loss)), stats.Summarize(wall).Mean)
+		evalText := "—"
+		if len(eval) > 0 {
+			evalText = fmt.Sprintf("%.1f", stats.Summarize(eval).Mean)
+		}
+		fmt.Fprintf(&b, "| `%s` | %d | %d of %d | %s | %s | %.0f | %s |\n", l, n, plateau, n, strings.Join(steps, ", "),
+			fmtSummary(stats.Summarize(loss)), stats.Summarize(wall).Mean, evalText)
 	}
 	if len(cs) > 0 {
-		fmt.Fprintf(&b, "\n%d models, %.1f h of training wall time in all.\n", len(cs), total/3600)
+		fmt.Fprintf(&b, "\n%d models, %.1f h of training wall time in all.", len(cs), total/3600)
+		if evalN > 0 {
+			fmt.Fprintf(&b, " Evaluation (every length and row of the tables above, timed since 2026-11-27; \"eval min\", mean over the timed seeds): %d models, %.1f h, %.1f min a model.", evalN, evalTotal/3600, evalTotal/60/float64(evalN))
+		}
+		b.WriteString("\n")
 	}
 	if len(capped) > 0 {
 		fmt.Fprintf(&b, "\nAt the step cap while still improving (the plateau rule never fired: every 500 steps gained 1%% or more; final held-out loss): %s.\n", strings.Join(capped, ", "))

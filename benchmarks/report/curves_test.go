@@ -32,6 +32,9 @@ func TestTrainingSection(t *testing.T) {
 	write("rope-seed2", "rope", 2, "step cap 3000", 0.2)
 	write("alibi", "alibi", 1, "plateau at step 600, cool-down to 700", 0.05)
 	write("rope-pi4", "rope", 1, "-steps 1000", 0.3) // a fine-tune: neither plateau nor cap
+	// Evaluation times kept for the two rope seeds (90 and 150 s), not for the others.
+	os.WriteFile(filepath.Join(dir, "rope.eval.json"), []byte(`{"eval_seconds": 90, "threads": 1}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "rope-seed2.eval.json"), []byte(`{"eval_seconds": 150, "threads": 1}`), 0o644)
 	cs, err := ReadCurves(out, "copy")
 	if err != nil || len(cs) != 4 {
 		t.Fatalf("read %d curves (%v), want 4", len(cs), err)
@@ -49,7 +52,11 @@ func TestTrainingSection(t *testing.T) {
 	}
 	s := TrainingSection("copy", cs, rs, "copy-curves.png")
 	// rope: losses 0.1 and 0.2, mean 0.15, half width t(0.975, 1)·sd/√2 = 12.706·0.0707/1.414 = 0.635.
-	for _, want := range []string{"| `rope` | 2 | 1 of 2 | 1100, 1100 | 0.150 ± 0.635 | 10 |", "| `alibi` | 1 | 1 of 1 |",
+	if cs[0].EvalSeconds != 90 || !math.IsNaN(cs[3].EvalSeconds) {
+		t.Errorf("evaluation times %v and %v, want 90 and NaN", cs[0].EvalSeconds, cs[3].EvalSeconds)
+	}
+	for _, want := range []string{"| `rope` | 2 | 1 of 2 | 1100, 1100 | 0.150 ± 0.635 | 10 | 2.0 |", "| `alibi` | 1 | 1 of 1 |",
+		"| 10 | — |", "Evaluation (every length", "2 models, 0.1 h, 2.0 min a model",
 		"`rope` seed 2 (0.200)", "not kept", "4 models, 0.7 h of training wall time", "`none` seed 1.", "results/copy-curves.png"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q:\n%s", want, s)

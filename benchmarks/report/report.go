@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,7 +143,7 @@ func WriteReport(out string) error {
 			"reading markers is written by hand.\n\n")
 	curves := map[string][]Curve{} // by task, read once for the header and the training sections
 	if keptCurves {
-		n, secs := 0, 0.0
+		n, secs, evalN, evalSecs := 0, 0.0, 0, 0.0
 		for _, task := range tasks.Names() {
 			cs, err := ReadCurves(out, task)
 			if err != nil {
@@ -151,12 +152,20 @@ func WriteReport(out string) error {
 			curves[task] = cs
 			for _, c := range cs {
 				n, secs = n+1, secs+c.Info.WallSeconds
+				if !math.IsNaN(c.EvalSeconds) {
+					evalN, evalSecs = evalN+1, evalSecs+c.EvalSeconds
+				}
 			}
 		}
 		if n > 0 {
 			fmt.Fprintf(&b, "Training so far: %d models with kept curves, %.1f h of wall time on one core each; the grid trains two at a "+
-				"time on 2 cores, so about %.1f h of the machine, evaluation not counted (each task's training table has its share).\n\n",
+				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share).",
 				n, secs/3600, secs/3600/2)
+			if evalN > 0 {
+				fmt.Fprintf(&b, " Evaluation, timed for the %d models evaluated since 2026-11-27: %.1f h on one core, %.1f min a model.",
+					evalN, evalSecs/3600, evalSecs/60/float64(evalN))
+			}
+			b.WriteString("\n\n")
 		}
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
