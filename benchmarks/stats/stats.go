@@ -154,9 +154,8 @@ func Letters(labels []string, ss []Summary, higherBetter bool) (order, letters, 
 		items = append(items, it)
 	}
 	// Sweep the endpoints from the better end; at equal coordinates a start comes before an end
-	// (intervals that touch overlap, as Separated has it). When an end follows a start, the
-	// intervals open then share the point just before it, and no interval opened later holds
-	// it: a maximal clique.
+	// (intervals that touch overlap, as Separated has it). When an end follows a start, every
+	// interval open then holds that end point, and no other does: a maximal clique.
 	type event struct {
 		x     float64
 		start bool
