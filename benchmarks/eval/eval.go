@@ -34,8 +34,12 @@ type Row struct {
 	Dir         string
 	// Override edits the checkpoint's config for an evaluation length (nil: as trained).
 	Override func(length int, c *models.Config) error
-	// Sliding scores the row through windows of L sliding by L/2 (tasks.Sliding).
-	Sliding bool
+	// Sliding scores the row through windows of L sliding by L/2 (tasks.Sliding), or by
+	// SlidingStride tokens when it is set: every token then has at least L − SlidingStride of
+	// context, L − 1 at a stride of 1 (Press et al.'s sliding evaluation), at L/stride times
+	// the cost of a plain pass.
+	Sliding       bool
+	SlidingStride int
 	// MaxLength skips longer cells (0: none skipped): only bias schemes run lm at 32L.
 	MaxLength int
 	// RandomPositions is the range a randomized-positions model (Ruoss et al. 2023) was trained
@@ -73,6 +77,9 @@ type Budget struct {
 	Pairs        []int
 	RopeFactors  []float64 // RoPE-scaling rows at these fixed factors
 	TokensPerRun int       // rows per forward pass: TokensPerRun / length
+	// SlidingStride, when set, is the stride of the lm sliding-window row instead of L/2 (the
+	// row is then labelled "sliding L by <stride>"): cmd/bench -m --sliding-stride.
+	SlidingStride int
 }
 
 // Full is the budget of the published tables.
@@ -247,6 +254,9 @@ func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
 	if task == tasks.LM && base.Variant == "" {
 		s := base
 		s.Variant, s.Sliding = recipe.SlidingVariant, true
+		if b.SlidingStride > 0 {
+			s.Variant, s.SlidingStride = fmt.Sprintf("%s by %d", recipe.SlidingVariant, b.SlidingStride), b.SlidingStride
+		}
 		rows = append(rows, s)
 	}
 	if task == tasks.LM && ti.Scheme == "fire" && base.Variant == "" {
@@ -338,7 +348,14 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 			if r.Sliding {
 				exs = nil
 				for _, ex := range c.Exs {
-					exs = append(exs, tasks.Sliding(ex, r.TrainLen, max(1, r.TrainLen/2))...)
+					stride := r.SlidingStride
+					if stride <= 0 {
+						stride = max(1, r.TrainLen/2)
+					}
+					if stride > r.TrainLen {
+						return nil, fmt.Errorf("sliding stride %d is longer than the window, L = %d: use a stride from 1 to %d", stride, r.TrainLen, r.TrainLen)
+					}
+					exs = append(exs, tasks.Sliding(ex, r.TrainLen, stride)...)
 				}
 			}
 			var s tasks.Scores

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/report"
 	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
@@ -106,8 +107,13 @@ func TestRowsFor(t *testing.T) {
 		t.Fatalf("%d rows: %+v", len(rows), rows[:2])
 	}
 	alibi := &recipe.TrainInfo{Task: tasks.LM, Scheme: "alibi", SeqLen: 128}
-	if r := RowsFor(tasks.LM, alibi, "w", Full); len(r) != 2 || r[0].MaxLength != 0 {
+	if r := RowsFor(tasks.LM, alibi, "w", Full); len(r) != 2 || r[0].MaxLength != 0 || r[1].SlidingStride != 0 {
 		t.Errorf("alibi rows %+v", r)
+	}
+	fine := Full
+	fine.SlidingStride = 16
+	if r := RowsFor(tasks.LM, alibi, "w", fine); len(r) != 2 || r[1].Variant != "sliding L by 16" || r[1].SlidingStride != 16 || !r[1].Sliding {
+		t.Errorf("alibi rows with a stride of 16: %+v", r)
 	}
 	fire := &recipe.TrainInfo{Task: tasks.LM, Scheme: "fire", SeqLen: 128}
 	if r := RowsFor(tasks.LM, fire, "w", Full); len(r) != 3 || r[2].Variant != recipe.FIRECapVariant || r[2].Override == nil {
@@ -171,6 +177,38 @@ func TestEvaluateTinyModel(t *testing.T) {
 	}
 	if y := get(recipe.ScalingVariant("yarn", 4), "bits_per_byte", 16); y == plain || math.IsNaN(y) {
 		t.Errorf("yarn s=4 at L: %v, plain %v; want a different number", y, plain)
+	}
+	// A stride of L is windows that do not overlap: past L, every window is the row at L run
+	// again, so the row at 4L equals the plain row at L (to the last digit here; a stride of L/2
+	// is 3e-5 off); a stride of 1 gives every byte L − 1 of context and another number. A
+	// stride past L is an error.
+	b.SlidingStride = 16
+	rs16, err := Evaluate(backend, tasks.LM, RowsFor(tasks.LM, ti, dir, b)[1:2], cells, b, func(int, string) {})
+	if err != nil || len(rs16) == 0 {
+		t.Fatalf("stride 16: %v", err)
+	}
+	b.SlidingStride = 1
+	rs1, err := Evaluate(backend, tasks.LM, RowsFor(tasks.LM, ti, dir, b)[1:2], cells, b, func(int, string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(rs []report.Result, length int) float64 {
+		for _, r := range rs {
+			if r.Metric == "bits_per_byte" && r.Length == length {
+				return r.Value
+			}
+		}
+		return math.NaN()
+	}
+	if v := at(rs16, 64); math.Abs(v-plain) > 1e-9 {
+		t.Errorf("stride L at 4L: %v, plain at L %v; want equal", v, plain)
+	}
+	if v := at(rs1, 64); math.IsNaN(v) || math.Abs(v-plain) < 1e-5 {
+		t.Errorf("stride 1 at 4L: %v, plain at L %v; want another finite number", v, plain)
+	}
+	b.SlidingStride = 17
+	if _, err := Evaluate(backend, tasks.LM, RowsFor(tasks.LM, ti, dir, b)[1:2], cells, b, func(int, string) {}); err == nil || !strings.Contains(err.Error(), "from 1 to 16") {
+		t.Errorf("stride 17 past L = 16: %v", err)
 	}
 }
 

@@ -54,6 +54,7 @@ type options struct {
 	model               string
 	backend             string
 	seeds, jobs, steps  int
+	slidingStride       int
 	within              time.Duration
 }
 
@@ -99,6 +100,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "o", "benchmarks/shipped", "output root: <o>/RESULTS.md and <o>/results/ (with --full: benchmarks, the benchmark's report)")
 	fs.StringVar(&o.ship, "ship", "weights/bench", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained; \"\" for none (never with -steps)")
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
+	fs.IntVar(&o.slidingStride, "sliding-stride", 0, "with -m and -task lm: slide the sliding-window row by this many tokens (1 to L) instead of L/2")
 	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	userRope = ropeflags.Register(fs)
 	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per (task, scheme) (0: the recipe's, 3)")
@@ -171,6 +173,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.steps < 0 {
 		return o, fmt.Errorf("-steps %d: want 0 (the recipe's caps) or more", o.steps)
+	}
+	if o.slidingStride != 0 && (o.model == "" || len(o.tasks) != 1 || o.tasks[0] != tasks.LM || o.slidingStride < 1) {
+		return o, fmt.Errorf("--sliding-stride %d: want a stride of at least 1 token, with -m DIR -task lm (the grid's row slides by L/2)", o.slidingStride)
 	}
 	if o.full && (o.model != "" || o.lengths != nil || userRope.Given()) {
 		return o, fmt.Errorf("--full runs the recipe's grid; -m, -lengths and the --rope-* flags are for evaluating checkpoints (drop them or --full)")

@@ -30,6 +30,9 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		{[]string{"--full", "-m", "x", "-task", "lm"}, "drop them or --full"},
 		{[]string{"--full", "--rope-scaling", "yarn", "--rope-scale", "4"}, "drop them or --full"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--sliding-stride", "16"}, "-m DIR -task lm"},
+		{[]string{"-m", "x", "-task", "copy", "--sliding-stride", "16"}, "-m DIR -task lm"},
+		{[]string{"-m", "x", "-task", "lm", "--sliding-stride", "-3"}, "at least 1 token"},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(c.args)

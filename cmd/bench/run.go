@@ -55,6 +55,7 @@ func runEval(o options) error {
 	if o.quick {
 		b = eval.Quick
 	}
+	b.SlidingStride = o.slidingStride
 	var data *corpus.Corpus
 	if needsCorpus(o.tasks) {
 		if data, err = eval.LoadCorpus(o.quick); err != nil {
