@@ -175,7 +175,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	if len(cs) > 0 {
 		fmt.Fprintf(&b, "\n%d models, %.1f h of training wall time in all.", len(cs), total/3600)
 		if evalN > 0 {
-			fmt.Fprintf(&b, " Evaluation (every length and row of the tables above, timed since 2026-11-27; \"eval min\", mean over the timed seeds): %d models, %.1f h, %.1f min a model.", evalN, evalTotal/3600, evalTotal/60/float64(evalN))
+			fmt.Fprintf(&b, " Evaluation (every length and row of the tables above, timed since 2026-11-27; \"eval min\", mean over the timed seeds): %d models, %s, %.1f min a model.", evalN, duration(evalTotal), evalTotal/60/float64(evalN))
 		}
 		b.WriteString("\n")
 	}
@@ -186,6 +186,14 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		fmt.Fprintf(&b, "\nCurves not kept (trained before the grid kept them beside the results; their checkpoints' machine is gone): %s.\n", strings.Join(lost, ", "))
 	}
 	return b.String()
+}
+
+// duration is seconds as hours, or minutes under an hour.
+func duration(secs float64) string {
+	if secs < 3600 {
+		return fmt.Sprintf("%.0f min", secs/60)
+	}
+	return fmt.Sprintf("%.1f h", secs/3600)
 }
 
 // fmtSummary is a mean with its interval's half width, or the value alone for one seed.

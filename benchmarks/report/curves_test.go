@@ -56,7 +56,7 @@ func TestTrainingSection(t *testing.T) {
 		t.Errorf("evaluation times %v and %v, want 90 and NaN", cs[0].EvalSeconds, cs[3].EvalSeconds)
 	}
 	for _, want := range []string{"| `rope` | 2 | 1 of 2 | 1100, 1100 | 0.150 ± 0.635 | 10 | 2.0 |", "| `alibi` | 1 | 1 of 1 |",
-		"| 10 | — |", "Evaluation (every length", "2 models, 0.1 h, 2.0 min a model",
+		"| 10 | — |", "Evaluation (every length", "2 models, 4 min, 2.0 min a model",
 		"`rope` seed 2 (0.200)", "not kept", "4 models, 0.7 h of training wall time", "`none` seed 1.", "results/copy-curves.png"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q:\n%s", want, s)

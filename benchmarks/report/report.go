@@ -162,8 +162,8 @@ func WriteReport(out string) error {
 				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share).",
 				n, secs/3600, secs/3600/2)
 			if evalN > 0 {
-				fmt.Fprintf(&b, " Evaluation, timed for the %d models evaluated since 2026-11-27: %.1f h on one core, %.1f min a model.",
-					evalN, evalSecs/3600, evalSecs/60/float64(evalN))
+				fmt.Fprintf(&b, " Evaluation, timed for the %d models evaluated since 2026-11-27: %s on one core, %.1f min a model.",
+					evalN, duration(evalSecs), evalSecs/60/float64(evalN))
 			}
 			b.WriteString("\n\n")
 		}
