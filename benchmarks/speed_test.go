@@ -187,8 +187,8 @@ func BenchmarkTrainStepSchemesPasses(b *testing.B) {
 	}
 }
 
-// passesAsTrain as a trainShape's micro asks for cmd/train's default pass: 512 tokens, or the
-// whole batch for a scheme with positional.SharedWork.
+// passesAsTrain as a trainShape's micro asks for cmd/train's default pass
+// (engine.DefaultMicroBatch).
 const passesAsTrain = -1
 
 type trainShape struct {
@@ -244,10 +244,8 @@ func benchTrainStep(b *testing.B, c trainShape, scheme string) {
 	}
 	tr.MicroBatch = c.micro
 	if c.micro == passesAsTrain {
-		tr.MicroBatch = 512 / c.seq
-		if sw, ok := m.Scheme.(positional.SharedWork); ok && sw.SharedWork() {
-			tr.MicroBatch = 0
-		}
+		sw, ok := m.Scheme.(positional.SharedWork)
+		tr.MicroBatch = engine.DefaultMicroBatch(c.batch, c.seq, ok && sw.SharedWork())
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	batch := engine.Batch{}

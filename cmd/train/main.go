@@ -558,16 +558,9 @@ func weightsSeed(o options) any {
 	return *v.WeightsSeed
 }
 
-// passTokens is how many tokens one forward/backward pass takes by default: on the v2 shapes a
-// step ran 21-27% faster in passes of 512 tokens (8 sequences of 64, 4 of 128, 1 of 512) than
-// in one pass, its activations staying in cache, and faster than in passes of 256 or 1,024
-// (benchmarks/SPEED.md).
-const passTokens = 512
-
 // microBatch is the sequences per pass: the flag's value (which must divide the batch), or by
-// default the largest divisor of the batch whose pass holds at most passTokens (at least 1),
-// or the whole batch for a scheme whose positional work is shared by the batch's rows
-// (positional.SharedWork: FIRE's step was 27% slower in passes of 512 tokens).
+// default engine.DefaultMicroBatch (passes of at most 512 tokens; the whole batch for a scheme
+// whose positional work the batch's rows share).
 func microBatch(flagValue, batch, seq int, sharedWork bool) (int, error) {
 	switch {
 	case flagValue < 0:
@@ -576,14 +569,6 @@ func microBatch(flagValue, batch, seq int, sharedWork bool) (int, error) {
 		return 0, fmt.Errorf("-micro-batch %d must divide -batch %d", flagValue, batch)
 	case flagValue > 0:
 		return flagValue, nil
-	case sharedWork:
-		return batch, nil
 	}
-	best := 1
-	for r := 1; r <= batch; r++ {
-		if batch%r == 0 && r*seq <= passTokens {
-			best = r
-		}
-	}
-	return best, nil
+	return engine.DefaultMicroBatch(batch, seq, sharedWork), nil
 }
