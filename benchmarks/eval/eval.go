@@ -331,6 +331,13 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 	var out []report.Result
 	done := 0
 	for _, r := range rows {
+		stride := r.SlidingStride
+		if stride <= 0 {
+			stride = max(1, r.TrainLen/2)
+		}
+		if r.Sliding && stride > r.TrainLen {
+			return nil, fmt.Errorf("sliding stride %d is longer than the window, L = %d: use a stride from 1 to %d", stride, r.TrainLen, r.TrainLen)
+		}
 		var e *engine.Engine
 		for i, c := range cells {
 			if r.MaxLength > 0 && c.Length > r.MaxLength {
@@ -348,13 +355,6 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 			if r.Sliding {
 				exs = nil
 				for _, ex := range c.Exs {
-					stride := r.SlidingStride
-					if stride <= 0 {
-						stride = max(1, r.TrainLen/2)
-					}
-					if stride > r.TrainLen {
-						return nil, fmt.Errorf("sliding stride %d is longer than the window, L = %d: use a stride from 1 to %d", stride, r.TrainLen, r.TrainLen)
-					}
 					exs = append(exs, tasks.Sliding(ex, r.TrainLen, stride)...)
 				}
 			}
