@@ -43,17 +43,26 @@ func overviewMetric(task string) string {
 // a model that learned the task (mqar's schemes that did not stay under 0.03).
 const minLead = 0.2
 
-// overviewMultiples are the lengths the overview shows, in multiples of L.
-var overviewMultiples = []int{2, 4, 8, 16}
+// overviewMultiples are the lengths the overview plots, in multiples of L; its table shows the
+// two of overviewTable.
+var overviewMultiples, overviewTable = []int{2, 4, 8, 16}, []int{4, 16}
 
-// Overview returns, for each multiple k of L in ks, the kept share of every scheme (rows, in the
-// report's order, variants such as `+ randpos` left out) on every task (columns): NaN where the
-// task has no result for the scheme at L or kL, or the scheme did not learn the task at L.
-func Overview(byTask map[string][]Result, ks []int) (schemes, taskNames []string, kept [][][]float64) {
+// OverviewGrid is the overview's numbers: Kept[q][i][j] is scheme Schemes[i]'s kept share on
+// task Tasks[j] at Multiples[q]·L, NaN where the task has no result for the scheme at L or kL,
+// or the scheme did not learn the task at L.
+type OverviewGrid struct {
+	Schemes, Tasks []string // rows in the report's order (variants such as `+ randpos` left out); columns
+	Multiples      []int
+	Kept           [][][]float64
+}
+
+// Overview computes the grid at each multiple of L in ks.
+func Overview(byTask map[string][]Result, ks []int) OverviewGrid {
 	type key struct {
 		task, label string
 		length      int
 	}
+	g := OverviewGrid{Multiples: ks}
 	mean := map[key]float64{}
 	trainLen := map[string]int{}
 	for _, task := range tasks.Names() {
@@ -61,33 +70,33 @@ func Overview(byTask map[string][]Result, ks []int) (schemes, taskNames []string
 		if len(rs) == 0 {
 			continue
 		}
-		taskNames = append(taskNames, task)
+		g.Tasks = append(g.Tasks, task)
 		trainLen[task] = TrainLen(rs)
 		ss, _ := Aggregate(rs, overviewMetric(task), AllSubs)
 		for _, s := range ss {
-			if !IsBaseline(s.Label) && !strings.Contains(s.Label, " + ") && !slices.Contains(schemes, s.Label) {
-				schemes = append(schemes, s.Label)
+			if !IsBaseline(s.Label) && !strings.Contains(s.Label, " + ") && !slices.Contains(g.Schemes, s.Label) {
+				g.Schemes = append(g.Schemes, s.Label)
 			}
 			for l, c := range s.Cells {
 				mean[key{task, s.Label, l}] = c.Mean
 			}
 		}
 	}
-	slices.SortStableFunc(schemes, func(a, b string) int { return recipe.SchemeOrder(a) - recipe.SchemeOrder(b) })
+	slices.SortStableFunc(g.Schemes, func(a, b string) int { return recipe.SchemeOrder(a) - recipe.SchemeOrder(b) })
 	for _, k := range ks {
-		z := make([][]float64, len(schemes))
-		for i, s := range schemes {
-			z[i] = make([]float64, len(taskNames))
-			for j, task := range taskNames {
+		z := make([][]float64, len(g.Schemes))
+		for i, s := range g.Schemes {
+			z[i] = make([]float64, len(g.Tasks))
+			for j, task := range g.Tasks {
 				z[i][j] = keptShare(task, func(label string, length int) (float64, bool) {
 					v, ok := mean[key{task, label, length}]
 					return v, ok && !math.IsNaN(v)
 				}, s, trainLen[task], k)
 			}
 		}
-		kept = append(kept, z)
+		g.Kept = append(g.Kept, z)
 	}
-	return schemes, taskNames, kept
+	return g
 }
 
 // keptShare is one cell of the overview (see above); value looks a row's mean up by length.
@@ -115,25 +124,24 @@ func keptShare(task string, value func(label string, length int) (float64, bool)
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
 
-// OverviewTable is the overview's numbers: per scheme and task, the kept share at each multiple
-// of ks, "4L / 16L" in a cell ("·" where blank).
-func OverviewTable(byTask map[string][]Result, ks []int) string {
-	schemes, taskNames, kept := Overview(byTask, ks)
-	if len(schemes) == 0 {
+// Table is the grid's numbers at the multiples ks (each one of g.Multiples): per scheme and
+// task, "4L / 16L" in a cell ("·" where blank).
+func (g OverviewGrid) Table(ks ...int) string {
+	if len(g.Schemes) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("| scheme |")
-	for _, t := range taskNames {
+	for _, t := range g.Tasks {
 		fmt.Fprintf(&b, " %s |", t)
 	}
-	b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(taskNames)) + "\n")
-	for i, s := range schemes {
+	b.WriteString("\n| --- |" + strings.Repeat(" ---: |", len(g.Tasks)) + "\n")
+	for i, s := range g.Schemes {
 		fmt.Fprintf(&b, "| `%s` |", s)
-		for j := range taskNames {
+		for j := range g.Tasks {
 			var parts []string
-			for q := range ks {
-				v := kept[q][i][j]
+			for _, k := range ks {
+				v := g.Kept[slices.Index(g.Multiples, k)][i][j]
 				if math.IsNaN(v) {
 					parts = append(parts, "·")
 				} else {
@@ -147,17 +155,16 @@ func OverviewTable(byTask map[string][]Result, ks []int) string {
 	return b.String()
 }
 
-// PlotOverview draws the overview at every multiple of overviewMultiples, one heatmap each,
-// schemes down and tasks across, on one red-to-green scale from 0 to 1.
-func PlotOverview(byTask map[string][]Result) ([]byte, error) {
-	schemes, taskNames, kept := Overview(byTask, overviewMultiples)
-	if len(schemes) == 0 || len(taskNames) == 0 {
+// PNG draws the grid, one heatmap per multiple, schemes down and tasks across, on one
+// red-to-green scale from 0 to 1. Nil when there is nothing to draw.
+func (g OverviewGrid) PNG() ([]byte, error) {
+	if len(g.Schemes) == 0 || len(g.Tasks) == 0 {
 		return nil, nil
 	}
 	var panels []plot.Panel
-	for q, k := range overviewMultiples {
+	for q, k := range g.Multiples {
 		panels = append(panels, plot.Heatmap{Title: fmt.Sprintf("at %dL", k), XLabel: "task", YLabel: "scheme",
-			Z: kept[q], ZMin: 0, ZMax: 1, RedToGreen: true, XTicks: taskNames, YTicks: schemes})
+			Z: g.Kept[q], ZMin: 0, ZMax: 1, RedToGreen: true, XTicks: g.Tasks, YTicks: g.Schemes})
 	}
 	title := "Share of its lead over chance at L that each scheme keeps at kL (mean over seeds; grey: not learned at L)"
 	return plot.Figure{Title: title, Rows: [][]plot.Panel{panels}, CellWidth: 560, CellHeight: 420, MaxCols: 2}.PNG()

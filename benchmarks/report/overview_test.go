@@ -33,7 +33,8 @@ func TestOverview(t *testing.T) {
 	add("lm", "rope", "", 128, "bits_per_byte", 3.5)
 	add("lm", "alibi", "", 64, "bits_per_byte", 2)
 	add("lm", "alibi", "", 128, "bits_per_byte", 1.5)
-	schemes, taskNames, kept := Overview(map[string][]Result{"copy": rs[:10], "lm": rs[10:]}, []int{2})
+	g := Overview(map[string][]Result{"copy": rs[:10], "lm": rs[10:]}, []int{2})
+	schemes, taskNames, kept := g.Schemes, g.Tasks, g.Kept
 	if strings.Join(schemes, ",") != "rope,alibi" || strings.Join(taskNames, ",") != "lm,copy" {
 		t.Fatalf("schemes %v tasks %v; want [rope alibi] and [lm copy]", schemes, taskNames)
 	}
@@ -46,12 +47,13 @@ func TestOverview(t *testing.T) {
 			}
 		}
 	}
-	table := OverviewTable(map[string][]Result{"copy": rs[:10], "lm": rs[10:]}, []int{2})
+	table := g.Table(2)
 	if !strings.Contains(table, "| `rope` | 0.50 | 0.50 |") || !strings.Contains(table, "| `alibi` | 1.00 | · |") {
 		t.Errorf("table:\n%s", table)
 	}
 	// A task missing from the results is no column; a scheme without a result at kL, blank.
-	_, taskNames, kept = Overview(map[string][]Result{"lm": rs[10:14]}, []int{2, 4})
+	g = Overview(map[string][]Result{"lm": rs[10:14]}, []int{2, 4})
+	taskNames, kept = g.Tasks, g.Kept
 	if len(taskNames) != 1 || kept[0][0][0] != 0.5 || !math.IsNaN(kept[1][0][0]) {
 		t.Errorf("lm alone: tasks %v, kept %v", taskNames, kept)
 	}

@@ -169,7 +169,8 @@ func WriteReport(out string) error {
 		}
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
-	png, err := PlotOverview(byTask)
+	ov := Overview(byTask, overviewMultiples)
+	png, err := ov.PNG()
 	if err != nil {
 		return fmt.Errorf("plotting the overview: %w", err)
 	}
@@ -178,7 +179,7 @@ func WriteReport(out string) error {
 			return err
 		}
 		b.WriteString("\n## Overview\n\n" + overviewAbout + "\n\n![every scheme on every task](results/overview.png)\n\n" +
-			OverviewTable(byTask, []int{4, 16}))
+			ov.Table(overviewTable...))
 	}
 	b.WriteString("\n## Against the papers\n\n" + PapersSection(Papers(byTask)))
 	for _, task := range tasks.Names() {
