@@ -244,5 +244,15 @@ func WriteReport(out string) error {
 			b.WriteString(TrainingSection(task, cs, rs, name))
 		}
 	}
+	if keptCurves {
+		b.WriteString("\n## What the grid took\n\n" + costAbout + "\n\n" + CostTable(byTask, curves))
+	}
 	return models.WriteFileAtomic(path, []byte(b.String()))
 }
+
+const costAbout = "Wall time on one core of two, both busy, summed over the trained models (RoPE-scaling rows, capped FIRE\n" +
+	"and the sliding window are evaluated from their model's checkpoint and count in its evaluation). Training is\n" +
+	"each model's `train.json`, evaluation (every length and row of the tables) its `eval.json`; a model without a\n" +
+	"record counts at its label's mean, or its task's where no seed of the label has one, and the table says how many\n" +
+	"did. This is the grid as it ran, across machines and sessions that made training faster (`benchmarks/README.md`),\n" +
+	"not what a run from scratch takes today: `go run ./cmd/bench --full -plan` estimates that."

@@ -1,0 +1,106 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/tasks"
+)
+
+// CostTable is what the grid's models took, per task: training from each model's train.json and
+// evaluation from its eval.json, both on one core of two. Some models have neither record (copy's
+// and reverse's first seed were trained before the grid kept curves; evaluation was timed only from
+// 2026-11-27 on): those count at the mean of their label's recorded seeds, or of their task's
+// where no seed of the label has one, and the table says how many were estimated so. The sums are
+// the grid as it ran, across machines and the speed-ups of its sessions, not what a run from
+// scratch takes today (that is `--full -plan`).
+func CostTable(byTask map[string][]Result, curves map[string][]Curve) string {
+	var b strings.Builder
+	b.WriteString("| task | models | training h | models without a kept curve | evaluation h | models without a timed evaluation |\n" +
+		"| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	var models, noTrain, noEval int
+	var train, eval float64
+	for _, task := range tasks.Names() {
+		c := taskCost(byTask[task], curves[task])
+		if c.models == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %d | %.1f | %d |\n", task, c.models, c.train/3600, c.noTrain, c.eval/3600, c.noEval)
+		models, noTrain, noEval = models+c.models, noTrain+c.noTrain, noEval+c.noEval
+		train, eval = train+c.train, eval+c.eval
+	}
+	fmt.Fprintf(&b, "| all | %d | %.1f | %d | %.1f | %d |\n", models, train/3600, noTrain, eval/3600, noEval)
+	fmt.Fprintf(&b, "\nTwo models at a time on 2 cores: about %.1f h of the machine.\n", (train+eval)/3600/2)
+	return b.String()
+}
+
+type cost struct {
+	models, noTrain, noEval int
+	train, eval             float64 // seconds
+}
+
+// taskCost sums a task's models, the trained ones the results name (not baselines or rows
+// evaluated from another model's checkpoint), filling the missing records as CostTable says.
+func taskCost(rs []Result, cs []Curve) cost {
+	type rec struct{ train, eval []float64 }
+	byLabel := map[string]*rec{}
+	var all rec
+	recorded := map[string]Curve{}
+	for _, c := range cs {
+		recorded[fmt.Sprintf("%s/%d", c.Label, c.Info.Seed)] = c
+		r := byLabel[c.Label]
+		if r == nil {
+			r = &rec{}
+			byLabel[c.Label] = r
+		}
+		r.train, all.train = append(r.train, c.Info.WallSeconds), append(all.train, c.Info.WallSeconds)
+		if !math.IsNaN(c.EvalSeconds) {
+			r.eval, all.eval = append(r.eval, c.EvalSeconds), append(all.eval, c.EvalSeconds)
+		}
+	}
+	// The label's mean where it has records, else the task's.
+	fill := func(label string, pick func(*rec) []float64) float64 {
+		if r := byLabel[label]; r != nil && len(pick(r)) > 0 {
+			return mean(pick(r))
+		}
+		return mean(pick(&all))
+	}
+	var out cost
+	seen := map[string]bool{}
+	for _, r := range rs {
+		key := fmt.Sprintf("%s/%d", r.Label(), r.Seed)
+		if IsBaseline(r.Label()) || recipe.EvalOnly(r.Variant) || seen[key] {
+			continue
+		}
+		seen[key] = true
+		out.models++
+		c, ok := recorded[key]
+		if ok {
+			out.train += c.Info.WallSeconds
+		} else {
+			out.noTrain++
+			out.train += fill(r.Label(), func(r *rec) []float64 { return r.train })
+		}
+		if ok && !math.IsNaN(c.EvalSeconds) {
+			out.eval += c.EvalSeconds
+		} else {
+			out.noEval++
+			out.eval += fill(r.Label(), func(r *rec) []float64 { return r.eval })
+		}
+	}
+	return out
+}
+
+// mean is 0 for no values: a task with nothing recorded adds nothing it cannot back.
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
