@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -143,7 +142,7 @@ func WriteReport(out string) error {
 			"reading markers is written by hand.\n\n")
 	curves := map[string][]Curve{} // by task, read once for the header and the training sections
 	if keptCurves {
-		n, secs, evalN, evalSecs := 0, 0.0, 0, 0.0
+		n, secs := 0, 0.0
 		for _, task := range tasks.Names() {
 			cs, err := ReadCurves(out, task)
 			if err != nil {
@@ -152,20 +151,12 @@ func WriteReport(out string) error {
 			curves[task] = cs
 			for _, c := range cs {
 				n, secs = n+1, secs+c.Info.WallSeconds
-				if !math.IsNaN(c.EvalSeconds) {
-					evalN, evalSecs = evalN+1, evalSecs+c.EvalSeconds
-				}
 			}
 		}
 		if n > 0 {
 			fmt.Fprintf(&b, "Training so far: %d models with kept curves, %.1f h of wall time on one core each; the grid trains two at a "+
-				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share).",
-				n, secs/3600, secs/3600/2)
-			if evalN > 0 {
-				fmt.Fprintf(&b, " Evaluation, timed for the %d models evaluated since 2026-11-27: %s on one core, %.1f min a model.",
-					evalN, duration(evalSecs), evalSecs/60/float64(evalN))
-			}
-			b.WriteString("\n\n")
+				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share; \"What the grid took\", "+
+				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, secs/3600/2)
 		}
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
