@@ -22,17 +22,26 @@ func CostTable(byTask map[string][]Result, curves map[string][]Curve) string {
 		"| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	var models, noTrain, noEval int
 	var train, eval float64
+	var untimed []string
 	for _, task := range tasks.Names() {
 		c := taskCost(byTask[task], curves[task])
 		if c.models == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %d | %.1f | %d |\n", task, c.models, c.train/3600, c.noTrain, c.eval/3600, c.noEval)
+		evalText := fmt.Sprintf("%.1f", c.eval/3600)
+		if c.noEval == c.models {
+			evalText, untimed = "—", append(untimed, task)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %d | %s | %d |\n", task, c.models, c.train/3600, c.noTrain, evalText, c.noEval)
 		models, noTrain, noEval = models+c.models, noTrain+c.noTrain, noEval+c.noEval
 		train, eval = train+c.train, eval+c.eval
 	}
 	fmt.Fprintf(&b, "| all | %d | %.1f | %d | %.1f | %d |\n", models, train/3600, noTrain, eval/3600, noEval)
-	fmt.Fprintf(&b, "\nTwo models at a time on 2 cores: about %.1f h of the machine.\n", (train+eval)/3600/2)
+	fmt.Fprintf(&b, "\nTwo models at a time on 2 cores: about %.1f h of the machine", (train+eval)/3600/2)
+	if len(untimed) > 0 {
+		fmt.Fprintf(&b, ", without the evaluation of %s (no model of theirs was timed)", strings.Join(untimed, ", "))
+	}
+	b.WriteString(".\n")
 	return b.String()
 }
 

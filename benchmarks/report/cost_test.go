@@ -36,7 +36,17 @@ func TestCostTable(t *testing.T) {
 			t.Errorf("cost table lacks %q:\n%s", want, s)
 		}
 	}
-	if strings.Contains(s, "| lm |") {
-		t.Errorf("a task without models has a row:\n%s", s)
+	if strings.Contains(s, "| lm |") || strings.Contains(s, "without the evaluation") {
+		t.Errorf("a task without models has a row, or a timed task is called untimed:\n%s", s)
+	}
+	// A task with no timed evaluation shows none rather than 0 h, and the total says so.
+	for i := range cs {
+		cs[i].EvalSeconds = nan
+	}
+	s = CostTable(map[string][]Result{"copy": rs}, map[string][]Curve{"copy": cs})
+	for _, want := range []string{"| copy | 5 | 37.0 | 2 | — | 5 |", "about 18.5 h of the machine, without the evaluation of copy"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("cost table lacks %q:\n%s", want, s)
+		}
 	}
 }
