@@ -21,7 +21,6 @@ type Batch struct {
 	Weights                    [][]float32
 }
 
-// Trainer runs AdamW steps on a model whose variables live in Ctx.
 // PassTokens is how many tokens one forward/backward pass takes by default (DefaultMicroBatch):
 // on the v2 shapes a step ran 21-27% faster in passes of 512 tokens (8 sequences of 64, 4 of
 // 128, 1 of 512) than in one pass, its activations staying in cache, and faster than in passes
@@ -45,6 +44,7 @@ func DefaultMicroBatch(batch, seq int, sharedWork bool) int {
 	return best
 }
 
+// Trainer runs AdamW steps on a model whose variables live in Ctx.
 type Trainer struct {
 	Backend backends.Backend
 	Model   *models.Model
