@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/benchmarks/stats"
 	"github.com/posformer/posformer/benchmarks/tasks"
 )
 
@@ -50,15 +50,15 @@ type cost struct {
 	train, eval             float64 // seconds
 }
 
-// taskCost sums a task's models, the trained ones the results name (not baselines or rows
-// evaluated from another model's checkpoint), filling the missing records as CostTable says.
+// taskCost sums a task's trained models (trainedModels), filling the missing records as
+// CostTable says.
 func taskCost(rs []Result, cs []Curve) cost {
 	type rec struct{ train, eval []float64 }
 	byLabel := map[string]*rec{}
 	var all rec
 	recorded := map[string]Curve{}
 	for _, c := range cs {
-		recorded[fmt.Sprintf("%s/%d", c.Label, c.Info.Seed)] = c
+		recorded[modelKey(c.Label, c.Info.Seed)] = c
 		r := byLabel[c.Label]
 		if r == nil {
 			r = &rec{}
@@ -69,23 +69,22 @@ func taskCost(rs []Result, cs []Curve) cost {
 			r.eval, all.eval = append(r.eval, c.EvalSeconds), append(all.eval, c.EvalSeconds)
 		}
 	}
-	// The label's mean where it has records, else the task's.
+	// The label's mean where it has records, else the task's; 0 where the task has none either
+	// (CostTable then shows the task as untimed rather than summing it).
 	fill := func(label string, pick func(*rec) []float64) float64 {
+		xs := pick(&all)
 		if r := byLabel[label]; r != nil && len(pick(r)) > 0 {
-			return mean(pick(r))
+			xs = pick(r)
 		}
-		return mean(pick(&all))
+		if len(xs) == 0 {
+			return 0
+		}
+		return stats.Summarize(xs).Mean
 	}
 	var out cost
-	seen := map[string]bool{}
-	for _, r := range rs {
-		key := fmt.Sprintf("%s/%d", r.Label(), r.Seed)
-		if IsBaseline(r.Label()) || recipe.EvalOnly(r.Variant) || seen[key] {
-			continue
-		}
-		seen[key] = true
+	for _, r := range trainedModels(rs) {
 		out.models++
-		c, ok := recorded[key]
+		c, ok := recorded[modelKey(r.Label(), r.Seed)]
 		if ok {
 			out.train += c.Info.WallSeconds
 		} else {
@@ -100,16 +99,4 @@ func taskCost(rs []Result, cs []Curve) cost {
 		}
 	}
 	return out
-}
-
-// mean is 0 for no values: a task with nothing recorded adds nothing it cannot back.
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }

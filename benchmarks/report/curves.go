@@ -102,6 +102,25 @@ func ReadCurves(out, task string) ([]Curve, error) {
 	return cs, nil
 }
 
+// modelKey names one trained model among a task's: its label and seed.
+func modelKey(label string, seed int) string { return fmt.Sprintf("%s/%d", label, seed) }
+
+// trainedModels is one result for each model the results name that was trained: not the
+// baselines, nor the rows scored from another model's checkpoint (recipe.EvalOnly).
+func trainedModels(rs []Result) []Result {
+	var out []Result
+	seen := map[string]bool{}
+	for _, r := range rs {
+		key := modelKey(r.Label(), r.Seed)
+		if IsBaseline(r.Label()) || recipe.EvalOnly(r.Variant) || seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, r)
+	}
+	return out
+}
+
 // TrainingSection is a task's "training" subsection: per label, how the seeds stopped, their
 // steps, final held-out loss and wall time; the models that reached the cap by name; the models
 // of the results whose curves were not kept. rs are the task's results (for that last list).
@@ -109,17 +128,13 @@ func ReadCurves(out, task string) ([]Curve, error) {
 func TrainingSection(task string, cs []Curve, rs []Result, plotName string) string {
 	kept := map[string]bool{}
 	for _, c := range cs {
-		kept[fmt.Sprintf("%s/%d", c.Label, c.Info.Seed)] = true
+		kept[modelKey(c.Label, c.Info.Seed)] = true
 	}
 	var lost []string
-	seen := map[string]bool{}
-	for _, r := range rs {
-		key := fmt.Sprintf("%s/%d", r.Label(), r.Seed)
-		if IsBaseline(r.Label()) || recipe.EvalOnly(r.Variant) || kept[key] || seen[key] {
-			continue // baselines and evaluation-only rows were never trained
+	for _, r := range trainedModels(rs) {
+		if !kept[modelKey(r.Label(), r.Seed)] {
+			lost = append(lost, fmt.Sprintf("`%s` seed %d", r.Label(), r.Seed))
 		}
-		seen[key] = true
-		lost = append(lost, fmt.Sprintf("`%s` seed %d", r.Label(), r.Seed))
 	}
 	if len(cs) == 0 && len(lost) == 0 {
 		return "" // baselines only: nothing was trained
