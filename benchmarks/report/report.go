@@ -154,7 +154,7 @@ func WriteReport(out string) error {
 			}
 		}
 		if n > 0 {
-			fmt.Fprintf(&b, "Training so far: %d models with kept curves, %.1f h of wall time on one core each; the grid trains two at a "+
+			fmt.Fprintf(&b, "Training: %d models with kept curves, %.1f h of wall time on one core each; the grid trains two at a "+
 				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share; \"What the grid took\", "+
 				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, secs/3600/2)
 		}
