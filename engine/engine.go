@@ -29,7 +29,7 @@ import (
 type Engine struct {
 	Backend  backends.Backend
 	Model    *models.Model
-	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetPacked when PacksWeights)
+	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetWeightType)
 	Capacity int              // KV-cache slots per sequence (the context size)
 
 	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
@@ -47,9 +47,6 @@ type Engine struct {
 //   - a directory with config.json and model.safetensors (our own format);
 //   - a Hugging Face directory (config.json naming a model_type), see models/hf;
 //   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
-//
-// The weights are read straight into the inference layout (packed when the backend is
-// PacksWeights, see layers.SetPacked).
 func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	return LoadAs(path, backendName, capacity, quant.F32, edits...)
 }
@@ -57,7 +54,7 @@ func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine
 // LoadAs is Load with the weight matrices held in memory as weights (f32, bf16, q8_0 or q4_0,
 // see layers.SetWeightType), converted as they are read.
 func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ...models.Edit) (*Engine, error) {
-	backend, err := newBackendFor(backendName, CheckpointBytes(path))
+	backend, err := NewBackend(backendName)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +68,6 @@ func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ..
 		load = hf.LoadInto
 	}
 	ctx := context.New()
-	if PacksWeights(backend) {
-		layers.SetPacked(ctx)
-	}
 	if err := layers.SetWeightType(ctx, weights); err != nil {
 		return nil, err
 	}
@@ -160,20 +154,14 @@ func IsLlama2C(path string) bool {
 }
 
 // New wraps a model whose variables are in ctx; they must not change while the engine is in
-// use (decoding steps hold on to their buffers, see direct.go). On a backend that parallelizes
-// its products (PacksWeights) the engine reads its matrices packed (layers.SetPacked): a
-// context that holds no model variables yet is marked so and used as is (its variables are
-// then created packed, with random values); one that holds variables in the checkpoint layout,
-// as a trainer leaves them, is copied, and ctx is left unchanged for its owner.
+// use (decoding steps hold on to their buffers, see direct.go). A context that holds no model
+// variables yet gets them with random values when a graph is first built.
 func New(backend backends.Backend, m *models.Model, ctx *context.Context, capacity int) (*Engine, error) {
 	if capacity <= 0 {
 		capacity = m.Config.MaxSeqLen
 	}
-	ctx, err := inferenceContext(backend, m, ctx)
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
 	e := &Engine{Backend: backend, Model: m, Ctx: ctx.Checked(false), Capacity: capacity}
+	var err error
 	e.full, err = context.NewExec(backend, e.Ctx, e.fullGraph)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -197,49 +185,6 @@ func New(backend backends.Backend, m *models.Model, ctx *context.Context, capaci
 	e.cached.SetMaxCache(128)
 	e.picked.SetMaxCache(128)
 	return e, nil
-}
-
-// inferenceContext returns a context holding m's variables with packed matrices: ctx itself
-// when it is packed already or holds no model variable, else a packed copy.
-func inferenceContext(backend backends.Backend, m *models.Model, ctx *context.Context) (*context.Context, error) {
-	if layers.Packed(ctx) || !PacksWeights(backend) {
-		// Packing only serves a backend that runs products in parallel.
-		return ctx, nil
-	}
-	empty := true
-	for range ctx.In(models.Scope).IterVariablesInScope() {
-		empty = false
-		break
-	}
-	if empty {
-		layers.SetPacked(ctx)
-		return ctx, nil
-	}
-	out := context.New()
-	layers.SetPacked(out)
-	params, err := m.Layout(backend, out)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range params {
-		scope, name := models.VariablePath(p.Name)
-		v := ctx.InAbsPath(scope).GetVariable(name)
-		if v == nil {
-			return nil, fmt.Errorf("variable %s is missing; the model's graph wants %v", p.Name, p.Shape)
-		}
-		value, err := v.Value()
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", p.Name, err)
-		}
-		t, err := models.NewTensor(backend, p.Store, func(flat []float32) error {
-			return value.ConstFlatData(func(src any) { copy(flat, src.([]float32)) })
-		})
-		if err != nil {
-			return nil, fmt.Errorf("copying %s: %w", p.Name, err)
-		}
-		out.InAbsPath(scope).VariableWithValue(p.Var, t)
-	}
-	return out, nil
 }
 
 // Compilations counts the graphs built so far; after warm-up it must stop growing.

@@ -2,17 +2,16 @@ package engine
 
 import (
 	"reflect"
-	"runtime"
 	"slices"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/posformer/posformer/layers"
 )
 
 // GoMLX's stock gradient of DotGeneral broadcasts both operands to the full
-// [batch, lhs-free, rhs-free, contracted] shape and reduces it, which on the pure-Go backend
-// is many times slower and hungrier than the textbook gradient: two more DotGenerals.
+// [batch, lhs-free, rhs-free, contracted] shape and reduces it, which on any backend costs
+// memory and time in proportion to that product of all four sizes; the textbook gradient is
+// two more DotGenerals.
 // Registered for every graph built in a process that imports engine.
 func init() {
 	stockDotGeneralVJP = VJPRegistration[NodeTypeDotGeneral]
@@ -43,38 +42,6 @@ func dotGeneralAxes(node *Node) (lc, lb, rc, rb []int) {
 		return out
 	}
 	return ints("lhsContractingAxes"), ints("lhsBatchAxes"), ints("rhsContractingAxes"), ints("rhsBatchAxes")
-}
-
-// splitContraction computes DotGeneral(a, aC, nil, b, bC, nil) as a sum of P products over
-// slices of the contracted rows, with the slice index as a batch axis, when that lets the
-// pure-Go backend use every core: the weight gradient of a linear layer contracts all the
-// batch's rows into a small [out, in] matrix, a product that backend runs on one core (it
-// parallelizes small products only across batch axes). It returns nil where the shapes do not
-// fit: batch axes, contracted axes that are not the leading ones of both operands in order, too
-// few rows, or an output large enough to be parallelized anyway.
-func splitContraction(a *Node, aC []int, b *Node, bC []int) *Node {
-	p := max(2, runtime.NumCPU())
-	if len(aC) == 0 || len(aC) != len(bC) {
-		return nil
-	}
-	rows := 1
-	for i := range aC {
-		if aC[i] != i || bC[i] != i || a.Shape().Dim(i) != b.Shape().Dim(i) {
-			return nil
-		}
-		rows *= a.Shape().Dim(i)
-	}
-	aRest, bRest := a.Shape().Dimensions[len(aC):], b.Shape().Dimensions[len(bC):]
-	out := 1
-	for _, d := range append(slices.Clone(aRest), bRest...) {
-		out *= d
-	}
-	if rows%p != 0 || rows < 64*p || out > layers.SmallPathLimit {
-		return nil
-	}
-	a2 := Reshape(a, append([]int{p, rows / p}, aRest...)...)
-	b2 := Reshape(b, append([]int{p, rows / p}, bRest...)...)
-	return ReduceSum(DotGeneral(a2, []int{1}, []int{0}, b2, []int{1}, []int{0}), 0)
 }
 
 // freeAxes are the axes of a rank-r operand that are neither contracted nor batch axes.
@@ -110,10 +77,7 @@ func dotGeneralVJP(node, v *Node) []*Node {
 		vRF[i] = nb + len(lf) + i
 	}
 	grad := func(self *Node, selfC, selfB, selfF []int, other *Node, otherC, otherB, otherF, vSelfF, vOtherF []int) *Node {
-		g := splitContraction(v, vOtherF, other, otherF)
-		if g == nil {
-			g = DotGeneral(v, vOtherF, vBatch, other, otherF, otherB)
-		}
+		g := DotGeneral(v, vOtherF, vBatch, other, otherF, otherB)
 		// g's axes: batch, self's free axes, then other's contracting axes in ascending order.
 		sorted := slices.Clone(otherC)
 		slices.Sort(sorted)

@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -10,12 +12,21 @@ import (
 )
 
 // The replacement gradient must equal GoMLX's stock one on layouts that attention uses:
-// batch axes, several free axes, contracting axes out of order.
+// batch axes, several free axes, contracting axes out of order; on every backend, since the
+// rewrite is registered for all of them.
 func TestDotGeneralVJP(t *testing.T) {
-	backend, err := NewBackend("")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"cpu", "go"} {
+		t.Run(name, func(t *testing.T) {
+			backend, err := NewBackend(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testDotGeneralVJP(t, backend)
+		})
 	}
+}
+
+func testDotGeneralVJP(t *testing.T, backend backends.Backend) {
 	ours := VJPRegistration[NodeTypeDotGeneral]
 	cases := []struct {
 		lhs, rhs       []int
@@ -24,7 +35,7 @@ func TestDotGeneralVJP(t *testing.T) {
 		{[]int{3, 4}, []int{5, 4}, []int{1}, nil, []int{1}, nil},
 		{[]int{2, 3, 4, 5}, []int{2, 3, 6, 5}, []int{3}, []int{0, 1}, []int{3}, []int{0, 1}},
 		{[]int{2, 4, 3, 5}, []int{5, 2, 3, 7}, []int{3, 2}, []int{0}, []int{0, 2}, []int{1}},
-		// A linear layer's weight gradient, which contracts the 8·32 rows in slices.
+		// A linear layer's weight gradient, which contracts all 8·32 rows.
 		{[]int{8, 32, 12}, []int{20, 12}, []int{2}, nil, []int{1}, nil},
 	}
 	for _, c := range cases {

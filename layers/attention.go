@@ -171,9 +171,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 // softmaxValues is softmax(logits)·v for logits [b, h, s, t] and values v [b, kvh, t, hd]
 // (keys on axis vAxis: 2, or 3 when stored transposed [b, kvh, hd, t]), computed as
 // (exp(logits - max)·v) / Σ exp(logits - max): the division acts on [.., hd] instead of
-// [.., t], and the sum is a dot product with ones — both cheaper on the pure-Go backend than
-// elementwise passes over every key (its broadcasts and reductions cost several ns per
-// element). Schemes with relative values need the normalized probabilities and use Softmax.
+// [.., t], and the sum is a dot product with ones: fewer elementwise passes over every key. Schemes with relative values need the normalized probabilities and use Softmax.
 func softmaxValues(logits, v *Node, vAxis, kvh int) *Node {
 	d := logits.Shape().Dimensions
 	b, h, s, t := d[0], d[1], d[2], d[3]
@@ -199,8 +197,8 @@ func repeatKV(k *Node, group int) *Node {
 
 // CacheWrite places the current chunk's keys and values into a fixed-capacity cache, computed
 // once per forward pass and shared by all layers. Each token's key (a [kvHeads, headDim] window)
-// is added with a scatter into its slot — the pure-Go backend lacks DynamicUpdateSlice, and its
-// scatter works in place on the donated cache buffer, so a write costs O(seq·kvHeads·headDim),
+// is added with a scatter into its slot (not DynamicUpdateSlice, see portable.go); a backend
+// scatters in place into the donated cache buffer, so a write costs O(seq·kvHeads·headDim),
 // not O(capacity). Slots start at zero and are written once, so adding is placing. A padding
 // token adds zeros (to some slot in range; its own is past the row's end).
 type CacheWrite struct {

@@ -3,8 +3,7 @@
 // pre-norm (or post-norm) block. Every function builds part of a GoMLX graph; variables live in context scopes
 // (ctx.In("attn").In("wq") holds "weight"), which name the tensors of a checkpoint.
 //
-// Graphs built here avoid Slice, Pad and DynamicUpdateSlice: the pure-Go backend lacks the
-// latter two, and Slice's gradient is built from Pad.
+// Graphs built here avoid the ops listed in portable.go, so that every backend runs them.
 package layers
 
 import (
@@ -22,9 +21,8 @@ import (
 // InitStd is the standard deviation of the normal initialisation of weights (GPT-2's).
 const InitStd = 0.02
 
-// Linear computes x·Wᵀ (+ b) with W stored [out, in] as PyTorch stores it, which is also the
-// faster layout for the pure-Go backend's dot product; in an inference context W is packed
-// (pack.go).
+// Linear computes x·Wᵀ (+ b) with W stored [out, in] as PyTorch stores it; in an inference
+// context W may be held in a narrower type (weight.go).
 func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Node {
 	in := x.Shape().Dim(-1)
 	y := Matrix(ctx, x.Graph(), out, in, x.DType(), std).MulT(x)
@@ -35,9 +33,8 @@ func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Nod
 	return y
 }
 
-// Matrix returns ctx's weight matrix [out, in] ("weight", initialized N(0, std²)), in the
-// layout of ctx: packed [P, out/P, in] ("weight_packed") or quantized (weight.go) in an
-// inference context that asks for it.
+// Matrix returns ctx's weight matrix [out, in] ("weight", initialized N(0, std²)), quantized
+// (weight.go) in an inference context that asks for it.
 func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std float64) Weight {
 	if t := MatrixType(ctx, []int{out, in}); t != quant.F32 {
 		names, types, dims := QuantizedVars(t, out, in)
@@ -51,23 +48,20 @@ func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std
 		return QuantizedWeight(t, out, in, parts...)
 	}
 	ctx = ctx.WithInitializer(initializers.RandomNormalFn(ctx, std))
-	name, store := StoredMatrix(ctx, "weight", []int{out, in})
-	return FloatWeight(ctx.VariableWithShape(name, shapes.Make(dtype, store...)).ValueGraph(g))
+	return FloatWeight(ctx.VariableWithShape("weight", shapes.Make(dtype, out, in)).ValueGraph(g))
 }
 
-// EmbeddingTable returns the [vocab, dim] token embedding table of ctx (packed in an inference
-// context, so that the tied output head runs in parallel too).
+// EmbeddingTable returns the [vocab, dim] token embedding table of ctx.
 func EmbeddingTable(ctx *context.Context, g *Graph, vocab, dim int, dtype dtypes.DType) Weight {
 	return Matrix(ctx, g, vocab, dim, dtype, InitStd)
 }
 
-// Embed looks up tokens [batch, seq] (int32) in table [vocab, dim] (or its packed form).
+// Embed looks up tokens [batch, seq] (int32) in table [vocab, dim].
 func Embed(table Weight, tokens *Node) *Node {
 	return table.Rows(tokens)
 }
 
-// Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim] (or its
-// packed form).
+// Unembed maps x [batch, seq, dim] to logits [batch, seq, vocab] with table [vocab, dim].
 func Unembed(table Weight, x *Node) *Node {
 	return table.MulT(x)
 }

@@ -92,38 +92,36 @@ func QuantizedVars(t quant.Type, out, in int) (names []string, types []dtypes.DT
 	return nil, nil, nil
 }
 
-// quantizedCheckpoint maps a variable of a quantized matrix to its checkpoint tensor: the values
-// variable is "weight" [out, in]; the scales are part of it (ok, but an empty name).
-func quantizedCheckpoint(name string, shape []int) (string, []int, bool) {
+// CheckpointName maps a variable to its checkpoint tensor: the values of a quantized matrix are
+// the tensor "weight" [out, in], and its scales map to no tensor of their own (an empty name);
+// everything else keeps its name and shape.
+func CheckpointName(name string, shape []int) (string, []int) {
 	for _, t := range []quant.Type{quant.BF16, quant.Q8_0, quant.Q4_0} {
 		switch name {
 		case quantName(t):
 			if t == quant.Q4_0 {
-				return "weight", []int{shape[0], 2 * shape[1]}, true
+				return "weight", []int{shape[0], 2 * shape[1]}
 			}
-			return "weight", shape, true
+			return "weight", shape
 		case scaleName(t):
-			return "", nil, true
+			return "", nil
 		}
 	}
-	return "", nil, false
+	return name, shape
 }
 
-// Weight is a weight matrix W [out, in] as a graph reads it: float32 (plain, or packed for the
-// pure-Go backend), or the stored parts of a narrower type.
+// Weight is a weight matrix W [out, in] as a graph reads it: float32, or the stored parts of a
+// narrower type.
 type Weight struct {
 	Type    quant.Type
 	Out, In int
-	w       *Node // F32: [out, in] or packed [P, out/P, in]; BF16: [out, in]
+	w       *Node // F32 or BF16: [out, in]
 	q, d    *Node // Q8_0/Q4_0: values and scales
 }
 
-// FloatWeight wraps a float32 matrix [out, in] (or its packed form).
+// FloatWeight wraps a float32 matrix [out, in].
 func FloatWeight(w *Node) Weight {
 	dims := w.Shape().Dimensions
-	if len(dims) == 3 {
-		dims = Unpacked(dims)
-	}
 	return Weight{Type: quant.F32, Out: dims[0], In: dims[1], w: w}
 }
 
@@ -139,7 +137,7 @@ func QuantizedWeight(t quant.Type, out, in int, parts ...*Node) Weight {
 	return w
 }
 
-// Float returns W as float32 [out, in] (packed if it is stored packed).
+// Float returns W as float32 [out, in].
 func (w Weight) Float() *Node {
 	switch w.Type {
 	case quant.F32:
@@ -152,9 +150,6 @@ func (w Weight) Float() *Node {
 
 // MulT computes x·Wᵀ for x [..., in], returning [..., out].
 func (w Weight) MulT(x *Node) *Node {
-	if w.Type == quant.F32 {
-		return MatMulT(x, w.w)
-	}
 	return DotGeneral(x, []int{x.Rank() - 1}, nil, w.Float(), []int{1}, nil)
 }
 
@@ -163,7 +158,7 @@ func (w Weight) MulT(x *Node) *Node {
 func (w Weight) Rows(ids *Node) *Node {
 	switch w.Type {
 	case quant.F32:
-		return GatherRows(w.w, ids)
+		return Gather(w.w, ExpandAxes(ids, -1))
 	case quant.BF16:
 		return ConvertDType(Gather(w.w, ExpandAxes(ids, -1)), dtypes.Float32)
 	}
@@ -185,7 +180,7 @@ func dequantize(t quant.Type, q, d *Node) *Node {
 		halves := append(append([]int(nil), lead...), nb, 16)
 		q = Reshape(q, halves...)
 		lo := BitwiseAnd(q, Scalar(q.Graph(), dtypes.Uint8, 15))
-		hi := DivScalar(q, 16) // a shift, which GoMLX's pure-Go backend lacks
+		hi := DivScalar(q, 16) // a shift (portable.go)
 		v = AddScalar(ConvertDType(Concatenate([]*Node{lo, hi}, -1), dtypes.Float32), -8)
 	default:
 		panic(fmt.Errorf("layers: %v is not a block format", t))

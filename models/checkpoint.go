@@ -39,16 +39,16 @@ func TensorName(scope, name string) string {
 	return strings.ReplaceAll(scope, "/", ".") + "." + name
 }
 
-// CheckpointTensor is the checkpoint name and shape of a model variable, whichever layout
-// its context uses (packed matrices are saved as "weight" [out, in]).
+// CheckpointTensor is the checkpoint name and shape of a model variable (a quantized matrix's
+// values are "weight" [out, in]; its scales have no name of their own).
 func CheckpointTensor(v *context.Variable) (string, []int) {
 	name, shape := layers.CheckpointName(v.Name(), v.Shape().Dimensions)
 	return TensorName(v.Scope(), name), shape
 }
 
 // Param is one tensor the model expects: its checkpoint name and shape, and the variable that
-// holds it in a context (the same, except for packed matrices in an inference context, see
-// layers.SetPacked).
+// holds it in a context (the same, except for quantized matrices of an inference context, see
+// layers.SetWeightType).
 type Param struct {
 	Name  string
 	Shape []int
@@ -62,15 +62,12 @@ func (m *Model) Params(backend backends.Backend) ([]Param, error) {
 	return m.Layout(backend, nil)
 }
 
-// Layout is Params for a context laid out as like (packed or quantized matrices of an inference
-// context, see layers.SetPacked and layers.SetWeightType); nil is the training layout. Var and
-// Store name the variable holding each tensor (for a quantized matrix, its values).
+// Layout is Params for a context laid out as like (quantized matrices of an inference context,
+// see layers.SetWeightType); nil is the training layout. Var and Store name the variable
+// holding each tensor (for a quantized matrix, its values).
 func (m *Model) Layout(backend backends.Backend, like *context.Context) ([]Param, error) {
 	ctx := context.New()
 	if like != nil {
-		if layers.Packed(like) {
-			layers.SetPacked(ctx)
-		}
 		if err := layers.SetWeightType(ctx, layers.WeightType(like)); err != nil {
 			return nil, err
 		}
@@ -115,8 +112,7 @@ func Try(fn func()) (err error) {
 }
 
 // Save writes cfg and the model variables of ctx to dir, each file through a temporary file
-// and a rename so that a crash never leaves half a checkpoint. Packed matrices (an inference
-// context) are written in the checkpoint layout.
+// and a rename so that a crash never leaves half a checkpoint.
 func Save(dir string, cfg Config, ctx *context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
@@ -197,8 +193,8 @@ func Load(dir string, backend backends.Backend, edits ...Edit) (*Model, *context
 // Edit changes a configuration read from a checkpoint (see Load).
 type Edit func(*Config) error
 
-// LoadInto is Load into the given context: an inference context (layers.SetPacked) receives
-// its matrices packed, without a second copy of the weights.
+// LoadInto is Load into the given context: an inference context (layers.SetWeightType)
+// receives its matrices in its weight type, converted as they are read.
 func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits ...Edit) (*Model, error) {
 	cfg, err := ReadConfig(dir)
 	if err != nil {
@@ -225,8 +221,7 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 	return m, nil
 }
 
-// LoadWeights reads a safetensors file into ctx, validating it against m's parameters. Into an
-// inference context (layers.SetPacked) matrices are read straight into their packed variables.
+// LoadWeights reads a safetensors file into ctx, validating it against m's parameters.
 func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.Context) error {
 	params, err := m.Layout(backend, ctx)
 	if err != nil {
@@ -262,7 +257,7 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 		}
 	}
 	for _, p := range params {
-		t, err := NewTensor(backend, StoredShape(ctx, p.Name, p.Shape), func(dst []float32) error {
+		t, err := NewTensor(backend, p.Shape, func(dst []float32) error {
 			if err := f.ReadFloat32Into(p.Name, dst); err != nil {
 				return err
 			}
@@ -278,20 +273,7 @@ func (m *Model) LoadWeights(path string, backend backends.Backend, ctx *context.
 	return nil
 }
 
-// StoredShape is the shape of the float32 tensor in which a loader hands the checkpoint tensor
-// name of the given shape to SetParam: packed in an inference context (layers.SetPacked) when
-// it is a weight matrix, else as is. Loaders create each tensor in this shape, so that weights
-// are read straight into place.
-func StoredShape(ctx *context.Context, name string, shape []int) []int {
-	_, v := VariablePath(name)
-	if v == "weight" && layers.MatrixType(ctx, shape) != quant.F32 {
-		return shape // quantized by SetParam
-	}
-	_, store := layers.StoredMatrix(ctx, v, shape)
-	return store
-}
-
-// SetParam stores t, float32 of the shape StoredShape gives, as the model variable that the
+// SetParam stores t, float32 in the checkpoint's shape, as the model variable that the
 // checkpoint calls name: as it is, or quantized when ctx holds its matrices in a narrower
 // type (layers.SetWeightType), t being then released.
 func SetParam(ctx *context.Context, backend backends.Backend, name string, t *tensors.Tensor) error {
@@ -307,9 +289,6 @@ func SetParam(ctx *context.Context, backend backends.Backend, name string, t *te
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		return nil
-	}
-	if t.Rank() == 3 && layers.Packed(ctx) {
-		v, _ = layers.StoredMatrix(ctx, v, layers.Unpacked(dims))
 	}
 	ctx.InAbsPath(scope).VariableWithValue(v, t)
 	return nil

@@ -38,7 +38,7 @@ func StoreTensor(ctx *context.Context, backend backends.Backend, name string, sh
 		}
 		return nil
 	}
-	tt, err := NewTensor(backend, StoredShape(ctx, name, shape), func(dst []float32) error {
+	tt, err := NewTensor(backend, shape, func(dst []float32) error {
 		if err := quant.Dequantize(t, raw, dst); err != nil {
 			return err
 		}

@@ -71,8 +71,8 @@ func (f *Floater) Input(ctx *context.Context, x, pos *Node) *Node {
 	return Add(x, ConvertDType(f.Code(ctx, pos, x.Shape().Dim(-1)), x.DType()))
 }
 
-// floaterDynamics holds h's weights, broadcast once to [batch, seq, ·]: on the pure-Go backend
-// an implicit broadcast inside an op costs several times the op itself, and h runs 4·steps times.
+// floaterDynamics holds h's weights, broadcast once to [batch, seq, ·]: h runs 4·steps times,
+// and a broadcast built once is shared by all of them.
 type floaterDynamics struct {
 	w1, w2 *Node // [hidden, dim], [dim, hidden]: stored [out, in]
 	tu, b1 *Node // τ·u and b1, [b, s, hidden]: the time term at stage time f·τ is f·τu + b1

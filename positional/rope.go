@@ -14,7 +14,7 @@ package positional
 //
 // Dimensions past r (partial rotary, as in GPT-NeoX / Phi) pass through unchanged.
 // Written as x' = x·cos + (x·P)·sin with P a fixed signed permutation, so the graph needs no
-// slicing (whose gradient the pure-Go backend lacks).
+// slicing (see layers/portable.go).
 
 import (
 	"fmt"
@@ -162,8 +162,7 @@ func (r *RoPE) RotateWith(x, cos, sin *Node) *Node {
 	g := x.Graph()
 	hd := r.HeadDim
 	// The signed permutation P with (x·P)_a = -x_b, (x·P)_b = x_a, stored transposed (Pᵀ[j][i] =
-	// P[i][j]) so that the product contracts the constant's last axis, the order in which the
-	// pure-Go backend multiplies without first transposing the constant at every call.
+	// P[i][j]) so that the product contracts both operands' last axis, as x·Wᵀ does.
 	permT := make([]float32, hd*hd)
 	for i := range r.RotaryDims() / 2 {
 		a, b := r.Pair(i)

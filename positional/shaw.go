@@ -86,8 +86,7 @@ func (s *Shaw) RelativeValues(ctx *context.Context, layer int, probs, qPos, kPos
 // pickPerPair returns out[b, h, i, j] = x[b, h, i, idx[b, i, j]] for x [b, h, s, r] and
 // idx [b, s, t] in [0, r). One Gather on the flattened x: it costs O(b·h·s·t), where a
 // one-hot [b, s, t, r] contraction would cost, and hold in memory, r times more. Everything is
-// flattened to rank 2 because GoMLX v0.26 rejects a Gather whose indices outrank the operand
-// by more than one.
+// flattened to rank 2 (see layers/portable.go).
 func pickPerPair(x, idx *Node) *Node {
 	d := x.Shape().Dimensions
 	flat := flatPairIndex(idx, d[1], d[3])

@@ -128,7 +128,7 @@ func (x *XL) keyCode(pos *Node, dtype dtypes.DType) *Node {
 }
 
 // xlSwapHalves maps a = [a_s | a_c] to [a_c | −a_s] along the last axis of a [b, h, s, d], with a
-// 2x2 contraction rather than slices (whose gradient the pure-Go backend lacks).
+// 2x2 contraction rather than slices (see layers/portable.go).
 func xlSwapHalves(a *Node) *Node {
 	dims := a.Shape().Dimensions
 	b, h, s, d := dims[0], dims[1], dims[2], dims[3]

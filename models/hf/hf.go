@@ -114,8 +114,8 @@ func Load(dir string, backend backends.Backend, edits ...models.Edit) (*models.M
 	return m, ctx, nil
 }
 
-// LoadInto is Load into the given context: an inference context (layers.SetPacked) receives
-// its matrices packed, read straight into place (models.StoredShape).
+// LoadInto is Load into the given context: an inference context (layers.SetWeightType)
+// receives its matrices in its weight type, converted as they are read.
 func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits ...models.Edit) (*models.Model, error) {
 	cfg, fam, err := readConfig(dir)
 	if err != nil {
@@ -150,7 +150,7 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 	}
 	for _, p := range params {
 		src := plan[p.Name]
-		t, err := models.NewTensor(backend, models.StoredShape(ctx, p.Name, p.Shape), func(dst []float32) error {
+		t, err := models.NewTensor(backend, p.Shape, func(dst []float32) error {
 			if err := ck.read(src, dst); err != nil {
 				return err
 			}

@@ -51,8 +51,8 @@ func Load(path string, backend backends.Backend, edits ...models.Edit) (*models.
 	return m, ctx, nil
 }
 
-// LoadInto is Load into the given context: an inference context (layers.SetPacked) receives
-// its matrices packed, read straight into place (models.StoredShape).
+// LoadInto is Load into the given context: an inference context (layers.SetWeightType)
+// receives its matrices in its weight type, converted as they are read.
 func LoadInto(path string, backend backends.Backend, ctx *context.Context, edits ...models.Edit) (*models.Model, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -133,7 +133,7 @@ func load(rd *Reader, backend backends.Backend, ctx *context.Context, edits []mo
 		}
 		// Straight into the backend's buffer (models.NewTensor), so a forward pass does not
 		// copy the weights a second time.
-		t, err := models.NewTensor(backend, models.StoredShape(ctx, e.Name, e.Shape), rd.Read)
+		t, err := models.NewTensor(backend, e.Shape, rd.Read)
 		if err != nil {
 			return nil, err
 		}
