@@ -32,13 +32,11 @@ type Engine struct {
 	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetWeightType)
 	Capacity int              // KV-cache slots per sequence (the context size)
 
-	builds    atomic.Int64 // graphs built (and so compiled): one per new input shape
-	compiling atomic.Int64 // nanoseconds spent compiling cached-graph shapes (see Session.exec)
-	compiled  sync.Map     // cachedKey -> true: shapes already compiled
-	directs   sync.Map     // cachedKey -> *direct: graphs run without context.Exec (direct.go)
-	full      *context.Exec
-	cached    *context.Exec // a chunk through the KV cache, logits of every token
-	picked    *context.Exec // the same, logits of one token per row (prefill)
+	builds    atomic.Int64  // graphs built (and so compiled): one per new input shape
+	compiling atomic.Int64  // nanoseconds spent compiling decoding steps (stepper.go)
+	steppers  sync.Map      // stepKey -> *stepper: the compiled decoding steps
+	stepMu    sync.Mutex    // held while a stepper is built
+	full      *context.Exec // the whole sequence without a cache (Forward)
 }
 
 // Load opens a checkpoint on the named backend (see NewBackend) with a KV cache of capacity
@@ -166,31 +164,16 @@ func New(backend backends.Backend, m *models.Model, ctx *context.Context, capaci
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.cached, err = context.NewExec(backend, e.Ctx, func(ctx *context.Context, in []*Node) []*Node {
-		return e.cachedGraph(ctx, in, false)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	e.picked, err = context.NewExec(backend, e.Ctx, func(ctx *context.Context, in []*Node) []*Node {
-		return e.cachedGraph(ctx, in, true)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	// Shapes are bucketed (powers of two for chunks, steps of the cache window), so a few
-	// dozen graphs cover every prompt length and batch size in use; the default cache of 32
-	// could evict and recompile.
+	// Lengths are bucketed (powers of two), so a few dozen graphs cover every input in use;
+	// the default cache of 32 could evict and recompile.
 	e.full.SetMaxCache(128)
-	e.cached.SetMaxCache(128)
-	e.picked.SetMaxCache(128)
 	return e, nil
 }
 
 // Compilations counts the graphs built so far; after warm-up it must stop growing.
 func (e *Engine) Compilations() int { return int(e.builds.Load()) }
 
-// CompileTime is the time spent compiling the KV-cache graphs so far (Warmup included).
+// CompileTime is the time spent compiling the decoding steps so far (Warmup included).
 func (e *Engine) CompileTime() time.Duration { return time.Duration(e.compiling.Load()) }
 
 func (e *Engine) fullGraph(ctx *context.Context, tokens, pos, valid *Node) *Node {
@@ -199,9 +182,10 @@ func (e *Engine) fullGraph(ctx *context.Context, tokens, pos, valid *Node) *Node
 	return logits
 }
 
-// cachedGraph's inputs: tokens, pos, valid, slots [b, s]; cache pos, cache valid [b, c];
-// then K and V of every layer; with pick, last, the index [b] of each row's token whose
-// logits are returned. Outputs: logits, then the new cache in the same order.
+// cachedGraph is a decoding step's graph. Its inputs are stepArgs': tokens, pos, valid, slots
+// [b, s]; cache pos, cache valid [b, c]; then K and V of every layer; with pick, last, the
+// index [b] of each row's token whose logits are returned. Outputs: logits, then the new cache
+// in the same order.
 func (e *Engine) cachedGraph(ctx *context.Context, in []*Node, pick bool) []*Node {
 	e.builds.Add(1)
 	n := e.Model.Config.NumLayers
@@ -266,18 +250,9 @@ func (e *Engine) positionLimit() int {
 // have the same positions get them as one row [1, seq]: the model then computes what depends on
 // positions alone once for the batch (as in training, batchTensors).
 func (e *Engine) batchInputs(tokens, positions [][]int, share bool) (tok, pos, valid *tensors.Tensor, seq int, err error) {
-	if len(tokens) == 0 || len(tokens) != len(positions) {
-		return nil, nil, nil, 0, fmt.Errorf("need one positions row per tokens row (got %d and %d)", len(tokens), len(positions))
-	}
-	longest := 0
-	for i, row := range tokens {
-		if len(row) != len(positions[i]) {
-			return nil, nil, nil, 0, fmt.Errorf("row %d has %d tokens but %d positions", i, len(row), len(positions[i]))
-		}
-		longest = max(longest, len(row))
-	}
-	if longest == 0 {
-		return nil, nil, nil, 0, fmt.Errorf("empty input: give at least one token")
+	longest, err := checkRows(tokens, positions)
+	if err != nil {
+		return nil, nil, nil, 0, err
 	}
 	seq = Bucket(longest)
 	b := len(tokens)
@@ -314,6 +289,48 @@ func (e *Engine) batchInputs(tokens, positions [][]int, share bool) (tok, pos, v
 		}
 	})
 	return tok, pos, valid, seq, nil
+}
+
+// checkRows validates rows of tokens and their positions and returns the longest row's length.
+func checkRows(tokens, positions [][]int) (int, error) {
+	if len(tokens) == 0 || len(tokens) != len(positions) {
+		return 0, fmt.Errorf("need one positions row per tokens row (got %d and %d)", len(tokens), len(positions))
+	}
+	longest := 0
+	for i, row := range tokens {
+		if len(row) != len(positions[i]) {
+			return 0, fmt.Errorf("row %d has %d tokens but %d positions", i, len(row), len(positions[i]))
+		}
+		longest = max(longest, len(row))
+	}
+	if longest == 0 {
+		return 0, fmt.Errorf("empty input: give at least one token")
+	}
+	return longest, nil
+}
+
+// deviceTensor is a zeroed tensor of shape sh made in the backend's memory when the backend
+// shares it with the host: given a host-only tensor, GoMLX's Exec first builds an error with a
+// stack trace (Tensor.Device) before transferring it.
+func (e *Engine) deviceTensor(sh shapes.Shape) (*tensors.Tensor, error) {
+	if !e.Backend.HasSharedBuffers() {
+		return tensors.FromShape(sh), nil
+	}
+	buf, flat, err := e.Backend.NewSharedBuffer(0, sh)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tensors.FromBuffer(e.Backend, buf)
+	if err != nil {
+		return nil, err
+	}
+	// Shared buffers may come from a pool: zero them (empty slots must read as zero).
+	if b, ok := flatBytes(flat); ok {
+		clear(b)
+	} else if err := t.MutableBytes(func(b []byte) { clear(b) }); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // unpackLogits returns, for each row, the logits of its real (unpadded) tokens.

@@ -2,15 +2,13 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
+	"sort"
+	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
-	"sort"
-	"time"
-
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/posformer/posformer/models"
 )
 
@@ -21,30 +19,22 @@ import (
 // The cache holds window slots, not the full context: attention costs O(window), so a short
 // sequence does not pay for the whole context. The window doubles (copying the cache) up to the
 // context size; each window size is one compiled graph.
+//
+// The cache lives in backend buffers, donated to each step, which writes the next cache into
+// them (stepper.go): it never leaves the backend while the session decodes.
 type Session struct {
 	e      *Engine
 	batch  int
 	window int
-	cache  []*tensors.Tensor // pos, valid, then K and V of each layer; nil until the first Append
-	// raw holds the cache as backend buffers instead while generation steps token by token
-	// (stepOne); cache is then nil, and run converts back (materialize).
-	raw    []backends.Buffer
-	step   *stepInputs // stepOne's input buffers, written in place at every step
-	Used   []int       // slots filled, per row
-	logits []float32   // appendOne's result, reused
+	cache  []backends.Buffer // the cache inputs of stepArgs, in order; nil until the first Append
 	// spare holds caches allocated ahead by Reserve, by window size: zero and already touched,
 	// so growing into one is a copy.
-	spare map[int][]*tensors.Tensor
-}
-
-// stepInputs are the four inputs of a one-token step (token, position, validity, slot), as
-// backend buffers that share their memory with the host, with those slices.
-type stepInputs struct {
-	bufs           [4]backends.Buffer
-	tok, pos, slot []int32
-	valid          []bool
-	donate         []bool
-	args           []backends.Buffer
+	spare  map[int][]backends.Buffer
+	inputs map[stepKey]*stepInputs // input buffers reused from step to step, by shape
+	broken error                   // a step failed after its cache was donated: the session cannot go on
+	Used   []int                   // slots filled, per row
+	logits []float32               // appendOne's result, reused
+	one    [2][1][]int             // appendOne's token and position rows, reused
 }
 
 // NewSession starts an empty cache for batch sequences.
@@ -80,27 +70,6 @@ func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 	return out
 }
 
-// cachedKey identifies a compiled KV-cache graph.
-type cachedKey struct {
-	pick               bool
-	batch, seq, window int
-}
-
-// precompile compiles exe for the shapes of args unless done before, and times it, so that
-// the rates Generate reports exclude compilation.
-func (e *Engine) precompile(exe interface{ PreCompile(...any) error }, key cachedKey, args []any) error {
-	if _, done := e.compiled.Load(key); done {
-		return nil
-	}
-	start := time.Now()
-	if err := exe.PreCompile(args...); err != nil {
-		return err
-	}
-	e.compiling.Add(int64(time.Since(start)))
-	e.compiled.Store(key, true)
-	return nil
-}
-
 // KVBytes is the size of a full KV cache for batch rows (keys, values, slot positions and
 // validity), what a session grows to when it fills the context.
 func (e *Engine) KVBytes(batch int) int64 {
@@ -119,28 +88,91 @@ func slotAxis(i int) int {
 	return 3 // keys and values [b, kvh, hd, c]
 }
 
-// deviceTensor is a zeroed tensor of shape sh made in the backend's memory when the backend
-// shares it with the host, so that donating it to the next step copies nothing (a host tensor
-// would be transferred, a copy of the whole cache at every growth).
-func (e *Engine) deviceTensor(sh shapes.Shape) (*tensors.Tensor, error) {
+// zeroBuffer is a zeroed backend buffer of shape sh: made in memory the backend shares with the
+// host where it can, so that donating it to a step copies nothing.
+func (e *Engine) zeroBuffer(sh shapes.Shape) (backends.Buffer, error) {
 	if !e.Backend.HasSharedBuffers() {
-		return tensors.FromShape(sh), nil
+		return e.Backend.BufferFromFlatData(0, hostFlat(sh), sh)
 	}
 	buf, flat, err := e.Backend.NewSharedBuffer(0, sh)
 	if err != nil {
 		return nil, err
 	}
-	t, err := tensors.FromBuffer(e.Backend, buf)
+	// Shared buffers may come from a pool: zero them (empty slots must read as zero).
+	b, ok := flatBytes(flat)
+	if !ok {
+		e.Backend.BufferFinalize(buf)
+		return nil, fmt.Errorf("a shared buffer of %s is not a slice", sh)
+	}
+	clear(b)
+	return buf, nil
+}
+
+// hostFlat is a zeroed Go slice holding a tensor of shape sh.
+func hostFlat(sh shapes.Shape) any {
+	return reflect.MakeSlice(reflect.SliceOf(sh.DType.GoType()), sh.Size(), sh.Size()).Interface()
+}
+
+// flatBytes views a flat slice of any element type as its bytes.
+func flatBytes(flat any) ([]byte, bool) {
+	v := reflect.ValueOf(flat)
+	if v.Kind() != reflect.Slice {
+		return nil, false
+	}
+	if v.Len() == 0 {
+		return []byte{}, true
+	}
+	return unsafe.Slice((*byte)(v.Index(0).Addr().UnsafePointer()), v.Len()*int(v.Type().Elem().Size())), true
+}
+
+// withFlat calls fn with the contents of buf as a flat Go slice and returns the buffer that
+// holds them afterwards. On a backend that shares its memory with the host the slice is the
+// buffer itself, and buf is returned. Elsewhere fn sees a host copy; with write, the copy
+// becomes a new buffer that replaces buf (released).
+func (e *Engine) withFlat(buf backends.Buffer, write bool, fn func(flat any)) (backends.Buffer, error) {
+	if e.Backend.HasSharedBuffers() {
+		flat, err := e.Backend.BufferData(buf)
+		if err != nil {
+			return nil, err
+		}
+		fn(flat)
+		return buf, nil
+	}
+	sh, err := e.Backend.BufferShape(buf)
 	if err != nil {
 		return nil, err
 	}
-	// Shared buffers may come from a pool: zero them (empty slots must read as zero).
-	if b, ok := flatBytes(flat); ok {
-		clear(b)
-	} else if err := t.MutableBytes(func(b []byte) { clear(b) }); err != nil {
+	flat := hostFlat(sh)
+	if err := e.Backend.BufferToFlatData(buf, flat); err != nil {
 		return nil, err
 	}
-	return t, nil
+	fn(flat)
+	if !write {
+		return buf, nil
+	}
+	out, err := e.Backend.BufferFromFlatData(0, flat, sh)
+	if err != nil {
+		return nil, err
+	}
+	e.Backend.BufferFinalize(buf)
+	return out, nil
+}
+
+// withBytes is withFlat on the buffer's bytes.
+func (e *Engine) withBytes(buf backends.Buffer, write bool, fn func([]byte)) (backends.Buffer, error) {
+	var viewErr error
+	out, err := e.withFlat(buf, write, func(flat any) {
+		b, ok := flatBytes(flat)
+		if !ok {
+			viewErr = fmt.Errorf("buffer data of type %T is not a slice", flat)
+			return
+		}
+		fn(b)
+	})
+	if err == nil {
+		err = viewErr
+	}
+	return out, err
 }
 
 // Reserve allocates now every cache the session will grow through to hold tokens slots a row,
@@ -163,14 +195,14 @@ func (s *Session) Reserve(tokens int) error {
 			if reserved += bytes; reserved > maxReserveBytes && w > s.e.window(1) {
 				return nil
 			}
-			ts, err := s.e.newCache(s.batch, w)
+			bufs, err := s.e.newCache(s.batch, w)
 			if err != nil {
 				return fmt.Errorf("reserving the KV cache: %w", err)
 			}
 			if s.spare == nil {
-				s.spare = map[int][]*tensors.Tensor{}
+				s.spare = map[int][]backends.Buffer{}
 			}
-			s.spare[w] = ts
+			s.spare[w] = bufs
 		}
 		if w >= last {
 			return nil
@@ -181,21 +213,29 @@ func (s *Session) Reserve(tokens int) error {
 // maxReserveBytes bounds what Reserve allocates ahead.
 var maxReserveBytes = 256 << 20 // a variable for tests
 
-// newCache allocates the (zero) cache tensors of window slots.
-func (e *Engine) newCache(batch, window int) ([]*tensors.Tensor, error) {
+// newCache allocates the (zero) cache buffers of window slots.
+func (e *Engine) newCache(batch, window int) ([]backends.Buffer, error) {
 	shs := e.cacheShapes(batch, window)
-	ts := make([]*tensors.Tensor, len(shs))
+	bufs := make([]backends.Buffer, len(shs))
 	for i, sh := range shs {
-		t, err := e.deviceTensor(sh)
+		buf, err := e.zeroBuffer(sh)
 		if err != nil {
-			for _, t := range ts[:i] {
-				t.FinalizeAll()
-			}
+			e.release(bufs[:i])
 			return nil, err
 		}
-		ts[i] = t
+		bufs[i] = buf
 	}
-	return ts, nil
+	return bufs, nil
+}
+
+// release hands buffers back to the backend now rather than when the garbage collector finds
+// them.
+func (e *Engine) release(bufs []backends.Buffer) {
+	for _, b := range bufs {
+		if b != nil {
+			e.Backend.BufferFinalize(b)
+		}
+	}
 }
 
 // grow enlarges the cache to window slots, keeping its content; new slots are zero (empty).
@@ -209,11 +249,8 @@ func (s *Session) grow(window int) error {
 			return fmt.Errorf("growing the KV cache: %w", err)
 		}
 	}
-	s.cache = next
-	for i, sh := range s.e.cacheShapes(s.batch, window) {
-		t := next[i]
-		if prev != nil {
-			old := prev[i]
+	if prev != nil {
+		for i, sh := range s.e.cacheShapes(s.batch, window) {
 			axis := slotAxis(i)
 			outer, inner := 1, 1
 			for a, d := range sh.Dimensions {
@@ -226,8 +263,8 @@ func (s *Session) grow(window int) error {
 			from, to := s.window*inner, window*inner
 			esize := sh.DType.Size()
 			var readErr error
-			err := s.e.withBytes(t, true, func(dst []byte) {
-				readErr = s.e.withBytes(old, false, func(src []byte) {
+			buf, err := s.e.withBytes(next[i], true, func(dst []byte) {
+				_, readErr = s.e.withBytes(prev[i], false, func(src []byte) {
 					for o := range outer {
 						copy(dst[o*to*esize:(o*to+from)*esize], src[o*from*esize:(o+1)*from*esize])
 					}
@@ -239,9 +276,11 @@ func (s *Session) grow(window int) error {
 			if err != nil {
 				return fmt.Errorf("growing the KV cache: %w", err)
 			}
-			old.FinalizeAll()
+			next[i] = buf
 		}
+		s.e.release(prev)
 	}
+	s.cache = next
 	s.window = window
 	return nil
 }
@@ -249,186 +288,242 @@ func (s *Session) grow(window int) error {
 // Append feeds one chunk per row (rows may differ in length; a row may be empty) at explicit
 // positions, writes it into the cache, and returns the logits of each row's chunk tokens.
 func (s *Session) Append(tokens, positions [][]int) ([][][]float32, error) {
-	outs, err := s.run(tokens, positions, false)
-	if err != nil {
-		return nil, err
-	}
-	defer outs.FinalizeAll() // copied out: its buffer goes back to the backend's pool
-	return unpackLogits(outs, tokens), nil
+	var out [][][]float32
+	err := s.step(tokens, positions, false, func(logits []float32, seq, vocab int) {
+		out = make([][][]float32, len(tokens))
+		for i, row := range tokens {
+			out[i] = make([][]float32, len(row))
+			for j := range row {
+				start := (i*seq + j) * vocab
+				out[i][j] = append([]float32(nil), logits[start:start+vocab]...)
+			}
+		}
+	})
+	return out, err
 }
 
 // appendOne is Append for a one-row session and one token, returning its logits in a buffer
 // that the next call reuses: generation reads them once, and a fresh vocabulary-sized slice
 // per token (128 KB for a 32000-token vocabulary) kept the garbage collector busy.
 func (s *Session) appendOne(tok, pos int) ([]float32, error) {
-	if logits, ok, err := s.stepOne(tok, pos); ok || err != nil {
-		return logits, err
+	if s.one[0][0] == nil {
+		s.one[0][0], s.one[1][0] = make([]int, 1), make([]int, 1)
 	}
-	outs, err := s.run([][]int{{tok}}, [][]int{{pos}}, false)
-	if err != nil {
-		return nil, err
-	}
-	defer outs.FinalizeAll()
-	tensors.MustConstFlatData(outs, func(flat []float32) {
-		s.logits = append(s.logits[:0], flat[:outs.Shape().Dim(2)]...)
+	s.one[0][0][0], s.one[1][0][0] = tok, pos
+	err := s.step(s.one[0][:], s.one[1][:], false, func(logits []float32, _, vocab int) {
+		s.logits = append(s.logits[:0], logits[:vocab]...)
 	})
-	return s.logits, nil
+	return s.logits, err
 }
 
 // AppendLast is Append returning only the logits of each row's last token (nil for an empty
 // row): what generation needs after a prompt, without running the output head on every token.
 func (s *Session) AppendLast(tokens, positions [][]int) ([][]float32, error) {
-	outs, err := s.run(tokens, positions, true)
-	if err != nil {
-		return nil, err
-	}
-	defer outs.FinalizeAll()
 	last := make([][]float32, len(tokens))
-	picked := outs.Shape().Dim(1) == 1
-	tensors.MustConstFlatData(outs, func(flat []float32) {
-		vocab := outs.Shape().Dim(2)
-		seq := outs.Shape().Dim(1)
+	err := s.step(tokens, positions, true, func(logits []float32, seq, vocab int) {
 		for i, row := range tokens {
 			if len(row) == 0 {
 				continue
 			}
 			j := len(row) - 1
-			if picked {
+			if seq == 1 { // picked: one token per row
 				j = 0
 			}
 			start := (i*seq + j) * vocab
-			last[i] = append([]float32(nil), flat[start:start+vocab]...)
+			last[i] = append([]float32(nil), logits[start:start+vocab]...)
 		}
 	})
-	return last, nil
+	return last, err
 }
 
-// run executes one chunk and returns the logits tensor: [b, seq, vocab], or [b, 1, vocab] with
-// pick (one-token chunks always run the plain graph: its one token is the last).
-func (s *Session) run(tokens, positions [][]int, pick bool) (*tensors.Tensor, error) {
-	if err := s.materialize(); err != nil {
-		return nil, err
+// step runs one chunk through the cache and hands read the logits [b, seq, vocab] (seq is 1
+// when pick asks for each row's last token only, or the chunk's bucketed length), valid only
+// during the call.
+func (s *Session) step(tokens, positions [][]int, pick bool, read func(logits []float32, seq, vocab int)) error {
+	e := s.e
+	if s.broken != nil {
+		return s.broken
 	}
 	if len(tokens) != s.batch {
-		return nil, fmt.Errorf("session has %d rows, got %d", s.batch, len(tokens))
+		return fmt.Errorf("session has %d rows, got %d", s.batch, len(tokens))
+	}
+	longest, err := checkRows(tokens, positions)
+	if err != nil {
+		return err
 	}
 	need := 0
 	for i, row := range tokens {
-		if s.Used[i]+len(row) > s.e.Capacity {
-			return nil, fmt.Errorf("context full: row %d would hold %d tokens but the context size is %d; raise -c / --ctx-size", i, s.Used[i]+len(row), s.e.Capacity)
+		if s.Used[i]+len(row) > e.Capacity {
+			return fmt.Errorf("context full: row %d would hold %d tokens but the context size is %d; raise -c / --ctx-size", i, s.Used[i]+len(row), e.Capacity)
 		}
 		need = max(need, s.Used[i]+len(row))
 	}
-	if err := s.e.checkPositions(positions); err != nil {
-		return nil, err
+	if err := e.checkPositions(positions); err != nil {
+		return err
 	}
-	tok, pos, valid, seq, err := s.e.batchInputs(tokens, positions, false) // the cache keeps a row of positions per sequence
-	if err != nil {
-		return nil, err
-	}
-	if w := s.e.window(need); w > s.window || s.cache == nil {
+	if w := e.window(need); w > s.window || s.cache == nil {
 		if err := s.grow(max(w, s.window)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	slots, err := s.e.deviceTensor(shapes.Make(dtypes.Int32, s.batch, seq))
+	seq := Bucket(longest)
+	key := stepKey{pick && seq > 1, s.batch, seq, s.window} // a one-token chunk's token is its last
+	st, err := e.stepperFor(key)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	tensors.MustMutableFlatData(slots, func(flat []int32) {
-		for i := range s.batch {
-			for j := range seq {
-				// Padding past the window is clamped in: it writes zeros.
-				flat[i*seq+j] = int32(min(s.Used[i]+j, s.window-1))
-			}
-		}
-	})
-	var last *tensors.Tensor
-	if pick && seq > 1 {
-		if last, err = s.e.deviceTensor(shapes.Make(dtypes.Int32, s.batch)); err != nil {
-			return nil, err
-		}
-		tensors.MustMutableFlatData(last, func(flat []int32) {
-			for i, row := range tokens {
-				flat[i] = int32(max(len(row)-1, 0))
-			}
-		})
-	}
-	outs, err := s.exec(tok, pos, valid, slots, last)
+	in, err := s.inputsFor(key)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	in.fill(tokens, positions, s.Used, s.window)
+	args, err := in.args(e, s.cache)
+	if err != nil {
+		return fmt.Errorf("decoding inputs: %w", err)
+	}
+	outs, err := st.run(args, in.donate(len(args)))
+	in.done(e, args)
+	if err != nil {
+		// The cache was donated to the failed step: it is gone.
+		s.cache, s.broken = nil, fmt.Errorf("decoding: %w", err)
+		return s.broken
+	}
+	s.cache = outs[1:]
 	for i, row := range tokens {
 		s.Used[i] += len(row)
 	}
-	return outs, nil
+	defer e.Backend.BufferFinalize(outs[0]) // back to the backend's pool for the next step
+	var readErr error
+	if _, err := e.withFlat(outs[0], false, func(flat any) {
+		logits, ok := flat.([]float32)
+		if !ok {
+			readErr = fmt.Errorf("logits of type %T, want float32", flat)
+			return
+		}
+		outSeq := seq
+		if key.pick {
+			outSeq = 1
+		}
+		read(logits, outSeq, len(logits)/(s.batch*outSeq))
+	}); err != nil {
+		return fmt.Errorf("reading logits: %w", err)
+	}
+	return readErr
 }
 
-// exec runs the cached graph (the picking one when last is not nil) on the session's cache,
-// donating the cache buffers so that the backend writes the new cache into them.
-func (s *Session) exec(tok, pos, valid, slots, last *tensors.Tensor) (*tensors.Tensor, error) {
-	// Inputs go to the device here: given a host-only tensor, GoMLX's Exec first builds an
-	// error with a stack trace (Tensor.Device) before transferring it, which costs more than
-	// a small model's whole step.
-	for _, t := range []*tensors.Tensor{tok, pos, valid, slots, last} {
-		if t != nil {
-			if err := t.MaterializeOnDevice(s.e.Backend, false, 0); err != nil {
+// stepInputs are a step's inputs besides the cache (stepArgs): tokens, positions, validity and
+// slots [batch, seq], and with pick each row's last index [batch], as host slices. On a backend
+// that shares memory with the host the slices are views of buffers kept for the next step of
+// the same shape, so a step allocates almost nothing; elsewhere buffers are made per step.
+type stepInputs struct {
+	tok, pos, slot, last []int32
+	valid                []bool
+	seq                  int
+	bufs                 []backends.Buffer // the shared buffers behind the slices, or nil
+	shapes               []shapes.Shape
+	donateFlags          []bool
+	scratch              []backends.Buffer // the argument list, reused
+	nCache               int               // cache buffers among the arguments
+}
+
+// inputsFor returns the session's input slices for k's shapes.
+func (s *Session) inputsFor(k stepKey) (*stepInputs, error) {
+	if in := s.inputs[k]; in != nil {
+		return in, nil
+	}
+	in := &stepInputs{seq: k.seq, shapes: s.e.stepArgs(k)}
+	n := 4
+	if k.pick {
+		n = 5
+	}
+	in.shapes = append(in.shapes[:4:4], in.shapes[len(in.shapes)-(n-4):]...)
+	flats := make([]any, n)
+	for i, sh := range in.shapes {
+		if s.e.Backend.HasSharedBuffers() {
+			buf, flat, err := s.e.Backend.NewSharedBuffer(0, sh)
+			if err != nil {
+				s.e.release(in.bufs)
 				return nil, fmt.Errorf("decoding inputs: %w", err)
 			}
+			in.bufs, flats[i] = append(in.bufs, buf), flat
+		} else {
+			flats[i] = hostFlat(sh)
 		}
 	}
-	seq := tok.Shape().Dim(1)
-	key := cachedKey{last != nil, s.batch, seq, s.window}
-	var outs []*tensors.Tensor
-	if d, ok := s.e.directs.Load(key); ok {
-		args := append([]*tensors.Tensor{tok, pos, valid, slots}, s.cache...)
-		donate := make([]bool, len(args), len(args)+1)
-		for i := range s.cache {
-			donate[4+i] = true
+	in.tok, in.pos, in.valid, in.slot = flats[0].([]int32), flats[1].([]int32), flats[2].([]bool), flats[3].([]int32)
+	if k.pick {
+		in.last = flats[4].([]int32)
+	}
+	if s.inputs == nil {
+		s.inputs = map[stepKey]*stepInputs{}
+	}
+	s.inputs[k] = in
+	return in, nil
+}
+
+// fill writes the chunk's rows, padded to seq; slot j of row i is used[i]+j, the padding's
+// clamped into the window (it writes zeros).
+func (in *stepInputs) fill(tokens, positions [][]int, used []int, window int) {
+	clear(in.tok)
+	clear(in.pos)
+	clear(in.valid)
+	seq := in.seq
+	for i, row := range tokens {
+		for j, id := range row {
+			in.tok[i*seq+j] = int32(id)
+			in.pos[i*seq+j] = int32(positions[i][j])
+			in.valid[i*seq+j] = true
 		}
-		if last != nil {
-			args, donate = append(args, last), append(donate, false)
+		for j := range seq {
+			in.slot[i*seq+j] = int32(min(used[i]+j, window-1))
 		}
-		var err error
-		if outs, err = d.(*direct).run(s.e.Backend, args, donate); err != nil {
-			return nil, fmt.Errorf("decoding: %w", err)
+		if in.last != nil {
+			in.last[i] = int32(max(len(row)-1, 0))
 		}
-	} else {
-		args := []any{tok, pos, valid, slots}
-		for _, t := range s.cache {
-			d, err := graph.DonateTensorBuffer(t, s.e.Backend, 0)
-			if err != nil {
-				return nil, fmt.Errorf("donating cache buffer: %w", err)
-			}
-			args = append(args, d)
-		}
-		exe := s.e.cached
-		if last != nil {
-			args = append(args, last)
-			exe = s.e.picked
-		}
-		if err := s.e.precompile(exe, key, args); err != nil {
+	}
+}
+
+// args lists a step's arguments as backend buffers, in stepArgs' order: four inputs, the cache,
+// and with pick the last-token indices.
+func (in *stepInputs) args(e *Engine, cache []backends.Buffer) ([]backends.Buffer, error) {
+	in.nCache = len(cache)
+	if in.bufs != nil {
+		in.scratch = append(append(append(in.scratch[:0], in.bufs[:4]...), cache...), in.bufs[4:]...)
+		return in.scratch, nil
+	}
+	flats := []any{in.tok, in.pos, in.valid, in.slot}
+	if in.last != nil {
+		flats = append(flats, in.last)
+	}
+	var bufs []backends.Buffer
+	for i, flat := range flats {
+		buf, err := e.Backend.BufferFromFlatData(0, flat, in.shapes[i])
+		if err != nil {
+			e.release(bufs)
 			return nil, err
 		}
-		var g *graph.Graph
-		var err error
-		outs, g, err = exe.ExecWithGraph(args...)
-		if err != nil {
-			return nil, fmt.Errorf("decoding: %w", err)
-		}
-		d, err := s.e.newDirect(g, len(args))
-		if err != nil {
-			return nil, fmt.Errorf("decoding: %w", err)
-		}
-		s.e.directs.Store(key, d)
+		bufs = append(bufs, buf)
 	}
-	for _, t := range []*tensors.Tensor{tok, pos, valid, slots, last} {
-		if t != nil {
-			t.FinalizeAll() // their buffers go back to the backend for the next step
+	return append(append(bufs[:4:4], cache...), bufs[4:]...), nil
+}
+
+// donate is the donation flags of a step's n arguments: the inputs are kept, the cache given.
+func (in *stepInputs) donate(n int) []bool {
+	if len(in.donateFlags) != n {
+		in.donateFlags = make([]bool, n)
+		for i := 4; i < 4+in.nCache; i++ {
+			in.donateFlags[i] = true
 		}
 	}
-	s.cache = outs[1:]
-	return outs[0], nil
+	return in.donateFlags
+}
+
+// done releases the input buffers among a step's arguments, unless they are kept for the next.
+func (in *stepInputs) done(e *Engine, args []backends.Buffer) {
+	if in.bufs == nil {
+		e.release(args[:4])
+		e.release(args[4+in.nCache:])
+	}
 }
 
 // Warmup compiles, for batch rows, every graph that generation can need: the prefill of any
@@ -439,149 +534,38 @@ func (e *Engine) Warmup(batch, maxPrompt int) error {
 	if maxPrompt <= 0 || maxPrompt > e.Capacity {
 		maxPrompt = e.Capacity
 	}
-	type key struct{ seq, window int }
-	seen := map[key]bool{}
-	var keys []key
-	add := func(k key) {
+	// Bucket(n) and window(n) only change past a power of two, so n = 1, 2 and every 2^k + 1
+	// reach every (chunk, window) pair that some length reaches: the cost is logarithmic in
+	// the context size.
+	seen := map[stepKey]bool{}
+	var keys []stepKey
+	add := func(k stepKey) {
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
 	}
-	for n := 1; n <= e.Capacity; n++ {
+	for n := 1; n <= e.Capacity; n = nextBoundary(n) {
 		if n <= maxPrompt {
-			add(key{Bucket(n), e.window(n)}) // a prompt of n tokens
+			add(stepKey{Bucket(n) > 1, batch, Bucket(n), e.window(n)}) // a prompt of n tokens
 		}
-		add(key{1, e.window(n)}) // a decode step reaching n tokens
+		add(stepKey{false, batch, 1, e.window(n)}) // a decode step reaching n tokens
 	}
-	// Arguments only give shapes; keys with the same window share their cache tensors.
 	sort.Slice(keys, func(i, j int) bool { return keys[i].window < keys[j].window })
-	var cache []any
-	for i, k := range keys {
-		if i == 0 || k.window != keys[i-1].window {
-			cache = cache[:0]
-			for _, sh := range e.cacheShapes(batch, k.window) {
-				cache = append(cache, tensors.FromShape(sh))
-			}
-		}
-		args := []any{
-			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
-			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
-			tensors.FromShape(shapes.Make(dtypes.Bool, batch, k.seq)),
-			tensors.FromShape(shapes.Make(dtypes.Int32, batch, k.seq)),
-		}
-		args = append(args, cache...)
-		exe := e.cached
-		if k.seq > 1 {
-			args = append(args, tensors.FromShape(shapes.Make(dtypes.Int32, batch)))
-			exe = e.picked
-		}
-		if err := e.precompile(exe, cachedKey{k.seq > 1, batch, k.seq, k.window}, args); err != nil {
+	for _, k := range keys {
+		if _, err := e.stepperFor(k); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	return nil
 }
 
-// stepOne is appendOne's path once the session's decoding graph has run: the inputs are
-// written into reused buffers and the graph runs on buffers (direct.runBuffers), so a step
-// allocates almost nothing. ok is false when it cannot take the step (a new window size, a
-// batch, a backend whose buffers the host cannot write, or a graph not run yet); run then does.
-func (s *Session) stepOne(tok, pos int) (logits []float32, ok bool, err error) {
-	e := s.e
-	if s.batch != 1 || (s.cache == nil && s.raw == nil) || !e.Backend.HasSharedBuffers() {
-		return nil, false, nil
+// nextBoundary is the next length after n at which Bucket or window may change: 2, then
+// 2^k + 1.
+func nextBoundary(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
 	}
-	used := s.Used[0]
-	if used+1 > e.Capacity || e.window(used+1) > s.window {
-		return nil, false, nil
-	}
-	if lim := e.positionLimit(); lim > 0 && pos >= lim {
-		return nil, false, nil // run reports it
-	}
-	dv, found := e.directs.Load(cachedKey{false, 1, 1, s.window})
-	if !found || dv.(*direct).exe == nil {
-		return nil, false, nil
-	}
-	d := dv.(*direct)
-	if s.step == nil {
-		if s.step, err = e.newStepInputs(); err != nil {
-			return nil, false, err
-		}
-	}
-	in := s.step
-	in.tok[0], in.pos[0], in.valid[0], in.slot[0] = int32(tok), int32(pos), true, int32(min(used, s.window-1))
-	if s.raw == nil {
-		for _, t := range s.cache {
-			buf, err := t.DonateBuffer(e.Backend, 0)
-			if err != nil {
-				return nil, false, fmt.Errorf("decoding: %w", err)
-			}
-			s.raw = append(s.raw, buf)
-		}
-		s.cache = nil
-	}
-	in.args = append(append(in.args[:0], in.bufs[:]...), s.raw...)
-	for len(in.donate) < len(in.args) {
-		in.donate = append(in.donate, true) // the cache, after the four inputs
-	}
-	outs, err := d.runBuffers(in.args, in.donate[:len(in.args)])
-	if err != nil {
-		s.raw = nil // donated: the session cannot go on
-		return nil, false, fmt.Errorf("decoding: %w", err)
-	}
-	if len(s.logits) == 0 {
-		sh, err := e.Backend.BufferShape(outs[0])
-		if err != nil {
-			return nil, false, err
-		}
-		s.logits = make([]float32, sh.Size())
-	}
-	if err := e.Backend.BufferToFlatData(outs[0], s.logits); err != nil {
-		return nil, false, fmt.Errorf("reading logits: %w", err)
-	}
-	_ = e.Backend.BufferFinalize(outs[0]) // back to the backend's pool for the next step
-	s.raw = append(s.raw[:0], outs[1:]...)
-	s.Used[0]++
-	return s.logits, true, nil
-}
-
-// newStepInputs makes stepOne's input buffers in shared memory.
-func (e *Engine) newStepInputs() (*stepInputs, error) {
-	in := &stepInputs{donate: []bool{false, false, false, false}}
-	for i, dt := range []dtypes.DType{dtypes.Int32, dtypes.Int32, dtypes.Bool, dtypes.Int32} {
-		buf, flat, err := e.Backend.NewSharedBuffer(0, shapes.Make(dt, 1, 1))
-		if err != nil {
-			return nil, fmt.Errorf("decoding inputs: %w", err)
-		}
-		in.bufs[i] = buf
-		switch i {
-		case 0:
-			in.tok = flat.([]int32)
-		case 1:
-			in.pos = flat.([]int32)
-		case 2:
-			in.valid = flat.([]bool)
-		case 3:
-			in.slot = flat.([]int32)
-		}
-	}
-	return in, nil
-}
-
-// materialize turns a cache held as buffers (after stepOne) back into tensors.
-func (s *Session) materialize() error {
-	if s.raw == nil {
-		return nil
-	}
-	s.cache = make([]*tensors.Tensor, len(s.raw))
-	for i, buf := range s.raw {
-		t, err := tensors.FromBuffer(s.e.Backend, buf)
-		if err != nil {
-			return fmt.Errorf("decoding: %w", err)
-		}
-		s.cache[i] = t
-	}
-	s.raw = nil
-	return nil
+	return p + 1
 }

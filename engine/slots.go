@@ -6,13 +6,7 @@ package engine
 // included, a server sizes its session to the requests it has: it moves the running rows into
 // a smaller or larger session (CopyRow) as requests come and go.
 
-import (
-	"fmt"
-	"reflect"
-	"unsafe"
-
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-)
+import "fmt"
 
 // Rows is the number of sequences the session decodes together.
 func (s *Session) Rows() int { return s.batch }
@@ -27,15 +21,17 @@ func (s *Session) FreeRow(row int) error {
 	if row < 0 || row >= s.batch {
 		return fmt.Errorf("freeing row %d: the session has rows 0 to %d", row, s.batch-1)
 	}
-	if err := s.materialize(); err != nil {
-		return fmt.Errorf("freeing row %d: %w", row, err)
-	}
 	s.Used[row] = 0
-	for i, t := range s.cache {
-		per := t.Shape().Size() / s.batch * t.Shape().DType.Size() // bytes per row
-		if err := s.e.withBytes(t, true, func(b []byte) { clear(b[row*per : (row+1)*per]) }); err != nil {
+	if s.cache == nil {
+		return nil
+	}
+	for i, sh := range s.e.cacheShapes(s.batch, s.window) {
+		per := sh.Size() / s.batch * sh.DType.Size() // bytes per row
+		buf, err := s.e.withBytes(s.cache[i], true, func(b []byte) { clear(b[row*per : (row+1)*per]) })
+		if err != nil {
 			return fmt.Errorf("freeing row %d of cache tensor %d: %w", row, i, err)
 		}
+		s.cache[i] = buf
 	}
 	return nil
 }
@@ -56,14 +52,8 @@ func (s *Session) CopyRow(from int, dst *Session, to int) error {
 		return fmt.Errorf("copying into row %d: it holds %d tokens; free it first", to, dst.Used[to])
 	}
 	used := s.Used[from]
-	if used == 0 || s.cache == nil && s.raw == nil {
+	if used == 0 || s.cache == nil {
 		return nil // nothing in the row
-	}
-	if err := s.materialize(); err != nil {
-		return fmt.Errorf("copying row %d: %w", from, err)
-	}
-	if err := dst.materialize(); err != nil {
-		return fmt.Errorf("copying row %d: %w", from, err)
 	}
 	if w := s.e.window(used); dst.cache == nil || w > dst.window {
 		if err := dst.grow(max(w, dst.window)); err != nil {
@@ -72,13 +62,12 @@ func (s *Session) CopyRow(from int, dst *Session, to int) error {
 	}
 	// Every cache tensor is [rows, ..., window] with the slots last: a row is runs of window
 	// slots, of which the first used ones are filled (slots fill in order from 0).
-	for i, src := range s.cache {
-		dt := dst.cache[i]
-		size := src.Shape().DType.Size()
-		runs := src.Shape().Size() / s.batch / s.window
+	for i, sh := range s.e.cacheShapes(s.batch, s.window) {
+		size := sh.DType.Size()
+		runs := sh.Size() / s.batch / s.window
 		var readErr error
-		err := s.e.withBytes(dt, true, func(out []byte) {
-			readErr = s.e.withBytes(src, false, func(in []byte) {
+		buf, err := s.e.withBytes(dst.cache[i], true, func(out []byte) {
+			_, readErr = s.e.withBytes(s.cache[i], false, func(in []byte) {
 				for r := range runs {
 					at := (from*runs + r) * s.window * size
 					into := (to*runs + r) * dst.window * size
@@ -92,6 +81,7 @@ func (s *Session) CopyRow(from int, dst *Session, to int) error {
 		if err != nil {
 			return fmt.Errorf("copying row %d of cache tensor %d: %w", from, i, err)
 		}
+		dst.cache[i] = buf
 	}
 	dst.Used[to] = used
 	return nil
@@ -100,52 +90,15 @@ func (s *Session) CopyRow(from int, dst *Session, to int) error {
 // Close releases the session's cache now rather than when the garbage collector finds it:
 // a server that replaces its session would otherwise hold two caches for a while.
 func (s *Session) Close() {
-	for _, t := range s.cache {
-		t.FinalizeAll()
+	s.e.release(s.cache)
+	for _, bufs := range s.spare {
+		s.e.release(bufs)
 	}
-	for _, b := range s.raw {
-		s.e.Backend.BufferFinalize(b)
+	for _, in := range s.inputs {
+		s.e.release(in.bufs)
 	}
-	s.cache, s.raw = nil, nil
+	s.cache, s.spare, s.inputs = nil, nil, nil
 	clear(s.Used)
-}
-
-// withBytes calls fn with t's bytes. On a backend that shares its memory with the host they
-// are the device buffer itself: going through Tensor.MutableBytes would copy the whole cache to
-// the host and back. write says fn changes them.
-func (e *Engine) withBytes(t *tensors.Tensor, write bool, fn func([]byte)) error {
-	// A host copy beside the device buffer would go stale: only a device-only (or shared)
-	// tensor is used through its buffer.
-	if e.Backend.HasSharedBuffers() && t.IsOnDevice(0) && (t.IsShared() || !t.IsLocal()) {
-		buf, err := t.Buffer(e.Backend, 0)
-		if err != nil {
-			return err
-		}
-		flat, err := e.Backend.BufferData(buf)
-		if err != nil {
-			return err
-		}
-		if b, ok := flatBytes(flat); ok {
-			fn(b)
-			return nil
-		}
-	}
-	if write {
-		return t.MutableBytes(fn)
-	}
-	return t.ConstBytes(fn)
-}
-
-// flatBytes views a flat slice of any element type as its bytes.
-func flatBytes(flat any) ([]byte, bool) {
-	v := reflect.ValueOf(flat)
-	if v.Kind() != reflect.Slice {
-		return nil, false
-	}
-	if v.Len() == 0 {
-		return []byte{}, true
-	}
-	return unsafe.Slice((*byte)(v.Index(0).Addr().UnsafePointer()), v.Len()*int(v.Type().Elem().Size())), true
 }
 
 // SequenceLimit is the most tokens one row can hold: the context size, or less when the

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"reflect"
 	"slices"
 
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -28,21 +27,6 @@ func init() {
 
 // stockDotGeneralVJP is GoMLX's own, kept for the test that compares the two.
 var stockDotGeneralVJP VJP
-
-// dotGeneralAxes reads the axes a DotGeneral node was built with. GoMLX v0.26 keeps them in
-// unexported fields, so they are read by reflection; TestDotGeneralVJP pins the behaviour.
-func dotGeneralAxes(node *Node) (lc, lb, rc, rb []int) {
-	in := reflect.ValueOf(node).Elem().FieldByName("inputs").Elem().Elem()
-	ints := func(name string) []int {
-		f := in.FieldByName(name)
-		out := make([]int, f.Len())
-		for i := range out {
-			out[i] = int(f.Index(i).Int())
-		}
-		return out
-	}
-	return ints("lhsContractingAxes"), ints("lhsBatchAxes"), ints("rhsContractingAxes"), ints("rhsBatchAxes")
-}
 
 // freeAxes are the axes of a rank-r operand that are neither contracted nor batch axes.
 func freeAxes(rank int, contracting, batch []int) []int {
