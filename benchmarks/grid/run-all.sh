@@ -1,19 +1,19 @@
 #!/bin/sh
-# sessions.sh runs the v2 grid in the background of a work session:
+# run-all.sh runs the whole v2 grid in the background until it is done or stopped:
 #
-#	nohup benchmarks/grid/sessions.sh > grid.log 2>&1 &
+#	nohup benchmarks/grid/run-all.sh > grid.log 2>&1 &
 #
 # It builds cmd/bench and runs the whole grid in one command, in grid.Order's order: the cells
-# an earlier run stopped mid-way, then every seed of the schemes that RESULTS.md's "against the
+# a previous run stopped mid-way, then every seed of the schemes that RESULTS.md's "against the
 # papers" compares (report.Compared), then the rest seed by seed (mlm's first seed, then every
 # task's second, then third). The command skips the finished cells (their results are in
 # benchmarks/results, committed). Checkpoints go to $WEIGHTS (default weights/grid, ignored by git;
-# the shipped models to weights/bench) every 200 steps, so a cell the machine cuts off
-# resumes from its last checkpoint next time: the grid runs until it is stopped, and a core is
-# never left idle for want of a cell that would finish in time.
+# the shipped models to weights/bench) every 200 steps, so a cell that is cut off resumes from its
+# last checkpoint on the next run: the grid runs until it is stopped, and a core is never left
+# idle for want of a cell that would finish in time.
 #
 # END=17:00 (optional) starts no cell that its estimate says would end after 17:00: for a
-# machine whose $WEIGHTS will not survive it, where a cut-off cell's work would be lost. A time
+# machine whose $WEIGHTS will not outlive it, where a cut-off cell's work would be lost. A time
 # of day already past means tomorrow's.
 set -e
 cd "$(dirname "$0")/../.."
