@@ -11,11 +11,11 @@ import (
 
 // CostTable is what the grid's models took, per task: training from each model's train.json and
 // evaluation from its eval.json, both on one core of two. Some models have neither record (copy's
-// and reverse's first seed were trained before the grid kept curves; evaluation was timed only from
-// 2026-11-27 on): those count at the mean of their label's recorded seeds, or of their task's
+// and reverse's first seed were trained before the grid kept curves, and the earliest models'
+// evaluations were not timed): those count at the mean of their label's recorded seeds, or of their task's
 // where no seed of the label has one, and the table says how many were estimated so. The sums are
-// the grid as it ran, across machines and the speed-ups of its sessions, not what a run from
-// scratch takes today (that is `--full -plan`).
+// the grid as it ran, across machines and versions of the engine, not what a run from scratch
+// takes today (that is `--full -plan`).
 func CostTable(byTask map[string][]Result, curves map[string][]Curve) string {
 	var b strings.Builder
 	b.WriteString("| task | models | training h | models without a kept curve | evaluation h | models without a timed evaluation |\n" +

@@ -26,7 +26,7 @@ type Curve struct {
 	Info        recipe.TrainInfo
 	Steps       []float64
 	Eval        []float64 // held-out loss at L, nats per scored token
-	EvalSeconds float64   // the model's evaluation wall time; NaN where not kept (before 2026-11-27)
+	EvalSeconds float64   // the model's evaluation wall time; NaN where not recorded (no eval.json)
 }
 
 // EvalTime is a model's evaluation wall time, kept by the grid beside its curve as
@@ -190,7 +190,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	if len(cs) > 0 {
 		fmt.Fprintf(&b, "\n%d models, %.1f h of training wall time in all.", len(cs), total/3600)
 		if evalN > 0 {
-			fmt.Fprintf(&b, " Evaluation (every length and row of the tables above, timed since 2026-11-27; \"eval min\", mean over the timed seeds): %d models, %s, %.1f min a model.", evalN, duration(evalTotal), evalTotal/60/float64(evalN))
+			fmt.Fprintf(&b, " Evaluation (every length and row of the tables above, where an eval.json records it; \"eval min\", mean over the timed seeds): %d models, %s, %.1f min a model.", evalN, duration(evalTotal), evalTotal/60/float64(evalN))
 		}
 		b.WriteString("\n")
 	}
@@ -198,7 +198,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 		fmt.Fprintf(&b, "\nAt the step cap while still improving (the plateau rule never fired: every 500 steps gained 1%% or more; final held-out loss): %s.\n", strings.Join(capped, ", "))
 	}
 	if len(lost) > 0 {
-		fmt.Fprintf(&b, "\nCurves not kept (trained before the grid kept them beside the results; their checkpoints' machine is gone): %s.\n", strings.Join(lost, ", "))
+		fmt.Fprintf(&b, "\nCurves not kept (trained before the grid kept them beside the results): %s.\n", strings.Join(lost, ", "))
 	}
 	return b.String()
 }

@@ -52,8 +52,7 @@ func Papers(byTask map[string][]Result) []Finding {
 // The schemes the findings compare, beside the recipe's RandPosSchemes and RoPE (PI, YaRN).
 var (
 	// T5's bias degrades in Press et al.'s own Figure 1 ("current position methods (sinusoidal,
-	// rotary, and T5) show degraded perplexity"), so it stands with the schemes that degrade,
-	// although issue 17's summary listed it with the flat ones.
+	// rotary, and T5) show degraded perplexity"), so it stands with the schemes that degrade.
 	flatSchemes, degradeSchemes = []string{"alibi", "kerple", "fire"}, []string{"sinusoidal", "learned", "rope", "t5"}
 	nopeGood, nopeAbsolute      = []string{"none", "t5"}, []string{"sinusoidal", "learned"}
 )
