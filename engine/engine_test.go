@@ -33,6 +33,11 @@ var schemeVariants = []map[string]any{
 	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 4}},
 	{"name": "rope", "layout": "interleaved", "rotary_fraction": 0.5, "rope_scaling": map[string]any{"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 6}},
 	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8}},
+	// LongRoPE switches its factors past position 6 (head dim 8: four pairs); p-RoPE stops the
+	// slowest half of the pairs.
+	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "longrope", "factor": 4.0, "original_max_position_embeddings": 6,
+		"short_factor": []any{1.0, 1.5, 2.0, 3.0}, "long_factor": []any{2.0, 4.0, 8.0, 16.0}}},
+	{"name": "rope", "p": 0.5},
 }
 
 // testSchemes is every registered scheme with its default options, plus the variants, so a

@@ -80,10 +80,15 @@ func (o *Options) Float(key string, def float64) float64 {
 	if !ok {
 		return def
 	}
-	if f, ok := number(v); ok {
+	f, ok := number(v)
+	switch {
+	case !ok:
+		o.errs = append(o.errs, fmt.Sprintf("option %q must be a number, got %v", key, v))
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		o.errs = append(o.errs, fmt.Sprintf("option %q must be finite, got %v", key, v))
+	default:
 		return f
 	}
-	o.errs = append(o.errs, fmt.Sprintf("option %q must be a number, got %v", key, v))
 	return def
 }
 

@@ -13,6 +13,12 @@ package positional
 //	half         a = i,   b = i + r/2   Hugging Face Llama, GPT-NeoX
 //
 // Dimensions past r (partial rotary, as in GPT-NeoX / Phi) pass through unchanged.
+//
+// p-RoPE (Barbero et al. 2024, "Round and Round We Go! What makes Rotary Positional Encodings
+// useful?"), option p in [0, 1]: only the fastest floor(p·r/2) pairs keep rotating; the slower
+// ones get θ_i = 0, so they carry content alone (semantic channels no distance can rotate
+// away). p = 1 is RoPE, p = 0 is NoPE. Unlike rotary_fraction, which keeps the first
+// dimensions whatever their frequency, p removes the lowest frequencies.
 // Written as x' = x·cos + (x·P)·sin with P a fixed signed permutation, so the graph needs no
 // slicing (see layers/portable.go).
 
@@ -33,6 +39,7 @@ func init() {
 			RotaryFraction: opts.Float("rotary_fraction", 1),
 			HeadDim:        arch.HeadDim,
 		}
+		p := opts.Float("p", 1)
 		if r.Base <= 1 {
 			return nil, fmt.Errorf("base must be > 1, got %g", r.Base)
 		}
@@ -42,11 +49,21 @@ func init() {
 		if r.RotaryDims() < 2 {
 			return nil, fmt.Errorf("rotary_fraction %g of head dim %d leaves no pair to rotate", r.RotaryFraction, r.HeadDim)
 		}
-		sc, err := parseScaling(opts.Sub("rope_scaling"), arch.TrainLen)
+		if p < 0 || p > 1 {
+			return nil, fmt.Errorf("p (the fraction of pairs that keep rotating, p-RoPE) must be in [0, 1], got %g", p)
+		}
+		r.FrozenPairs = r.RotaryDims()/2 - int(p*float64(r.RotaryDims()/2))
+		sc, err := parseScaling(opts.Sub("rope_scaling"), arch.TrainLen, r.RotaryDims()/2)
 		if err != nil {
 			return nil, err
 		}
 		r.Scaling = sc
+		if err := r.checkFrequencies(); err != nil {
+			return nil, err
+		}
+		if sc != nil && sc.Type == "longrope" {
+			return &LongRoPE{RoPE: r}, nil
+		}
 		if sc != nil && sc.Type == "dynamic" {
 			if r.RotaryDims() < 4 {
 				return nil, fmt.Errorf("dynamic NTK needs at least 4 rotary dims, got %d", r.RotaryDims())
@@ -67,6 +84,7 @@ type RoPE struct {
 	RotaryFraction float64
 	HeadDim        int
 	Scaling        *Scaling // context extension (rope_scaling.go); nil for none
+	FrozenPairs    int      // p-RoPE: the slowest pairs, this many, get frequency 0 (1-p of them)
 }
 
 // Name implements Scheme.
@@ -80,12 +98,45 @@ func (r *RoPE) RotaryDims() int {
 // InvFreq returns θ_i for the r/2 pairs, scaled when a context extension is configured.
 func (r *RoPE) InvFreq() []float64 { return r.InvFreqAt(0) }
 
-// InvFreqAt returns the frequencies at sequence length n, which only dynamic NTK depends on.
+// InvFreqAt returns the frequencies at sequence length n, which only dynamic NTK and LongRoPE
+// depend on; pairs past p-RoPE's fraction get 0.
 func (r *RoPE) InvFreqAt(n int) []float64 {
-	if r.Scaling == nil {
-		return Frequencies(r.RotaryDims(), r.Base)
+	f := Frequencies(r.RotaryDims(), r.Base)
+	if r.Scaling != nil {
+		f = r.Scaling.InvFreq(r.RotaryDims(), r.Base, n)
 	}
-	return r.Scaling.InvFreq(r.RotaryDims(), r.Base, n)
+	for i := len(f) - r.FrozenPairs; i < len(f); i++ {
+		f[i] = 0
+	}
+	return f
+}
+
+// minFreq is the smallest normal float32: a frequency below it rounds to zero or loses its
+// precision where the graph computes angles in float32.
+const minFreq = 0x1p-126
+
+// checkFrequencies refuses settings whose frequencies float32 cannot hold (a base or a factor
+// of 1e308 gives frequencies of 1e-300, zero in float32) and attention factors that are not
+// finite and positive.
+func (r *RoPE) checkFrequencies() error {
+	lengths := []int{0}
+	if r.Scaling != nil && r.Scaling.OrigLen > 0 {
+		lengths = append(lengths, r.Scaling.OrigLen, r.Scaling.OrigLen+1, 64*r.Scaling.OrigLen)
+	}
+	for _, n := range lengths {
+		for i, f := range r.InvFreqAt(n) {
+			if f == 0 && i >= r.RotaryDims()/2-r.FrozenPairs {
+				continue // p-RoPE's removed pairs
+			}
+			if math.IsNaN(f) || math.IsInf(f, 0) || f < minFreq {
+				return fmt.Errorf("base %g%s gives pair %d the frequency %g, which float32 cannot hold: use a smaller base or factor", r.Base, r.Scaling.describe(), i, f)
+			}
+		}
+	}
+	if m := r.AttentionFactor(); math.IsNaN(m) || math.IsInf(m, 0) || m <= 0 {
+		return fmt.Errorf("rope_scaling gives the attention factor %g; it must be finite and > 0", m)
+	}
+	return nil
 }
 
 // AttentionFactor multiplies cos and sin (so the logits by its square): 1 for plain RoPE,
@@ -126,9 +177,14 @@ func (r *RoPE) Rotate(x, pos *Node) *Node {
 // positions pos [batch, seq] (θ = 0 on pass-through dims, so cos = 1 and sin = 0 there), times
 // the attention factor of a scaling that has one.
 func (r *RoPE) CosSin(pos *Node, dtype dtypes.DType) (cos, sin *Node) {
+	return r.cosSinOf(pos, dtype, r.InvFreq())
+}
+
+// cosSinOf is CosSin with the pairs' frequencies given.
+func (r *RoPE) cosSinOf(pos *Node, dtype dtypes.DType, invFreq []float64) (cos, sin *Node) {
 	g := pos.Graph()
 	hd := r.HeadDim
-	freq := r.dimFreq()
+	freq := r.dimFreq(invFreq)
 	angles := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), 1, -1), Reshape(Const(g, freq), 1, 1, 1, hd)) // [b, 1, s, hd]
 	cos = ConvertDType(Cos(angles), dtype)
 	sin = ConvertDType(Sin(angles), dtype)
@@ -137,9 +193,10 @@ func (r *RoPE) CosSin(pos *Node, dtype dtypes.DType) (cos, sin *Node) {
 		scale := make([]float32, hd)
 		for i := range scale {
 			scale[i] = 1
-			if freq[i] != 0 {
-				scale[i] = float32(m)
-			}
+		}
+		for i := range r.RotaryDims() / 2 {
+			a, b := r.Pair(i)
+			scale[a], scale[b] = float32(m), float32(m)
 		}
 		s := ConvertDType(Reshape(Const(g, scale), 1, 1, 1, hd), dtype)
 		cos, sin = Mul(cos, s), Mul(sin, s)
@@ -148,9 +205,9 @@ func (r *RoPE) CosSin(pos *Node, dtype dtypes.DType) (cos, sin *Node) {
 }
 
 // dimFreq is the frequency of each head dimension (both dims of a pair share one).
-func (r *RoPE) dimFreq() []float32 {
+func (r *RoPE) dimFreq(invFreq []float64) []float32 {
 	freq := make([]float32, r.HeadDim)
-	for i, f := range r.InvFreq() {
+	for i, f := range invFreq {
 		a, b := r.Pair(i)
 		freq[a], freq[b] = float32(f), float32(f)
 	}

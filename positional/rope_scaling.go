@@ -10,6 +10,8 @@ package positional
 //	yarn     θ'_i = (1-γ_i)·θ_i/s + γ_i·θ_i, attention factor 0.1·ln(s) + 1   (Peng et al. 2023)
 //	llama3   as yarn, with γ_i linear in the turns L·θ_i/2π between low_freq_factor (1) and
 //	         high_freq_factor (4), no attention factor (Meta's Llama 3.1; HF "llama3")
+//	longrope θ'_i = θ_i / λ_i, λ the short factors up to L and the long ones past it, attention
+//	         factor √(1 + ln s / ln L)   (Ding et al. 2024; Phi-3; HF "longrope"; longrope.go)
 //
 // Linear squeezes every position into the trained range, at the price of crowding neighbours
 // together; NTK raises the base so that the fast pairs (local order) barely move and the slow
@@ -52,23 +54,34 @@ import (
 )
 
 // ScalingTypes are the accepted rope_type values.
-var ScalingTypes = []string{"none", "default", "linear", "ntk", "dynamic", "yarn", "llama3"}
+var ScalingTypes = []string{"none", "default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope"}
 
 // Scaling is a RoPE context-extension method.
 type Scaling struct {
-	Type       string  // "none", "linear", "ntk", "dynamic" or "yarn"
-	Factor     float64 // s >= 1
-	OrigLen    int     // L, the trained context (dynamic, yarn)
-	BetaFast   float64 // yarn: pairs turning more than this over L keep their frequency (32)
-	BetaSlow   float64 // yarn: pairs turning fewer than this are fully interpolated (1)
-	AttnFactor float64 // yarn: multiplies cos and sin; 0 means 0.1·ln(s) + 1
-	Truncate   bool    // yarn: floor/ceil the ramp's ends to whole pairs, as HF and llama.cpp do
-	LowFreq    float64 // llama3: pairs turning fewer than this many times are interpolated (1)
-	HighFreq   float64 // llama3: pairs turning more than this many times are kept (4)
+	Type       string    // "none", "linear", "ntk", "dynamic" or "yarn"
+	Factor     float64   // s >= 1
+	OrigLen    int       // L, the trained context (dynamic, yarn)
+	BetaFast   float64   // yarn: pairs turning more than this over L keep their frequency (32)
+	BetaSlow   float64   // yarn: pairs turning fewer than this are fully interpolated (1)
+	AttnFactor float64   // yarn: multiplies cos and sin; 0 means 0.1·ln(s) + 1
+	Truncate   bool      // yarn: floor/ceil the ramp's ends to whole pairs, as HF and llama.cpp do
+	LowFreq    float64   // llama3: pairs turning fewer than this many times are interpolated (1)
+	HighFreq   float64   // llama3: pairs turning more than this many times are kept (4)
+	Short      []float64 // longrope: each pair's rescale factor λ_i up to the original context
+	Long       []float64 // longrope: the same past it
 }
 
-// parseScaling reads a rope_scaling block; trainLen is the default original context.
-func parseScaling(o *Options, trainLen int) (*Scaling, error) {
+// describe names the scaling for messages: " with rope_scaling yarn ×4", or "" for none.
+func (s *Scaling) describe() string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf(" with rope_scaling %s ×%g", s.Type, s.Factor)
+}
+
+// parseScaling reads a rope_scaling block; trainLen is the default original context, pairs the
+// number of rotary pairs.
+func parseScaling(o *Options, trainLen, pairs int) (*Scaling, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -88,14 +101,30 @@ func parseScaling(o *Options, trainLen int) (*Scaling, error) {
 	if typ == "llama3" {
 		s.LowFreq, s.HighFreq = o.Float("low_freq_factor", 1), o.Float("high_freq_factor", 4)
 	}
+	if typ == "longrope" {
+		s.Short, s.Long = o.Floats("short_factor", nil), o.Floats("long_factor", nil)
+		for _, f := range []struct {
+			name string
+			v    []float64
+		}{{"short_factor", s.Short}, {"long_factor", s.Long}} {
+			if len(f.v) != pairs {
+				return nil, fmt.Errorf("rope_scaling longrope needs %s with one factor per rotary pair (%d), got %d", f.name, pairs, len(f.v))
+			}
+			for i, x := range f.v {
+				if !(x > 0) || math.IsInf(x, 0) {
+					return nil, fmt.Errorf("rope_scaling longrope: %s[%d] must be finite and > 0, got %g", f.name, i, x)
+				}
+			}
+		}
+	}
 	switch {
 	case s.Type == "":
-		return nil, fmt.Errorf("rope_scaling needs rope_type (valid: linear, ntk, dynamic, yarn)")
+		return nil, fmt.Errorf("rope_scaling needs rope_type (valid: linear, ntk, dynamic, yarn, llama3, longrope)")
 	case s.Type == "none" || s.Type == "default":
 		return nil, nil
 	case s.Factor < 1:
 		return nil, fmt.Errorf("rope_scaling factor must be >= 1 (it extends the context s times), got %g", s.Factor)
-	case (s.Type == "dynamic" || s.Type == "yarn" || s.Type == "llama3") && s.OrigLen <= 0:
+	case (s.Type == "dynamic" || s.Type == "yarn" || s.Type == "llama3" || s.Type == "longrope") && s.OrigLen <= 0:
 		return nil, fmt.Errorf("rope_scaling %s needs the original context length: set original_max_position_embeddings (--yarn-orig-ctx N)", s.Type)
 	case s.Type == "yarn" && !(s.BetaFast > s.BetaSlow && s.BetaSlow > 0):
 		return nil, fmt.Errorf("rope_scaling yarn needs beta_fast > beta_slow > 0, got %g and %g", s.BetaFast, s.BetaSlow)
@@ -125,6 +154,16 @@ func (s *Scaling) InvFreq(r int, base float64, n int) []float64 {
 		return s.yarnInvFreq(r, base)
 	case "llama3":
 		return s.llama3InvFreq(r, base)
+	case "longrope":
+		ext := s.Short
+		if n > s.OrigLen {
+			ext = s.Long
+		}
+		f := Frequencies(r, base)
+		for i := range f {
+			f[i] /= ext[i]
+		}
+		return f
 	}
 	return Frequencies(r, base)
 }
@@ -187,14 +226,16 @@ func (s *Scaling) llama3InvFreq(r int, base float64) []float64 {
 	return f
 }
 
-// AttentionFactor is the multiplier on cos and sin: YaRN's 0.1·ln(s) + 1 (or the configured
-// attention_factor), 1 for the other methods.
+// AttentionFactor is the multiplier on cos and sin: YaRN's 0.1·ln(s) + 1 or LongRoPE's
+// √(1 + ln s / ln L) (or the configured attention_factor), 1 for the other methods.
 func (s *Scaling) AttentionFactor() float64 {
-	if s.Type != "yarn" {
+	switch {
+	case s.Type != "yarn" && s.Type != "longrope":
 		return 1
-	}
-	if s.AttnFactor > 0 {
+	case s.AttnFactor > 0:
 		return s.AttnFactor
+	case s.Type == "longrope":
+		return LongRoPEAttentionFactor(s.Factor, s.OrigLen)
 	}
 	return YaRNAttentionFactor(s.Factor)
 }

@@ -235,7 +235,10 @@ func TestRoPEScalingErrors(t *testing.T) {
 		want  string
 	}{
 		{block("rope_type", "linear", "factor", 0.5), "factor must be >= 1"},
-		{block("rope_type", "longrope", "factor", 2.0), "valid: none, default, linear, ntk, dynamic, yarn, llama3"},
+		{block("rope_type", "su", "factor", 2.0), "valid: none, default, linear, ntk, dynamic, yarn, llama3, longrope"},
+		{block("rope_type", "longrope", "factor", 2.0, "original_max_position_embeddings", 64), "short_factor with one factor per rotary pair (8), got 0"},
+		{block("rope_type", "linear", "factor", 1e308), "float32 cannot hold"},
+		{block("rope_type", "ntk", "factor", 1e300), "float32 cannot hold"},
 		{block("factor", 2.0), "needs rope_type"},
 		{block("rope_type", "yarn", "factor", 4.0), "original_max_position_embeddings"},
 		{block("rope_type", "dynamic", "factor", 4.0), "--yarn-orig-ctx"},
