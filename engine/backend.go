@@ -65,11 +65,12 @@ func NewBackend(name string) (backends.Backend, error) {
 	return nil, fmt.Errorf("unknown backend %q (valid: %s)", name, strings.Join(BackendNames(), ", "))
 }
 
-// BackendSummary names a backend for a summary line: "cpu (avx512 kernels, 2 threads)" for
-// posformer's own (which kernel set runs, chosen from the CPU's features), else its name.
+// BackendSummary names a backend for a summary line: "backend cpu (avx512 kernels, 2 threads)"
+// for a backend that describes itself (posformer's own says which kernel set runs, chosen from
+// the CPU's features), else "backend " and its name.
 func BackendSummary(b backends.Backend) string {
-	if c, ok := b.(*cpu.Backend); ok {
-		return "backend " + c.Summary()
+	if d, ok := b.(interface{ Summary() string }); ok {
+		return "backend " + d.Summary()
 	}
 	return "backend " + b.Name()
 }
