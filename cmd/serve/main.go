@@ -28,11 +28,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
+	"github.com/posformer/posformer/cmd/internal/weightflag"
 	"github.com/posformer/posformer/engine"
-	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/quant"
 )
@@ -90,8 +91,8 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	fs.DurationVar(&o.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cancelled")
 	sampleflag.Register(fs, &o.sampling, "default ")
 	fs.Int64Var(&o.seed, "seed", -1, "default seed of requests without one (-1: from the clock)")
-	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go, xla:cpu or xla:cuda")
-	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory: "+layers.WeightTypes+" (default: as stored)")
+	backendflag.Var(fs, &o.backend, backendflag.ShortUsage)
+	weightflag.Var(fs, &o.weights, weightflag.Usage)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.warmup, "warmup", true, "compile the decoding graphs before listening (--warmup=false: on first use)")
 	o.rope = ropeflags.Register(fs)
@@ -139,16 +140,7 @@ func (o *options) check() error {
 }
 
 // weightType parses --weights (default: the type the checkpoint stores).
-func (o *options) weightType() (quant.Type, error) {
-	if o.weights == "" {
-		return engine.StoredWeightType(o.model), nil
-	}
-	t, err := layers.ParseWeightType(o.weights)
-	if err != nil {
-		return 0, fmt.Errorf("--weights %w", err)
-	}
-	return t, nil
-}
+func (o *options) weightType() (quant.Type, error) { return weightflag.Type(o.weights, o.model) }
 
 // edits are the RoPE-scaling flags as a configuration change.
 func (o *options) edits() []models.Edit {
