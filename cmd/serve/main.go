@@ -225,7 +225,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	s := newServer(base, m, o.config())
 	defer s.close()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(logw, "serve: ", 0)}
-	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.name)
+	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Name)
 	if m.encoder() {
 		kind = fmt.Sprintf("encoder, embeddings of %d", m.e.Model.Config.Dim)
 	}

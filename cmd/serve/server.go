@@ -112,7 +112,7 @@ func (s *server) models(w http.ResponseWriter, r *http.Request) error {
 		"data": []any{map[string]any{
 			"id": s.m.name, "object": "model", "created": s.created, "owned_by": "posformer",
 			"meta": map[string]any{"kind": c.Kind, "n_ctx": s.m.e.Capacity, "n_vocab": c.VocabSize, "n_embd": c.Dim,
-				"positional": c.SchemeName(), "chat_template": s.m.template.name},
+				"positional": c.SchemeName(), "chat_template": s.m.template.Name},
 		}},
 	})
 	return nil
@@ -254,7 +254,7 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return invalid("messages", "%v", err)
 	}
-	g, err := s.prepare(&req.genRequest, "messages", ids, s.m.template.stops)
+	g, err := s.prepare(&req.genRequest, "messages", ids, s.m.template.Stops)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/posformer/posformer/tokenizer/chat"
 )
 
 // prompts are Go fragments of different lengths, the shipped decoder's kind of text; the last
@@ -56,7 +58,7 @@ func TestConcurrentClientsGetTheirOwnContinuation(t *testing.T) {
 				if i%3 == 1 {
 					c.url = ts.URL + "/v1/chat/completions"
 					c.body["messages"] = []map[string]string{{"role": "user", "content": p}}
-					ids, err = ref.m.encodeChat([]chatMessage{{"user", p}})
+					ids, err = ref.m.encodeChat([]chat.Message{{Role: "user", Content: p}})
 				} else {
 					c.url = ts.URL + "/v1/completions"
 					c.body["prompt"] = p
