@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posformer/posformer/engine/serve"
 	"github.com/posformer/posformer/tokenizer/chat"
 )
 
@@ -180,7 +181,7 @@ func e2eExpectations(t *testing.T) map[string]any {
 	enc := loadTestModel(t, encoderPath, true)
 	input := "for i := range n {"
 	rows := [][]int{tokens(enc, input), tokens(enc, "another input")}
-	vecs, err := newEmbedder(enc.e, 1).embed(context.Background(), rows)
+	vecs, err := serve.NewEmbedder(enc.e, 1).Embed(context.Background(), rows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,8 @@
 // llama-server does: POST /v1/completions, /v1/chat/completions (streamed as server-sent events
 // with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health.
 // Up to --parallel requests are decoded together, one batched step for all of them
-// (scheduler.go); more wait in a queue of --queue, and past that the server answers 503.
+// (continuous batching, engine/serve); more wait in a queue of --queue, and past that the
+// server answers 503.
 //
 //	go run ./cmd/serve                                   # the shipped decoder on 127.0.0.1:8080
 //	go run ./cmd/serve -m weights/sinusoidal-encoder     # embeddings
@@ -34,6 +35,7 @@ import (
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
 	"github.com/posformer/posformer/cmd/internal/weightflag"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/serve"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/quant"
 )
@@ -210,7 +212,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	memlimit.Set(memlimit.Base(), 2*m.e.KVBytes(o.parallel)+serveSlack+64*logits)
 	if o.warmup && !m.encoder() {
 		// Every session size the scheduler may use (powers of two up to --parallel).
-		for _, rows := range sessionSizes(o.parallel) {
+		for _, rows := range serve.SessionSizes(o.parallel) {
 			if err := m.e.Warmup(rows, o.batch); err != nil {
 				return err
 			}
