@@ -270,9 +270,12 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, g *generation,
 	stopBase := context.AfterFunc(s.base, cancel)
 	defer stopBase()
 	j := serve.NewJob(ctx, g.prompt, g.max, g.sampler, g.stop)
-	if !s.sched.Submit(j) {
+	switch err := s.sched.Submit(j); {
+	case errors.Is(err, serve.ErrQueueFull), errors.Is(err, serve.ErrShutdown):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", RetryAfter: 1,
 			Message: fmt.Sprintf("the server is busy: %d requests are decoding and %d waiting (--parallel, --queue); retry shortly", s.cfg.parallel, s.cfg.queue)}
+	case err != nil: // not reached: prepare checked the job already
+		return invalid("", "%v", err)
 	}
 	resp := response{ID: idPrefix + newID(), Object: object, Created: time.Now().Unix(), Model: s.m.name}
 	text := newTextStream(s.m.tok, g.prompt, g.stops)

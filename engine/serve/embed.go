@@ -21,7 +21,8 @@ import (
 // so a few compiled graphs serve every request.
 const embedBatch = 16
 
-// ErrBusy refuses an embedding request when Queue others are waiting already.
+// ErrBusy refuses an embedding request when as many others as NewEmbedder's queue are
+// waiting already.
 var ErrBusy = errors.New("too many embedding requests waiting")
 
 // Embedder runs the hidden-state graph of an encoder.
@@ -54,6 +55,9 @@ func NewEmbedder(e *engine.Engine, queue int) *Embedder {
 // Hidden returns the last hidden state of each row's tokens, [row][token][dim], padding the
 // batch and the lengths to powers of two.
 func (em *Embedder) Hidden(rows [][]int) ([][][]float32, error) {
+	if err := em.check(rows); err != nil {
+		return nil, err
+	}
 	out := make([][][]float32, 0, len(rows))
 	for start := 0; start < len(rows); start += embedBatch {
 		part := rows[start:min(start+embedBatch, len(rows))]
@@ -88,6 +92,26 @@ func (em *Embedder) Hidden(rows [][]int) ([][][]float32, error) {
 		res[0].FinalizeAll()
 	}
 	return out, nil
+}
+
+// check refuses an empty row (it has no mean), one longer than the model takes, and token ids
+// outside the vocabulary.
+func (em *Embedder) check(rows [][]int) error {
+	vocab, limit := em.e.Model.Config.VocabSize, em.e.SequenceLimit()
+	for i, r := range rows {
+		switch {
+		case len(r) == 0:
+			return fmt.Errorf("input %d is empty; embeddings need at least one token", i)
+		case len(r) > limit:
+			return fmt.Errorf("input %d is %d tokens but the model takes at most %d; shorten it", i, len(r), limit)
+		}
+		for _, id := range r {
+			if id < 0 || id >= vocab {
+				return fmt.Errorf("token id %d in input %d is outside the vocabulary [0, %d)", id, i, vocab)
+			}
+		}
+	}
+	return nil
 }
 
 // meanPool averages a row's token vectors.

@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +125,23 @@ func TestEmbed(t *testing.T) {
 		t.Errorf("the waiting request, cancelled: %v", err)
 	}
 	em.turn <- struct{}{}
+}
+
+// Rows the model cannot embed are an error naming the row, not a panic.
+func TestHiddenRefusesBadRows(t *testing.T) {
+	e := load(t, encoderPath)
+	em := NewEmbedder(e, 1)
+	vocab, limit := e.Model.Config.VocabSize, e.SequenceLimit()
+	for _, c := range []struct {
+		rows [][]int
+		says string
+	}{
+		{[][]int{{1}, {}}, "input 1 is empty"},
+		{[][]int{make([]int, limit+1)}, fmt.Sprintf("input 0 is %d tokens but the model takes at most %d", limit+1, limit)},
+		{[][]int{{1, vocab}}, fmt.Sprintf("token id %d in input 0", vocab)},
+	} {
+		if _, err := em.Embed(context.Background(), c.rows); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%d rows: %v, want an error saying %q", len(c.rows), err, c.says)
+		}
+	}
 }

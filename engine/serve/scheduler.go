@@ -1,16 +1,3 @@
-// Package serve runs many generation requests on one engine at once, for a server: continuous
-// batching over the engine's sessions, and embeddings for encoders.
-//
-// Continuous batching: a Scheduler gives each request a row of a batched engine.Session for as
-// long as the request runs, and every step decodes one token for every running request in one
-// batched Append, so that N requests cost about one step each, not N. Requests do not wait for
-// a whole batch to finish: one that arrives joins at the next step, and one that ends (a stop
-// token, its length, its client gone) gives its row back before the next step, as vLLM and
-// llama.cpp's server do. The Scheduler speaks tokens only; text, stop strings and the wire
-// format are the caller's (cmd/serve's OpenAI-compatible handlers).
-//
-// An Embedder computes the mean of an encoder's last hidden state over each input's tokens,
-// one request at a time.
 package serve
 
 // The scheduler is the one goroutine that touches the engine. It gives each request a row (a
@@ -177,19 +164,47 @@ func SessionSizes(parallel int) []int {
 // sizeFor is the session size that holds n rows.
 func (s *Scheduler) sizeFor(n int) int { return min(s.parallel, engine.Bucket(max(n, 1))) }
 
-// Submit queues j, or reports false when the queue is full or the scheduler stopped.
-func (s *Scheduler) Submit(j *Job) bool {
+// ErrQueueFull refuses a job when Config.Queue jobs wait for a row already.
+var ErrQueueFull = errors.New("the queue is full")
+
+// Submit queues j: it refuses with ErrQueueFull when the queue is full, ErrShutdown once the
+// scheduler stopped, and an error naming the problem for a job no row can run (which would
+// otherwise fail the running jobs with it at the next step).
+func (s *Scheduler) Submit(j *Job) error {
+	if err := s.check(j); err != nil {
+		return err
+	}
 	select {
 	case <-s.quit:
-		return false
+		return ErrShutdown
 	default:
 	}
 	select {
 	case s.queue <- j:
-		return true
+		return nil
 	default:
-		return false
+		return ErrQueueFull
 	}
+}
+
+// check refuses a job whose prompt is empty, does not fit in a row, or holds a token outside
+// the vocabulary, or that asks for no token.
+func (s *Scheduler) check(j *Job) error {
+	vocab := s.e.Model.Config.VocabSize
+	switch {
+	case len(j.prompt) == 0:
+		return errors.New("the prompt is empty: give at least one token")
+	case len(j.prompt) > s.limit:
+		return fmt.Errorf("the prompt is %d tokens but a row holds %d; shorten it", len(j.prompt), s.limit)
+	case j.max < 1:
+		return fmt.Errorf("a job generates at least one token, not %d", j.max)
+	}
+	for _, id := range j.prompt {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("token id %d in the prompt is outside the vocabulary [0, %d)", id, vocab)
+		}
+	}
+	return nil
 }
 
 // Stop ends the scheduler: running and queued jobs get ErrShutdown.

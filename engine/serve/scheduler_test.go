@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/posformer/posformer/engine"
@@ -52,8 +54,8 @@ func TestSchedulerMatchesGenerate(t *testing.T) {
 	var jobs []*Job
 	for _, p := range prompts {
 		j := NewJob(context.Background(), tokens(p), max, greedy(t), nil)
-		if !s.Submit(j) {
-			t.Fatal("the queue refused a job while it had room")
+		if err := s.Submit(j); err != nil {
+			t.Fatalf("the queue refused a job while it had room: %v", err)
 		}
 		jobs = append(jobs, j)
 	}
@@ -89,8 +91,8 @@ func TestSchedulerStopAndQueue(t *testing.T) {
 	}
 	s := NewScheduler(e, Config{Parallel: 1, Queue: 1, Chunk: 256})
 	j := NewJob(context.Background(), prompt, 10, greedy(t), []int{first[k]})
-	if !s.Submit(j) {
-		t.Fatal("an idle scheduler refused a job")
+	if err := s.Submit(j); err != nil {
+		t.Fatalf("an idle scheduler refused a job: %v", err)
 	}
 	got, finish, err := collect(j)
 	if err != nil || finish != "stop" || !slices.Equal(got, first[:k]) {
@@ -100,14 +102,16 @@ func TestSchedulerStopAndQueue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	long := NewJob(ctx, prompt, s.Limit()-len(prompt), greedy(t), nil)
-	s.Submit(long)
+	if err := s.Submit(long); err != nil {
+		t.Fatal(err)
+	}
 	<-long.Events() // running: its first token is out
 	queued := NewJob(ctx, prompt, 1, greedy(t), nil)
-	if !s.Submit(queued) {
-		t.Fatal("a queue of 1 refused its first job")
+	if err := s.Submit(queued); err != nil {
+		t.Fatalf("a queue of 1 refused its first job: %v", err)
 	}
-	if s.Submit(NewJob(ctx, prompt, 1, greedy(t), nil)) {
-		t.Error("a full queue took a job while the only row was busy")
+	if err := s.Submit(NewJob(ctx, prompt, 1, greedy(t), nil)); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("a full queue while the only row was busy: %v, want ErrQueueFull", err)
 	}
 	if s.Busy() != 1 || s.Queued() != 1 {
 		t.Errorf("%d rows busy and %d queued, want 1 and 1", s.Busy(), s.Queued())
@@ -118,8 +122,40 @@ func TestSchedulerStopAndQueue(t *testing.T) {
 			t.Errorf("the %s job after Stop: %v, want ErrShutdown", name, err)
 		}
 	}
-	if s.Submit(NewJob(ctx, prompt, 1, greedy(t), nil)) {
-		t.Error("a stopped scheduler took a job")
+	if err := s.Submit(NewJob(ctx, prompt, 1, greedy(t), nil)); !errors.Is(err, ErrShutdown) {
+		t.Errorf("a stopped scheduler: %v, want ErrShutdown", err)
+	}
+}
+
+// A job no row can run is refused at Submit, with an error naming the problem, and the
+// scheduler goes on serving.
+func TestSubmitRefusesBadJobs(t *testing.T) {
+	e := load(t, decoderPath)
+	s := NewScheduler(e, Config{Parallel: 2, Queue: 4, Chunk: 64})
+	defer s.Stop()
+	vocab, limit := e.Model.Config.VocabSize, s.Limit()
+	for _, c := range []struct {
+		prompt []int
+		max    int
+		says   string
+	}{
+		{nil, 4, "empty"},
+		{make([]int, limit+1), 4, fmt.Sprintf("%d tokens but a row holds %d", limit+1, limit)},
+		{[]int{1, vocab}, 4, fmt.Sprintf("token id %d", vocab)},
+		{[]int{-1}, 4, "token id -1"},
+		{[]int{1, 2}, 0, "at least one token"},
+	} {
+		err := s.Submit(NewJob(context.Background(), c.prompt, c.max, greedy(t), nil))
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("prompt of %d tokens, max %d: %v, want an error saying %q", len(c.prompt), c.max, err, c.says)
+		}
+	}
+	j := NewJob(context.Background(), tokens("ok"), 2, greedy(t), nil)
+	if err := s.Submit(j); err != nil {
+		t.Fatal(err)
+	}
+	if got, finish, err := collect(j); err != nil || finish != "length" || len(got) != 2 {
+		t.Errorf("a good job after the bad ones: %v (%q, %v)", got, finish, err)
 	}
 }
 
