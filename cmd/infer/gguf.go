@@ -1,22 +1,21 @@
 package main
 
 // Running a GGUF file as llama.cpp's llama-cli does: the file carries its tokenizer
-// (tokenizer.ggml.*), so `infer -m model.gguf -p "..."` needs nothing else. The prompt starts with
-// BOS when the file says so (add_bos_token; llama.cpp's default is yes for SentencePiece
-// vocabularies, no for GPT-2 ones), generation stops at the file's EOS, and -z replaces the
-// file's tokenizer (a llama2.c tokenizer.bin, read as run.c reads it, or any tokenizer
-// cmd/tokenize takes). A file without a vocabulary takes --prompt-ids and prints ids.
+// (tokenizer.ggml.*, read by cmd/internal/gguftok), so `infer -m model.gguf -p "..."` needs
+// nothing else. The prompt starts with BOS when the file says so (add_bos_token; llama.cpp's
+// default is yes for SentencePiece vocabularies, no for GPT-2 ones), generation stops at the
+// file's EOS, and -z replaces the file's tokenizer (a llama2.c tokenizer.bin, read as run.c
+// reads it, or any tokenizer cmd/tokenize takes). A file without a vocabulary takes
+// --prompt-ids and prints ids.
 
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/gguftok"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/engine"
-	"github.com/posformer/posformer/models/gguf"
-	"github.com/posformer/posformer/tokenizer"
 )
 
 func runGGUF(o options, out io.Writer) error {
@@ -26,16 +25,17 @@ func runGGUF(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tok, sp, err := ggufTokenizer(o, e.Model.Config.VocabSize)
+	sp, err := ggufTokenizer(o, e.Model.Config.VocabSize)
 	if err != nil {
 		return err
 	}
+	tok := sp.Tok
 	load := time.Since(start)
 	memlimit.Set(memlimit.Base(), e.KVBytes(1))
 
 	var prompt []int
-	if sp.addBOS && sp.bos >= 0 {
-		prompt = append(prompt, sp.bos)
+	if sp.AddBOS && sp.BOS >= 0 {
+		prompt = append(prompt, sp.BOS)
 	}
 	switch {
 	case o.promptIDs != "" && (o.set["p"] || o.set["prompt"]):
@@ -68,8 +68,8 @@ func runGGUF(o options, out io.Writer) error {
 		return err
 	}
 	var stop []int
-	if sp.eos >= 0 && !o.ignoreEOS {
-		stop = append(stop, sp.eos)
+	if sp.EOS >= 0 && !o.ignoreEOS {
+		stop = append(stop, sp.EOS)
 	}
 
 	emit := printIDs(out)
@@ -86,55 +86,25 @@ func runGGUF(o options, out io.Writer) error {
 	return nil
 }
 
-// specials are what generation needs of a tokenizer: whether a prompt starts with BOS, and
-// the ids of BOS and EOS (-1: none), which a file without a vocabulary may still name.
-type specials struct {
-	addBOS   bool
-	bos, eos int
-}
-
-// ggufTokenizer is -z's tokenizer, else the file's (nil when it has none).
-func ggufTokenizer(o options, vocab int) (tokenizer.Tokenizer, specials, error) {
-	none := specials{bos: -1, eos: -1}
-	f, err := gguf.Open(o.model)
-	if err != nil {
-		return nil, none, fmt.Errorf("loading %s: %w", o.model, err)
-	}
-	defer f.Close()
-	v, err := gguf.ReadVocab(f)
-	if err != nil {
-		return nil, none, fmt.Errorf("loading %s: %w", o.model, err)
-	}
-	var tok tokenizer.Tokenizer
-	addBOS := v.AddBOS
+// ggufTokenizer is -z's tokenizer, else the file's (Tok nil when it has none), checked against
+// the model: a file's own vocabulary must match its token_embd.weight, and a file without one
+// must name BOS and EOS within it.
+func ggufTokenizer(o options, vocab int) (gguftok.Loaded, error) {
+	l, err := gguftok.Load(o.model, o.tokenizer, vocab)
 	switch {
-	case strings.HasSuffix(o.tokenizer, ".bin"):
-		// run.c reads exactly vocab_size tokens from the file, and starts with BOS.
-		if tok, err = tokenizer.LoadLlama2C(o.tokenizer, vocab); err != nil {
-			return nil, none, fmt.Errorf("-z: %w", err)
+	case err != nil:
+		return l, err
+	case l.Tok == nil:
+		if l.BOS >= vocab || l.EOS >= vocab {
+			return l, fmt.Errorf("loading %s: BOS %d or EOS %d is not below the vocabulary size %d", o.model, l.BOS, l.EOS, vocab)
 		}
-		addBOS = true
-	case o.tokenizer != "":
-		if tok, err = tokenizer.Load(o.tokenizer); err != nil {
-			return nil, none, fmt.Errorf("-z: %w", err)
-		}
-	case v.Model == "":
-		if v.BOS >= vocab || v.EOS >= vocab {
-			return nil, none, fmt.Errorf("loading %s: BOS %d or EOS %d is not below the vocabulary size %d", o.model, v.BOS, v.EOS, vocab)
-		}
-		return nil, specials{addBOS: v.AddBOS, bos: v.BOS, eos: v.EOS}, nil
-	default:
-		if tok, err = tokenizer.NewGGUF(tokenizer.GGUFVocab(v)); err != nil {
-			return nil, none, fmt.Errorf("loading %s: %w", o.model, err)
-		}
-		if tok.VocabSize() != vocab {
-			return nil, none, fmt.Errorf("loading %s: the vocabulary has %d tokens but token_embd.weight %d rows", o.model, tok.VocabSize(), vocab)
-		}
+		return l, nil
+	case o.tokenizer == "" && l.Tok.VocabSize() != vocab:
+		return l, fmt.Errorf("loading %s: the vocabulary has %d tokens but token_embd.weight %d rows", o.model, l.Tok.VocabSize(), vocab)
+	case l.Tok.VocabSize() > vocab:
+		return l, fmt.Errorf("-z: the tokenizer has %d tokens but the model only %d", l.Tok.VocabSize(), vocab)
 	}
-	if tok.VocabSize() > vocab {
-		return nil, none, fmt.Errorf("-z: the tokenizer has %d tokens but the model only %d", tok.VocabSize(), vocab)
-	}
-	return tok, specials{addBOS: addBOS, bos: tok.Special().BOS, eos: tok.Special().EOS}, nil
+	return l, nil
 }
 
 // printIDs prints each generated id, for a model without a tokenizer.

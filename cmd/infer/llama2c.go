@@ -14,10 +14,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/intlist"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/tokenizer"
@@ -142,13 +142,9 @@ func runLlama2C(o options, out io.Writer) error {
 
 // parseIDs reads "5,17,300" as token ids, each in [0, vocab).
 func parseIDs(s string, vocab int) ([]int, error) {
-	var ids []int
-	for _, f := range strings.Split(s, ",") {
-		id, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || id < 0 || id >= vocab {
-			return nil, fmt.Errorf("--prompt-ids: %q is not a token id in [0, %d); give comma-separated ids such as 5,17,300", f, vocab)
-		}
-		ids = append(ids, id)
+	ids, bad, ok := intlist.Parse(s, func(id int) bool { return id >= 0 && id < vocab })
+	if !ok {
+		return nil, fmt.Errorf("--prompt-ids: %q is not a token id in [0, %d); give comma-separated ids such as 5,17,300", bad, vocab)
 	}
 	return ids, nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,5 +156,18 @@ func TestLlama2CBadFlags(t *testing.T) {
 	o.tokenizer = tok
 	if err := run(o, nil); err == nil || !strings.Contains(err.Error(), "-z and --prompt-ids are for llama2.c") {
 		t.Errorf("-z with a checkpoint directory: %v", err)
+	}
+}
+
+// --prompt-ids takes ids in [0, vocab), spaces allowed, and names the first bad one.
+func TestParseIDs(t *testing.T) {
+	if ids, err := parseIDs(" 5,17 ,0", 32); err != nil || !slices.Equal(ids, []int{5, 17, 0}) {
+		t.Errorf("parseIDs(\" 5,17 ,0\") = %v, %v", ids, err)
+	}
+	for s, bad := range map[string]string{"5,32": "32", "-1": "-1", "5,,6": "", "5, x": " x"} {
+		want := fmt.Sprintf("--prompt-ids: %q is not a token id in [0, 32); give comma-separated ids such as 5,17,300", bad)
+		if _, err := parseIDs(s, 32); err == nil || err.Error() != want {
+			t.Errorf("parseIDs(%q): %v, want %q", s, err, want)
+		}
 	}
 }

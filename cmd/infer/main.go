@@ -19,10 +19,12 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
+	"github.com/posformer/posformer/cmd/internal/weightflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
@@ -68,9 +70,9 @@ func main() {
 	sampleflag.Register(fs, &o.sampling, "")
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at the end-of-text token (BOS for llama2.c models): generate -n tokens, for benchmarks")
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
-	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
+	backendflag.Var(fs, &o.backend, backendflag.Usage)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
-	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory, converted at load: "+layers.WeightTypes+" (default: as stored; q8_0 for llama2.c version-2 files)")
+	weightflag.Var(fs, &o.weights, "type of the weight matrices in memory, converted at load: "+layers.WeightTypes+" (default: as stored; q8_0 for llama2.c version-2 files)")
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z); GGUF models: a tokenizer replacing the file's")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c and GGUF models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
@@ -174,16 +176,7 @@ func run(o options, args []string) error {
 }
 
 // weightType parses --weights.
-func (o options) weightType() (quant.Type, error) {
-	if o.weights == "" {
-		return engine.StoredWeightType(o.model), nil
-	}
-	t, err := layers.ParseWeightType(o.weights)
-	if err != nil {
-		return 0, fmt.Errorf("--weights %w", err)
-	}
-	return t, nil
-}
+func (o options) weightType() (quant.Type, error) { return weightflag.Type(o.weights, o.model) }
 
 // load opens the model with the flags' backend, context size, weight type and edits.
 func (o options) load() (*engine.Engine, error) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
@@ -59,7 +60,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the random initialization of learned variables")
 	fs.StringVar(&o.format, "format", "json", "json, csv or png")
 	fs.StringVar(&o.out, "o", "", "output file (json, csv: default stdout; png: default pe-<scheme>.png)")
-	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
+	backendflag.Var(fs, &o.backend, backendflag.Usage)
 	o.rope = ropeflags.Register(fs)
 	return fs
 }

@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/posformer/posformer/engine/serve"
+	"github.com/posformer/posformer/tokenizer/chat"
 )
 
 // openaiVersion is the client the script runs with, pinned so that a new release cannot change
@@ -168,7 +171,7 @@ func e2eExpectations(t *testing.T) map[string]any {
 		t.Fatal(err)
 	}
 	text, n, finish := ref.generate(t, ids, 40, sp, ref.m.stop)
-	msgs := []chatMessage{{"system", "You write Go."}, {"user", "A function that reverses a string:"}}
+	msgs := []chat.Message{{Role: "system", Content: "You write Go."}, {Role: "user", Content: "A function that reverses a string:"}}
 	chatIDs, err := ref.m.encodeChat(msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +181,7 @@ func e2eExpectations(t *testing.T) map[string]any {
 	enc := loadTestModel(t, encoderPath, true)
 	input := "for i := range n {"
 	rows := [][]int{tokens(enc, input), tokens(enc, "another input")}
-	vecs, err := newEmbedder(enc.e, 1).embed(context.Background(), rows)
+	vecs, err := serve.NewEmbedder(enc.e, 1).Embed(context.Background(), rows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,52 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/posformer/posformer/models/safetensors"
 )
-
-// The hidden state the embeddings pool is the model's last one: multiplied by the (tied)
-// embedding table read straight from the checkpoint file, it gives the logits the engine's
-// full forward pass computes.
-func TestHiddenStateGivesTheLogits(t *testing.T) {
-	m := loadTestModel(t, encoderPath, true)
-	c := m.e.Model.Config
-	if !c.TieEmbeddings || c.HeadTransform {
-		t.Fatalf("the test needs a tied head without a transform; %s has tie %v, transform %v", encoderPath, c.TieEmbeddings, c.HeadTransform)
-	}
-	f, err := safetensors.Open(encoderPath + "/model.safetensors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	table, err := f.ReadFloat32("tok_embeddings.weight")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := [][]int{tokens(m, "for i := 0; i < n; i++ {"), tokens(m, "x")}
-	em := newEmbedder(m.e, 1)
-	h, err := em.hidden(rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logits, err := m.e.Forward(rows[:1], [][]int{span(0, len(rows[0]))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	worst := 0.0
-	for j, v := range h[0] {
-		for tok := range c.VocabSize {
-			dot := 0.0
-			for k, x := range v {
-				dot += float64(x) * float64(table[tok*c.Dim+k])
-			}
-			worst = max(worst, math.Abs(dot-float64(logits[0][j][tok])))
-		}
-	}
-	if worst > 1e-3 {
-		t.Errorf("hidden · tableᵀ differs from the logits by up to %g", worst)
-	}
-}
 
 func tokens(m *model, s string) []int {
 	ids, _ := m.tok.Encode(s)
@@ -72,7 +27,7 @@ func TestEmbeddingsEndpoint(t *testing.T) {
 		t.Fatalf("%d embeddings for 3 inputs", len(data))
 	}
 	total := 0
-	h, err := s.embed.hidden([][]int{tokens(s.m, inputs[0])})
+	h, err := s.embed.Hidden([][]int{tokens(s.m, inputs[0])})
 	if err != nil {
 		t.Fatal(err)
 	}

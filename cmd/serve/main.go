@@ -2,7 +2,8 @@
 // llama-server does: POST /v1/completions, /v1/chat/completions (streamed as server-sent events
 // with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health.
 // Up to --parallel requests are decoded together, one batched step for all of them
-// (scheduler.go); more wait in a queue of --queue, and past that the server answers 503.
+// (continuous batching, engine/serve); more wait in a queue of --queue, and past that the
+// server answers 503.
 //
 //	go run ./cmd/serve                                   # the shipped decoder on 127.0.0.1:8080
 //	go run ./cmd/serve -m weights/sinusoidal-encoder     # embeddings
@@ -28,11 +29,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
+	"github.com/posformer/posformer/cmd/internal/weightflag"
 	"github.com/posformer/posformer/engine"
-	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/engine/serve"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/quant"
 )
@@ -90,8 +93,8 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	fs.DurationVar(&o.grace, "shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cancelled")
 	sampleflag.Register(fs, &o.sampling, "default ")
 	fs.Int64Var(&o.seed, "seed", -1, "default seed of requests without one (-1: from the clock)")
-	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go, xla:cpu or xla:cuda")
-	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory: "+layers.WeightTypes+" (default: as stored)")
+	backendflag.Var(fs, &o.backend, backendflag.ShortUsage)
+	weightflag.Var(fs, &o.weights, weightflag.Usage)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.warmup, "warmup", true, "compile the decoding graphs before listening (--warmup=false: on first use)")
 	o.rope = ropeflags.Register(fs)
@@ -139,16 +142,7 @@ func (o *options) check() error {
 }
 
 // weightType parses --weights (default: the type the checkpoint stores).
-func (o *options) weightType() (quant.Type, error) {
-	if o.weights == "" {
-		return engine.StoredWeightType(o.model), nil
-	}
-	t, err := layers.ParseWeightType(o.weights)
-	if err != nil {
-		return 0, fmt.Errorf("--weights %w", err)
-	}
-	return t, nil
-}
+func (o *options) weightType() (quant.Type, error) { return weightflag.Type(o.weights, o.model) }
 
 // edits are the RoPE-scaling flags as a configuration change.
 func (o *options) edits() []models.Edit {
@@ -218,7 +212,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	memlimit.Set(memlimit.Base(), 2*m.e.KVBytes(o.parallel)+serveSlack+64*logits)
 	if o.warmup && !m.encoder() {
 		// Every session size the scheduler may use (powers of two up to --parallel).
-		for _, rows := range sessionSizes(o.parallel) {
+		for _, rows := range serve.SessionSizes(o.parallel) {
 			if err := m.e.Warmup(rows, o.batch); err != nil {
 				return err
 			}
@@ -233,7 +227,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	s := newServer(base, m, o.config())
 	defer s.close()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(logw, "serve: ", 0)}
-	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.name)
+	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Name)
 	if m.encoder() {
 		kind = fmt.Sprintf("encoder, embeddings of %d", m.e.Model.Config.Dim)
 	}

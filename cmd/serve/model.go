@@ -8,18 +8,18 @@ package main
 // given with -z.
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/posformer/posformer/cmd/internal/gguftok"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/tokenizer"
+	"github.com/posformer/posformer/tokenizer/chat"
 )
 
 // model is a loaded checkpoint with everything the endpoints need to turn text into tokens
@@ -37,7 +37,7 @@ type model struct {
 	// specialEmbed adds the tokenizer's special tokens around an embedding input
 	// ([CLS] ... [SEP] for BERT), as Hugging Face's sentence encoders are run.
 	specialEmbed bool
-	template     chatTemplate
+	template     chat.Template
 }
 
 // encoder reports whether the model is bidirectional (served through /v1/embeddings only).
@@ -98,7 +98,7 @@ func loadModel(o *options) (*model, error) {
 		}
 		if hf.IsDir(path) {
 			m.specialEmbed = true
-			if jinja, err = hfChatTemplate(path); err != nil {
+			if jinja, err = chat.HFTemplate(path); err != nil {
 				return nil, err
 			}
 		}
@@ -106,99 +106,28 @@ func loadModel(o *options) (*model, error) {
 	if m.tok.VocabSize() > vocab {
 		return nil, fmt.Errorf("the tokenizer has %d tokens but the model only %d; pass the model's own with -z", m.tok.VocabSize(), vocab)
 	}
-	m.template = pickTemplate(jinja)
+	m.template = chat.Pick(jinja)
 	// A template's end-of-turn token (<|im_end|>, <|eot_id|>, ...) ends a reply too.
-	for _, lit := range m.template.endOfTurn {
-		if id, ok := m.specialID(lit); ok {
-			m.stop = append(m.stop, id)
-		}
-	}
+	m.stop = append(m.stop, m.template.EndOfTurnIDs(m.tok)...)
 	return m, nil
 }
 
 // ggufTokenizer takes the tokenizer from the file's tokenizer.ggml.* keys, or from -z (which
 // replaces it, as in cmd/infer), and returns the file's chat template ("" if none).
 func (m *model) ggufTokenizer(path, override string, vocab int) (string, error) {
-	f, err := gguf.Open(path)
+	l, err := gguftok.Load(path, override, vocab)
 	if err != nil {
-		return "", fmt.Errorf("loading %s: %w", path, err)
+		return "", err
 	}
-	defer f.Close()
-	v, err := gguf.ReadVocab(f)
-	if err != nil {
-		return "", fmt.Errorf("loading %s: %w", path, err)
-	}
-	jinja := ""
-	if t, ok := f.Get("tokenizer.chat_template"); ok {
-		jinja = t.String()
-	}
-	m.addBOS = v.AddBOS
-	switch {
-	case strings.HasSuffix(override, ".bin"):
-		if m.tok, err = tokenizer.LoadLlama2C(override, vocab); err != nil {
-			return "", fmt.Errorf("-z: %w", err)
-		}
-		m.addBOS = true
-	case override != "":
-		if m.tok, err = tokenizer.Load(override); err != nil {
-			return "", fmt.Errorf("-z: %w", err)
-		}
-	case v.Model == "":
+	if l.Tok == nil {
 		return "", fmt.Errorf("%s has no vocabulary: pass a tokenizer with -z", path)
-	default:
-		if m.tok, err = tokenizer.NewGGUF(tokenizer.GGUFVocab(v)); err != nil {
-			return "", fmt.Errorf("loading %s: %w", path, err)
-		}
 	}
-	m.bos = m.tok.Special().BOS
-	if m.bos < 0 {
-		m.addBOS = false
+	m.tok, m.bos = l.Tok, l.BOS
+	m.addBOS = l.AddBOS && m.bos >= 0
+	if l.EOS >= 0 {
+		m.stop = []int{l.EOS}
 	}
-	if eos := m.tok.Special().EOS; eos >= 0 {
-		m.stop = []int{eos}
-	}
-	return jinja, nil
-}
-
-// hfChatTemplate reads chat_template from a Hugging Face directory's tokenizer_config.json: a
-// string, or a list of named templates of which "default" is the one used for chat.
-func hfChatTemplate(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading the chat template: %w", err)
-	}
-	var cfg struct {
-		ChatTemplate json.RawMessage `json:"chat_template"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return "", fmt.Errorf("reading %s: %w", filepath.Join(dir, "tokenizer_config.json"), err)
-	}
-	var one string
-	if json.Unmarshal(cfg.ChatTemplate, &one) == nil {
-		return one, nil
-	}
-	var named []struct{ Name, Template string }
-	if json.Unmarshal(cfg.ChatTemplate, &named) == nil {
-		for _, t := range named {
-			if t.Name == "default" {
-				return t.Template, nil
-			}
-		}
-	}
-	return "", nil
-}
-
-// specialID is the id of a special-token literal such as "<|im_end|>", when the tokenizer has
-// it as one token.
-func (m *model) specialID(literal string) (int, bool) {
-	ids, err := tokenizer.EncodeWith(m.tok, literal, tokenizer.EncodeOptions{ParseSpecial: true})
-	if err != nil || len(ids) != 1 {
-		return 0, false
-	}
-	return ids[0], true
+	return l.ChatTemplate, nil
 }
 
 // encodePrompt turns a completion prompt into tokens, as cmd/infer does (plus BOS where the
@@ -214,20 +143,12 @@ func (m *model) encodePrompt(text string) ([]int, error) {
 	return ids, nil
 }
 
-// encodeChat renders messages with the chat template: its markers are parsed as special
-// tokens, the messages' text is not (a user cannot smuggle in control tokens).
-func (m *model) encodeChat(msgs []chatMessage) ([]int, error) {
-	var ids []int
-	for i, seg := range m.template.render(msgs) {
-		part, err := tokenizer.EncodeWith(m.tok, seg.text, tokenizer.EncodeOptions{ParseSpecial: seg.special})
-		if err != nil {
-			return nil, fmt.Errorf("tokenizing the messages: %w", err)
-		}
-		// Templates that write BOS themselves (Llama 2 and 3, Gemma) must not get a second.
-		if i == 0 && m.addBOS && !(len(part) > 0 && part[0] == m.bos) {
-			ids = append(ids, m.bos)
-		}
-		ids = append(ids, part...)
+// encodeChat renders messages with the chat template (chat.Template.Encode), with BOS where
+// the checkpoint asks for it.
+func (m *model) encodeChat(msgs []chat.Message) ([]int, error) {
+	bos := -1
+	if m.addBOS {
+		bos = m.bos
 	}
-	return ids, nil
+	return m.template.Encode(m.tok, msgs, bos)
 }

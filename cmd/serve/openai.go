@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/posformer/posformer/tokenizer/chat"
 )
 
 // apiError is an error the client gets as OpenAI's error object, with its HTTP status.
@@ -155,11 +157,6 @@ type rawMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// chatMessage is a message with its text content.
-type chatMessage struct {
-	Role, Content string
-}
-
 // unsupported refuses the fields the server does not implement.
 func (r *genRequest) unsupported() error {
 	switch {
@@ -254,11 +251,11 @@ func (r *completionRequest) prompt(vocab int) (text string, ids []int, err error
 }
 
 // messages checks the chat messages and flattens their content to text.
-func (r *chatRequest) messages() ([]chatMessage, error) {
+func (r *chatRequest) messages() ([]chat.Message, error) {
 	if len(r.Messages) == 0 {
 		return nil, invalid("messages", "field \"messages\" is missing or empty; send at least one {\"role\": \"user\", \"content\": \"...\"}")
 	}
-	out := make([]chatMessage, len(r.Messages))
+	out := make([]chat.Message, len(r.Messages))
 	for i, m := range r.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
@@ -272,7 +269,7 @@ func (r *chatRequest) messages() ([]chatMessage, error) {
 		if err != nil {
 			return nil, invalid(param+".content", "%s: %v", param, err)
 		}
-		out[i] = chatMessage{Role: m.Role, Content: text}
+		out[i] = chat.Message{Role: m.Role, Content: text}
 	}
 	return out, nil
 }

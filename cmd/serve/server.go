@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/serve"
 )
 
 // config is what the server needs besides the model: limits and sampling defaults (from the
@@ -35,8 +36,8 @@ type config struct {
 type server struct {
 	m       *model
 	cfg     config
-	sched   *scheduler // decoders
-	embed   *embedder  // encoders
+	sched   *serve.Scheduler // decoders
+	embed   *serve.Embedder  // encoders
 	created int64
 	routes  map[string]route
 	// base is cancelled when the server gives up on in-flight requests (shutdown past its
@@ -52,9 +53,9 @@ type route struct {
 func newServer(base context.Context, m *model, cfg config) *server {
 	s := &server{m: m, cfg: cfg, created: time.Now().Unix(), base: base}
 	if m.encoder() {
-		s.embed = newEmbedder(m.e, cfg.queue)
+		s.embed = serve.NewEmbedder(m.e, cfg.queue)
 	} else {
-		s.sched = newScheduler(m.e, cfg.parallel, cfg.queue, cfg.chunk, cfg.stepDelay)
+		s.sched = serve.NewScheduler(m.e, serve.Config{Parallel: cfg.parallel, Queue: cfg.queue, Chunk: cfg.chunk, StepDelay: cfg.stepDelay})
 	}
 	s.routes = map[string]route{
 		"/health":              {http.MethodGet, s.health},
@@ -66,10 +67,10 @@ func newServer(base context.Context, m *model, cfg config) *server {
 	return s
 }
 
-// close stops the scheduler (its running jobs end with errShutdown).
+// close stops the scheduler (its running jobs end with serve.ErrShutdown).
 func (s *server) close() {
 	if s.sched != nil {
-		s.sched.stop()
+		s.sched.Stop()
 	}
 }
 
@@ -95,11 +96,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *server) health(w http.ResponseWriter, r *http.Request) error {
 	out := map[string]any{"status": "ok"}
 	if s.sched != nil {
-		busy := int(s.sched.busy.Load())
+		busy := s.sched.Busy()
 		out["slots_idle"] = s.cfg.parallel - busy
 		out["slots_processing"] = busy
-		out["queued"] = len(s.sched.queue)
-		out["session_rows"] = s.sched.size.Load() // rows each step computes (see scheduler.go)
+		out["queued"] = s.sched.Queued()
+		out["session_rows"] = s.sched.SessionRows() // rows each step computes (see engine/serve)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -112,7 +113,7 @@ func (s *server) models(w http.ResponseWriter, r *http.Request) error {
 		"data": []any{map[string]any{
 			"id": s.m.name, "object": "model", "created": s.created, "owned_by": "posformer",
 			"meta": map[string]any{"kind": c.Kind, "n_ctx": s.m.e.Capacity, "n_vocab": c.VocabSize, "n_embd": c.Dim,
-				"positional": c.SchemeName(), "chat_template": s.m.template.name},
+				"positional": c.SchemeName(), "chat_template": s.m.template.Name},
 		}},
 	})
 	return nil
@@ -134,7 +135,7 @@ func (s *server) prepare(r *genRequest, promptParam string, prompt []int, extraS
 	if err := r.unsupported(); err != nil {
 		return nil, err
 	}
-	limit := s.sched.limit
+	limit := s.sched.Limit()
 	if len(prompt) == 0 {
 		return nil, invalid(promptParam, "the prompt is empty and this model adds no BOS token; send at least one character")
 	}
@@ -254,7 +255,7 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return invalid("messages", "%v", err)
 	}
-	g, err := s.prepare(&req.genRequest, "messages", ids, s.m.template.stops)
+	g, err := s.prepare(&req.genRequest, "messages", ids, s.m.template.Stops)
 	if err != nil {
 		return err
 	}
@@ -268,10 +269,13 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, g *generation,
 	// The base context ends requests a shutdown gives up on.
 	stopBase := context.AfterFunc(s.base, cancel)
 	defer stopBase()
-	j := newJob(ctx, g.prompt, g.max, g.sampler, g.stop)
-	if !s.sched.submit(j) {
+	j := serve.NewJob(ctx, g.prompt, g.max, g.sampler, g.stop)
+	switch err := s.sched.Submit(j); {
+	case errors.Is(err, serve.ErrQueueFull), errors.Is(err, serve.ErrShutdown):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", RetryAfter: 1,
 			Message: fmt.Sprintf("the server is busy: %d requests are decoding and %d waiting (--parallel, --queue); retry shortly", s.cfg.parallel, s.cfg.queue)}
+	case err != nil: // not reached: prepare checked the job already
+		return invalid("", "%v", err)
 	}
 	resp := response{ID: idPrefix + newID(), Object: object, Created: time.Now().Unix(), Model: s.m.name}
 	text := newTextStream(s.m.tok, g.prompt, g.stops)
@@ -311,23 +315,23 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, g *generation,
 	generated := 0
 	finish := ""
 	for finish == "" {
-		var ev event
+		var ev serve.Event
 		select {
-		case ev = <-j.events:
+		case ev = <-j.Events():
 		case <-ctx.Done():
-			ev = event{err: ctx.Err()}
+			ev = serve.Event{Err: ctx.Err()}
 		}
 		var piece string
 		switch {
-		case ev.err != nil:
-			return s.failed(sse, ev.err)
-		case ev.finish != "":
-			finish = ev.finish
+		case ev.Err != nil:
+			return s.failed(sse, ev.Err)
+		case ev.Finish != "":
+			finish = ev.Finish
 			piece = text.flush()
 		default:
 			generated++
 			var stopped bool
-			if piece, stopped = text.push(ev.token); stopped {
+			if piece, stopped = text.push(ev.Token); stopped {
 				finish = "stop"
 				cancel() // the scheduler frees the row at its next step
 			}
@@ -371,8 +375,8 @@ func (s *server) failed(sse *eventStream, err error) error {
 			Message: fmt.Sprintf("the request took longer than %s (--timeout); ask for fewer tokens or raise --timeout", s.cfg.timeout)}
 	case errors.Is(err, context.Canceled) && s.base.Err() == nil:
 		return nil // the client went away: nobody to answer
-	case errors.Is(err, context.Canceled), errors.Is(err, errShutdown):
-		ae = &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", RetryAfter: 1, Message: errShutdown.Error() + "; retry on a running server"}
+	case errors.Is(err, context.Canceled), errors.Is(err, serve.ErrShutdown):
+		ae = &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", RetryAfter: 1, Message: serve.ErrShutdown.Error() + "; retry on a running server"}
 	default:
 		log.Printf("serve: %v", err)
 		ae = &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}

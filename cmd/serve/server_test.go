@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/posformer/posformer/tokenizer/chat"
 )
 
 // prompts are Go fragments of different lengths, the shipped decoder's kind of text; the last
@@ -56,7 +58,7 @@ func TestConcurrentClientsGetTheirOwnContinuation(t *testing.T) {
 				if i%3 == 1 {
 					c.url = ts.URL + "/v1/chat/completions"
 					c.body["messages"] = []map[string]string{{"role": "user", "content": p}}
-					ids, err = ref.m.encodeChat([]chatMessage{{"user", p}})
+					ids, err = ref.m.encodeChat([]chat.Message{{Role: "user", Content: p}})
 				} else {
 					c.url = ts.URL + "/v1/completions"
 					c.body["prompt"] = p
@@ -105,12 +107,12 @@ func TestConcurrentClientsGetTheirOwnContinuation(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if s.sched.busy.Load() != 0 {
-				t.Errorf("%d rows still busy after every client finished", s.sched.busy.Load())
+			if s.sched.Busy() != 0 {
+				t.Errorf("%d rows still busy after every client finished", s.sched.Busy())
 			}
 			// Clients come and go: running rows moved between session sizes on the way.
-			if s.sched.resizes.Load() < 2 {
-				t.Errorf("the session was resized %d times; the test means to move running rows", s.sched.resizes.Load())
+			if s.sched.Resizes() < 2 {
+				t.Errorf("the session was resized %d times; the test means to move running rows", s.sched.Resizes())
 			}
 		})
 	}
@@ -197,9 +199,9 @@ func TestCancelMidStreamFreesRow(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	waitFor(t, "the row to be freed", func() bool { return s.sched.busy.Load() == 0 })
+	waitFor(t, "the row to be freed", func() bool { return s.sched.Busy() == 0 })
 	// One step per token with one row: the row went long before 1000 tokens.
-	if steps := s.sched.steps.Load(); steps > 500 {
+	if steps := s.sched.Steps(); steps > 500 {
 		t.Errorf("the cancelled request ran %d steps of its 1000 tokens before its row was freed", steps)
 	}
 	if h := get(t, ts.URL+"/health"); h["slots_processing"] != 0.0 || h["slots_idle"] != 1.0 {
@@ -344,7 +346,7 @@ func TestFullQueue(t *testing.T) {
 		status, _, _ := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": "abc", "max_tokens": 5})
 		queued <- status
 	}()
-	waitFor(t, "the second request to wait in the queue", func() bool { return len(s.sched.queue) == 1 })
+	waitFor(t, "the second request to wait in the queue", func() bool { return s.sched.Queued() == 1 })
 	status, out, h := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": "abc", "max_tokens": 5})
 	e, _ := out["error"].(map[string]any)
 	if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || e == nil || !strings.Contains(e["message"].(string), "--queue") {
@@ -364,7 +366,7 @@ func TestTimeout(t *testing.T) {
 	if status != http.StatusGatewayTimeout || e == nil || !strings.Contains(e["message"].(string), "--timeout") {
 		t.Errorf("status %d, %v; want 504 naming --timeout", status, out)
 	}
-	waitFor(t, "the timed-out request's row to be freed", func() bool { return s.sched.busy.Load() == 0 })
+	waitFor(t, "the timed-out request's row to be freed", func() bool { return s.sched.Busy() == 0 })
 }
 
 // /v1/models lists the model with its context; /health reports the rows.
@@ -417,8 +419,8 @@ func TestSessionFollowsLoad(t *testing.T) {
 		c()
 	}
 	rows(2, 2)
-	if s.sched.resizes.Load() < 2 {
-		t.Errorf("%d resizes", s.sched.resizes.Load())
+	if s.sched.Resizes() < 2 {
+		t.Errorf("%d resizes", s.sched.Resizes())
 	}
 }
 
@@ -438,7 +440,7 @@ func TestJoinWhilePrefilling(t *testing.T) {
 		ids, _ := ref.m.encodePrompt(p)
 		want, _, _ := ref.generate(t, ids, 100, sp, ref.m.stop)
 		if i == 1 {
-			waitFor(t, "the long prompt to be feeding", func() bool { return s.sched.busy.Load() == 1 })
+			waitFor(t, "the long prompt to be feeding", func() bool { return s.sched.Busy() == 1 })
 		}
 		wg.Add(1)
 		go func() {
@@ -450,7 +452,7 @@ func TestJoinWhilePrefilling(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if s.sched.resizes.Load() < 2 {
-		t.Errorf("%d session resizes; want the prefill session grown and the decoding one too", s.sched.resizes.Load())
+	if s.sched.Resizes() < 2 {
+		t.Errorf("%d session resizes; want the prefill session grown and the decoding one too", s.sched.Resizes())
 	}
 }

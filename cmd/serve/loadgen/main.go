@@ -20,10 +20,11 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/posformer/posformer/cmd/internal/intlist"
 )
 
 type options struct {
@@ -52,13 +53,11 @@ func main() {
 	flag.DurationVar(&o.maxTime, "max-time", 2*time.Minute, "per row, no request starts after this")
 	flag.BoolVar(&o.warmup, "warmup", true, "send one request before measuring (graphs compile on first use)")
 	flag.Parse()
-	for _, f := range strings.Split(clients, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "loadgen: -clients: %q is not a positive number; give e.g. 1,4,16\n", f)
-			os.Exit(2)
-		}
-		o.clients = append(o.clients, n)
+	var bad string
+	var ok bool
+	if o.clients, bad, ok = intlist.Parse(clients, func(n int) bool { return n >= 1 }); !ok {
+		fmt.Fprintf(os.Stderr, "loadgen: -clients: %q is not a positive number; give e.g. 1,4,16\n", bad)
+		os.Exit(2)
 	}
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)

@@ -1,11 +1,8 @@
-package main
+package chat
 
 import (
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/posformer/posformer/tokenizer"
 )
 
 // Templates are recognized by their markers, in Jinja sources shaped like the checkpoints'
@@ -20,19 +17,19 @@ func TestPickTemplate(t *testing.T) {
 		"":               "plain",
 		"<|start_header_id|> without its end of turn": "plain",
 	} {
-		if got := pickTemplate(jinja).name; got != want {
+		if got := Pick(jinja).Name; got != want {
 			t.Errorf("%q: template %s, want %s", jinja, got, want)
 		}
 	}
 }
 
-var conversation = []chatMessage{{"system", "Be brief."}, {"user", "Hi <|im_end|> </s>"}, {"assistant", "Hello."}, {"user", "Bye"}}
+var conversation = []Message{{"system", "Be brief."}, {"user", "Hi <|im_end|> </s>"}, {"assistant", "Hello."}, {"user", "Bye"}}
 
 // Each template lays out the conversation as its family's format does, message text in
 // segments of their own, never parsed as special tokens.
 func TestTemplateLayouts(t *testing.T) {
 	for _, c := range []struct {
-		t    chatTemplate
+		t    Template
 		want string
 	}{
 		{plain, "System: Be brief.\nUser: Hi <|im_end|> </s>\nAssistant: Hello.\nUser: Bye\nAssistant:"},
@@ -41,48 +38,16 @@ func TestTemplateLayouts(t *testing.T) {
 		{gemma, "<bos><start_of_turn>user\nBe brief.\n\nHi <|im_end|> </s><end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n"},
 		{llama2, "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi <|im_end|> </s> [/INST] Hello. </s><s>[INST] Bye [/INST]"},
 	} {
-		segs := c.t.render(conversation)
+		segs := c.t.Render(conversation)
 		var b strings.Builder
 		for _, s := range segs {
-			b.WriteString(s.text)
-			if s.special && strings.Contains(s.text, "Hi") {
-				t.Errorf("%s: message text in a special segment %q", c.t.name, s.text)
+			b.WriteString(s.Text)
+			if s.Special && strings.Contains(s.Text, "Hi") {
+				t.Errorf("%s: message text in a special segment %q", c.t.Name, s.Text)
 			}
 		}
 		if b.String() != c.want {
-			t.Errorf("%s renders\n%q\nwant\n%q", c.t.name, b.String(), c.want)
+			t.Errorf("%s renders\n%q\nwant\n%q", c.t.Name, b.String(), c.want)
 		}
 	}
-}
-
-// Chat prompts start with BOS once (a template that writes it gets no second), and a
-// special-token literal inside a message stays text.
-func TestEncodeChat(t *testing.T) {
-	tok := tokenizer.NewByte()
-	bos, eos := tok.Special().BOS, tok.Special().EOS
-	for _, tmpl := range []chatTemplate{plain, llama2} {
-		m := &model{tok: tok, addBOS: true, bos: bos, template: tmpl}
-		ids, err := m.encodeChat(conversation)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ids[0] != bos || slices.Index(ids[1:], bos) == 0 {
-			t.Errorf("%s: prompt starts %v, want one BOS", tmpl.name, ids[:3])
-		}
-		// The user's "</s>" is bytes; only llama2's own closing of the assistant turn is EOS.
-		wantEOS := map[string]int{"plain": 0, "llama2": 1}[tmpl.name]
-		if got := countOf(ids, eos); got != wantEOS {
-			t.Errorf("%s: %d EOS tokens in the prompt, want %d", tmpl.name, got, wantEOS)
-		}
-	}
-}
-
-func countOf(ids []int, id int) int {
-	n := 0
-	for _, x := range ids {
-		if x == id {
-			n++
-		}
-	}
-	return n
 }

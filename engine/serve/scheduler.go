@@ -1,7 +1,7 @@
-package main
+package serve
 
 // The scheduler is the one goroutine that touches the engine. It gives each request a row (a
-// slot) of a Session for as long as it runs, up to --parallel rows in all, and every step
+// slot) of a Session for as long as it runs, up to Config.Parallel rows in all, and every step
 // decodes one token for every running request in one batched Append. A request that arrives
 // while others decode waits in the queue and joins at the next step; a request whose context
 // is done (client gone, timeout, stop string) gives its row back before the next step.
@@ -15,14 +15,13 @@ package main
 //     into a smaller one.
 //   - A step pads every row to its longest chunk: a joining prompt of 13 tokens fed beside 15
 //     decoding rows would make all 16 compute 16 positions. So joining requests feed their
-//     prompts (in chunks of --batch-size tokens) in a prefill session of their own (grown
+//     prompts (in chunks of Config.Chunk tokens) in a prefill session of their own (grown
 //     the same way as more join), in the same step as the others' decoding, and move into the
 //     decoding session once their prompt is in, with their first token sampled.
 //
-// The scheduler speaks tokens only; text, stop strings and the wire format are the handlers'
-// (server.go). Requests talk to it over channels: jobs come in through the queue, tokens go
-// out through each job's events channel, which is buffered for every token the job may
-// receive, so that a slow client never holds up the others.
+// Requests talk to it over channels: jobs come in through the queue, tokens go out through
+// each job's events channel, which is buffered for every token the job may receive, so that a
+// slow client never holds up the others.
 
 import (
 	"context"
@@ -35,32 +34,38 @@ import (
 	"github.com/posformer/posformer/engine"
 )
 
-// job is one generation request as the scheduler sees it.
-type job struct {
+// Job is one generation request as the scheduler sees it.
+type Job struct {
 	ctx     context.Context // done: free the row
 	prompt  []int
 	max     int // tokens to generate at most (>= 1)
 	sampler *engine.Sampler
 	stop    []int // sampling one of these ends the job (not sent)
 	// events receives each generated token, then one final event. Its capacity is max+1.
-	events chan event
+	events chan Event
 }
 
-// event is a generated token, or the end of a job: finish is "stop" (a stop token) or
-// "length" (max tokens or the context), or err is set.
-type event struct {
-	token  int
-	finish string
-	err    error
+// Event is a generated token, or the end of a job: Finish is "stop" (a stop token) or
+// "length" (max tokens or the context), or Err is set.
+type Event struct {
+	Token  int
+	Finish string
+	Err    error
 }
 
-func newJob(ctx context.Context, prompt []int, max int, sm *engine.Sampler, stop []int) *job {
-	return &job{ctx: ctx, prompt: prompt, max: max, sampler: sm, stop: stop, events: make(chan event, max+1)}
+// NewJob is a request to continue prompt by up to max tokens (>= 1) drawn by sm, ending early
+// when it samples one of stop (not sent) or when ctx is done (which frees its row).
+func NewJob(ctx context.Context, prompt []int, max int, sm *engine.Sampler, stop []int) *Job {
+	return &Job{ctx: ctx, prompt: prompt, max: max, sampler: sm, stop: stop, events: make(chan Event, max+1)}
 }
+
+// Events delivers each generated token, then one final event (Finish or Err set). It never
+// blocks the scheduler: it holds every event the job may receive.
+func (j *Job) Events() <-chan Event { return j.events }
 
 // slot is the state of a running request.
 type slot struct {
-	j         *job
+	j         *Job
 	fed       int // prompt tokens already in the cache
 	pos       int // position of the next token fed (once the prompt is in)
 	next      int // the token sampled last, fed at pos by the next step
@@ -83,10 +88,20 @@ func (p *pool) busy() int {
 	return n
 }
 
-var errShutdown = errors.New("the server is shutting down")
+// ErrShutdown ends the jobs that run or wait when the scheduler stops.
+var ErrShutdown = errors.New("the server is shutting down")
 
-// scheduler owns the engine and its sessions.
-type scheduler struct {
+// Config is how many requests a scheduler runs at once and how it feeds their prompts.
+type Config struct {
+	Parallel int // rows at most, both sessions together (>= 1): requests decoded at once
+	Queue    int // jobs that may wait for a row; past that Submit refuses
+	Chunk    int // prompt tokens a joining request feeds per step (>= 1)
+	// StepDelay slows every step down, so that tests can watch requests while they run.
+	StepDelay time.Duration
+}
+
+// Scheduler owns the engine and its sessions.
+type Scheduler struct {
 	e        *engine.Engine
 	dec      pool // requests decoding
 	pre      pool // requests feeding their prompt (sess nil when none)
@@ -94,32 +109,51 @@ type scheduler struct {
 	chunk    int  // prompt tokens a row feeds per step
 	limit    int  // tokens a row holds at most
 
-	queue chan *job // waiting jobs; its capacity is --queue
+	queue chan *Job // waiting jobs; its capacity is Config.Queue
 	quit  chan struct{}
 	done  chan struct{}
 	// delay slows every step down, so that tests can watch requests while they run.
 	delay time.Duration
 
-	busy    atomic.Int32 // rows in use, for /health
-	size    atomic.Int32 // rows of the decoding session, for /health
-	steps   atomic.Int64 // decoding steps, for tests
-	resizes atomic.Int64 // sessions replaced by a larger or smaller one, for tests
+	busy    atomic.Int32 // rows in use
+	size    atomic.Int32 // rows of the decoding session
+	steps   atomic.Int64 // decoding steps
+	resizes atomic.Int64 // sessions replaced by a larger or smaller one
 }
 
-// newScheduler starts the scheduler goroutine; stop ends it.
-func newScheduler(e *engine.Engine, parallel, queue, chunk int, delay time.Duration) *scheduler {
-	s := &scheduler{
-		e: e, parallel: parallel, chunk: chunk, limit: e.SequenceLimit(), delay: delay,
-		queue: make(chan *job, queue), quit: make(chan struct{}), done: make(chan struct{}),
+// NewScheduler starts the scheduler goroutine on e, which it then owns (an engine serves one
+// scheduler); Stop ends it.
+func NewScheduler(e *engine.Engine, c Config) *Scheduler {
+	s := &Scheduler{
+		e: e, parallel: c.Parallel, chunk: c.Chunk, limit: e.SequenceLimit(), delay: c.StepDelay,
+		queue: make(chan *Job, c.Queue), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.reset()
 	go s.run()
 	return s
 }
 
-// sessionSizes are the row counts of the sessions a scheduler of parallel rows uses: powers of
+// Limit is the most tokens a request holds, prompt and generated together.
+func (s *Scheduler) Limit() int { return s.limit }
+
+// Busy is the number of rows in use: requests feeding their prompt or decoding.
+func (s *Scheduler) Busy() int { return int(s.busy.Load()) }
+
+// Queued is the number of jobs waiting for a row.
+func (s *Scheduler) Queued() int { return len(s.queue) }
+
+// SessionRows is the size of the decoding session: the rows each step computes.
+func (s *Scheduler) SessionRows() int { return int(s.size.Load()) }
+
+// Steps counts the decoding steps run so far.
+func (s *Scheduler) Steps() int64 { return s.steps.Load() }
+
+// Resizes counts the sessions replaced by a larger or smaller one so far.
+func (s *Scheduler) Resizes() int64 { return s.resizes.Load() }
+
+// SessionSizes are the row counts of the sessions a Scheduler of parallel rows uses: powers of
 // two, and parallel itself.
-func sessionSizes(parallel int) []int {
+func SessionSizes(parallel int) []int {
 	var out []int
 	for n := 1; n < parallel; n *= 2 {
 		out = append(out, n)
@@ -128,25 +162,53 @@ func sessionSizes(parallel int) []int {
 }
 
 // sizeFor is the session size that holds n rows.
-func (s *scheduler) sizeFor(n int) int { return min(s.parallel, engine.Bucket(max(n, 1))) }
+func (s *Scheduler) sizeFor(n int) int { return min(s.parallel, engine.Bucket(max(n, 1))) }
 
-// submit queues j, or reports false when the queue is full.
-func (s *scheduler) submit(j *job) bool {
+// ErrQueueFull refuses a job when Config.Queue jobs wait for a row already.
+var ErrQueueFull = errors.New("the queue is full")
+
+// Submit queues j: it refuses with ErrQueueFull when the queue is full, ErrShutdown once the
+// scheduler stopped, and an error naming the problem for a job no row can run (which would
+// otherwise fail the running jobs with it at the next step).
+func (s *Scheduler) Submit(j *Job) error {
+	if err := s.check(j); err != nil {
+		return err
+	}
 	select {
 	case <-s.quit:
-		return false
+		return ErrShutdown
 	default:
 	}
 	select {
 	case s.queue <- j:
-		return true
+		return nil
 	default:
-		return false
+		return ErrQueueFull
 	}
 }
 
-// stop ends the scheduler: running and queued jobs get errShutdown.
-func (s *scheduler) stop() {
+// check refuses a job whose prompt is empty, does not fit in a row, or holds a token outside
+// the vocabulary, or that asks for no token.
+func (s *Scheduler) check(j *Job) error {
+	vocab := s.e.Model.Config.VocabSize
+	switch {
+	case len(j.prompt) == 0:
+		return errors.New("the prompt is empty: give at least one token")
+	case len(j.prompt) > s.limit:
+		return fmt.Errorf("the prompt is %d tokens but a row holds %d; shorten it", len(j.prompt), s.limit)
+	case j.max < 1:
+		return fmt.Errorf("a job generates at least one token, not %d", j.max)
+	}
+	for _, id := range j.prompt {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("token id %d in the prompt is outside the vocabulary [0, %d)", id, vocab)
+		}
+	}
+	return nil
+}
+
+// Stop ends the scheduler: running and queued jobs get ErrShutdown.
+func (s *Scheduler) Stop() {
 	select {
 	case <-s.quit:
 	default:
@@ -155,10 +217,10 @@ func (s *scheduler) stop() {
 	<-s.done
 }
 
-func (s *scheduler) run() {
+func (s *Scheduler) run() {
 	defer close(s.done)
 	for {
-		var first *job
+		var first *Job
 		if s.busy.Load() == 0 {
 			select { // idle: wait for work without spinning
 			case first = <-s.queue:
@@ -178,7 +240,7 @@ func (s *scheduler) run() {
 		case err == nil:
 			err = s.admit(first)
 		case first != nil: // taken from the queue, never admitted
-			first.events <- event{err: err}
+			first.events <- Event{Err: err}
 		}
 		if err == nil && s.busy.Load() > 0 {
 			time.Sleep(s.delay)
@@ -190,11 +252,11 @@ func (s *scheduler) run() {
 	}
 }
 
-// admit takes first (if not nil) and as many waiting jobs as may join under --parallel into
+// admit takes first (if not nil) and as many waiting jobs as may join under Config.Parallel into
 // the prefill session, growing it if they do not fit. Jobs whose client is gone already are
 // dropped.
-func (s *scheduler) admit(first *job) error {
-	var joining []*job
+func (s *Scheduler) admit(first *Job) error {
+	var joining []*Job
 	if first != nil && first.ctx.Err() == nil {
 		joining = append(joining, first)
 	}
@@ -219,7 +281,7 @@ collect:
 	case need > len(s.pre.rows):
 		if err := s.resize(&s.pre, s.sizeFor(need)); err != nil {
 			for _, j := range joining {
-				j.events <- event{err: err}
+				j.events <- Event{Err: err}
 			}
 			return err
 		}
@@ -235,7 +297,7 @@ collect:
 }
 
 // dropCancelled frees the rows of jobs whose context is done.
-func (s *scheduler) dropCancelled() error {
+func (s *Scheduler) dropCancelled() error {
 	for _, p := range []*pool{&s.dec, &s.pre} {
 		for i, r := range p.rows {
 			if r != nil && r.j.ctx.Err() != nil {
@@ -249,7 +311,7 @@ func (s *scheduler) dropCancelled() error {
 }
 
 // free empties row i of p for the next job.
-func (s *scheduler) free(p *pool, i int) error {
+func (s *Scheduler) free(p *pool, i int) error {
 	p.rows[i] = nil
 	s.busy.Add(-1)
 	return p.sess.FreeRow(i)
@@ -258,7 +320,7 @@ func (s *scheduler) free(p *pool, i int) error {
 // step feeds the next prompt chunk of every joining request (moving those whose prompt is in
 // to the decoding session) and decodes one token for every decoding request. A panic in the
 // engine fails the running jobs instead of the server.
-func (s *scheduler) step() (err error) {
+func (s *Scheduler) step() (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("internal error in a decoding step: %v", p)
@@ -279,7 +341,7 @@ func (s *scheduler) step() (err error) {
 
 // prefill feeds a chunk of each joining prompt; a prompt that is in gets its first token and
 // its row moves to the decoding session.
-func (s *scheduler) prefill() error {
+func (s *Scheduler) prefill() error {
 	p := &s.pre
 	n := len(p.rows)
 	tokens, positions := make([][]int, n), make([][]int, n)
@@ -323,7 +385,7 @@ func (s *scheduler) prefill() error {
 
 // move takes row i of the prefill session into a free row of the decoding session, growing
 // that session if it is full.
-func (s *scheduler) move(i int) error {
+func (s *Scheduler) move(i int) error {
 	if need := s.dec.busy() + 1; need > len(s.dec.rows) {
 		if err := s.resize(&s.dec, s.sizeFor(need)); err != nil {
 			return err
@@ -338,7 +400,7 @@ func (s *scheduler) move(i int) error {
 }
 
 // decode runs one batched step of the decoding session.
-func (s *scheduler) decode() error {
+func (s *Scheduler) decode() error {
 	p := &s.dec
 	n := len(p.rows)
 	tokens, positions := make([][]int, n), make([][]int, n)
@@ -373,17 +435,17 @@ func (s *scheduler) decode() error {
 // so that a served continuation is the one cmd/infer prints: a stop token ends the job unsent,
 // then the token goes out, then the job ends at max tokens or when the row is full. done
 // reports that the job ended (its final event sent); the caller frees the row.
-func (s *scheduler) sample(p *pool, i int, logits []float32) (done bool, err error) {
+func (s *Scheduler) sample(p *pool, i int, logits []float32) (done bool, err error) {
 	r := p.rows[i]
 	tok := r.j.sampler.Next(logits)
 	if slices.Contains(r.j.stop, tok) {
-		r.j.events <- event{finish: "stop"}
+		r.j.events <- Event{Finish: "stop"}
 		return true, nil
 	}
-	r.j.events <- event{token: tok}
+	r.j.events <- Event{Token: tok}
 	r.generated++
 	if r.generated >= r.j.max || r.pos >= s.limit {
-		r.j.events <- event{finish: "length"}
+		r.j.events <- Event{Finish: "length"}
 		return true, nil
 	}
 	r.next = tok
@@ -392,7 +454,7 @@ func (s *scheduler) sample(p *pool, i int, logits []float32) (done bool, err err
 
 // shrink moves the decoding rows into a smaller session once three quarters of its rows are
 // empty: a smaller session computes less per step.
-func (s *scheduler) shrink() error {
+func (s *Scheduler) shrink() error {
 	if busy := s.dec.busy(); len(s.dec.rows) > 1 && busy <= len(s.dec.rows)/4 {
 		return s.resize(&s.dec, s.sizeFor(busy))
 	}
@@ -401,7 +463,7 @@ func (s *scheduler) shrink() error {
 
 // resize moves the rows of p (the decoding or the prefill pool) into a new session of n rows
 // (n >= busy), packed at the front.
-func (s *scheduler) resize(p *pool, n int) error {
+func (s *Scheduler) resize(p *pool, n int) error {
 	next := pool{sess: s.e.NewSession(n), rows: make([]*slot, n)}
 	k := 0
 	for i, r := range p.rows {
@@ -425,7 +487,7 @@ func (s *scheduler) resize(p *pool, n int) error {
 }
 
 // reset drops both sessions and starts an empty one-row decoding session.
-func (s *scheduler) reset() {
+func (s *Scheduler) reset() {
 	for _, p := range []*pool{&s.dec, &s.pre} {
 		if p.sess != nil {
 			p.sess.Close()
@@ -439,11 +501,11 @@ func (s *scheduler) reset() {
 
 // failAll ends every running job with err and starts afresh: after a failed step the caches'
 // state is unknown.
-func (s *scheduler) failAll(err error) {
+func (s *Scheduler) failAll(err error) {
 	for _, p := range []*pool{&s.dec, &s.pre} {
 		for _, r := range p.rows {
 			if r != nil {
-				r.j.events <- event{err: err}
+				r.j.events <- Event{Err: err}
 			}
 		}
 	}
@@ -451,12 +513,12 @@ func (s *scheduler) failAll(err error) {
 }
 
 // shutdown ends running and queued jobs.
-func (s *scheduler) shutdown() {
-	s.failAll(errShutdown)
+func (s *Scheduler) shutdown() {
+	s.failAll(ErrShutdown)
 	for {
 		select {
 		case j := <-s.queue:
-			j.events <- event{err: errShutdown}
+			j.events <- Event{Err: ErrShutdown}
 		default:
 			return
 		}
