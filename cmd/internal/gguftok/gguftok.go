@@ -42,7 +42,8 @@ func Load(path, override string, vocab int) (Loaded, error) {
 		return l, fmt.Errorf("loading %s: %w", path, err)
 	}
 	if t, ok := f.Get("tokenizer.chat_template"); ok {
-		l.ChatTemplate = t.String()
+		// The raw text: Value.String quotes it and cuts it for messages.
+		l.ChatTemplate, _ = t.V.(string)
 	}
 	l.AddBOS = v.AddBOS
 	switch {

@@ -29,7 +29,8 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.AddBOS = false
-	const jinja = "{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}"
+	// Longer than a message would quote: the template must come back whole and unquoted.
+	const jinja = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 	path := writeVocab(t, gguf.Vocab(v), gguf.KV{Key: "tokenizer.chat_template", Value: gguf.String(jinja)})
 
 	l, err := Load(path, "", n)
@@ -37,7 +38,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := byteTok.Special()
-	if l.Tok == nil || l.Tok.VocabSize() != n || l.BOS != want.BOS || l.EOS != want.EOS || l.AddBOS || !strings.Contains(l.ChatTemplate, "<|im_start|>") {
+	if l.Tok == nil || l.Tok.VocabSize() != n || l.BOS != want.BOS || l.EOS != want.EOS || l.AddBOS || l.ChatTemplate != jinja {
 		t.Errorf("the file's own: %+v, want %d tokens, BOS %d, EOS %d, no BOS added, the template's markers", l, n, want.BOS, want.EOS)
 	}
 	if ids, _ := l.Tok.Encode("hi"); len(ids) != 2 || l.Tok.Decode(ids) != "hi" {
