@@ -1,7 +1,7 @@
 package engine
 
 // Rows as slots: a server keeps a Session and gives each request a row for as long as it runs
-// (cmd/serve). When a request ends, its row must be emptied before another request takes it,
+// (engine/serve). When a request ends, its row must be emptied before another request takes it,
 // while the other rows go on decoding. And since every step computes every row, empty ones
 // included, a server sizes its session to the requests it has: it moves the running rows into
 // a smaller or larger session (CopyRow) as requests come and go.
