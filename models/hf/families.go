@@ -76,9 +76,9 @@ var layerIndex = regexp.MustCompile(`\.[0-9]+\.`)
 
 var llama = &family{
 	tensors: families.Llama,
-	name:  "LlamaForCausalLM",
-	types: []string{"llama", "mistral", "qwen2"},
-	archs: []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"},
+	name:    "LlamaForCausalLM",
+	types:   []string{"llama", "mistral", "qwen2"},
+	archs:   []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"},
 	config: func(r *rawConfig) (models.Config, error) {
 		mt := r.String("model_type", "llama")
 		heads := r.Int("num_attention_heads", -1)
@@ -195,9 +195,9 @@ var llama = &family{
 
 var gpt2 = &family{
 	tensors: families.GPT2,
-	name:  "GPT2LMHeadModel",
-	types: []string{"gpt2"},
-	archs: []string{"GPT2LMHeadModel", "GPT2Model"},
+	name:    "GPT2LMHeadModel",
+	types:   []string{"gpt2"},
+	archs:   []string{"GPT2LMHeadModel", "GPT2Model"},
 	config: func(r *rawConfig) (models.Config, error) {
 		dim := r.Int("n_embd", -1)
 		c := models.Config{
@@ -273,9 +273,9 @@ var gpt2 = &family{
 
 var bert = &family{
 	tensors: families.BERT,
-	name:  "BertForMaskedLM",
-	types: []string{"bert"},
-	archs: []string{"BertForMaskedLM", "BertForPreTraining"},
+	name:    "BertForMaskedLM",
+	types:   []string{"bert"},
+	archs:   []string{"BertForMaskedLM", "BertForPreTraining"},
 	config: func(r *rawConfig) (models.Config, error) {
 		c := models.Config{
 			Kind: models.Encoder, VocabSize: r.Int("vocab_size", -1), Dim: r.Int("hidden_size", -1),
