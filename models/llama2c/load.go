@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -94,22 +93,14 @@ func load(rd *Reader, backend backends.Backend, ctx *context.Context, edits []mo
 	if err != nil {
 		return nil, err
 	}
-	want := map[string][]int{}
-	for _, p := range params {
-		want[p.Name] = p.Shape
-	}
+	table := map[string]models.Source{}
 	for _, e := range rd.Header().Layout() {
-		if e.Skip {
-			continue
+		if !e.Skip {
+			table[e.Name] = models.Source{Name: e.Name, Shape: e.Shape}
 		}
-		shape, ok := want[e.Name]
-		if !ok || !slices.Equal(shape, e.Shape) {
-			return nil, fmt.Errorf("internal: llama2.c tensor %s %v has no matching model variable (model wants %v)", e.Name, e.Shape, shape)
-		}
-		delete(want, e.Name)
 	}
-	for name, shape := range want {
-		return nil, fmt.Errorf("internal: model variable %s %v has no llama2.c tensor", name, shape)
+	if err := models.MatchParams("the llama2.c layout", params, table); err != nil {
+		return nil, err
 	}
 
 	for {
