@@ -47,6 +47,24 @@ const KeyTrainSeqLen = "posformer.train_seq_len"
 // Architectures lists the general.architecture values Load reads.
 var Architectures = []string{"llama", "qwen2", "gpt2"}
 
+func init() {
+	models.RegisterFormat(models.Format{Name: "gguf", What: "a .gguf file", Detect: IsFile, Load: LoadInto, WeightType: StoredWeightType})
+}
+
+// StoredWeightType is the type of the matrices of the GGUF file at path, what a load keeps by
+// default: f16 runs as f32, which the engine holds (f32 too for an unreadable file).
+func StoredWeightType(path string) quant.Type {
+	f, err := Open(path)
+	if err != nil {
+		return quant.F32
+	}
+	defer f.Close()
+	if t := f.MatrixType(); t != quant.F16 {
+		return t
+	}
+	return quant.F32
+}
+
 // Load reads the GGUF model at path into a model and a context holding its variables under
 // posformer's checkpoint names. Edits change the configuration first (inference-time settings
 // such as RoPE scaling).

@@ -47,6 +47,10 @@ const (
 // memory; cmd/infer -c asks for more.
 const MaxDefaultContext = 4096
 
+func init() {
+	models.RegisterFormat(models.Format{Name: "hf", What: "a Hugging Face directory, config.json naming a model_type", Detect: IsDir, Load: LoadInto})
+}
+
 // IsDir reports whether dir holds a Hugging Face config.json (one naming a model_type or
 // architectures, which posformer's own config.json never does).
 func IsDir(dir string) bool {
