@@ -75,10 +75,10 @@ func minContext(n int) int { return min(n, MaxDefaultContext) }
 var layerIndex = regexp.MustCompile(`\.[0-9]+\.`)
 
 var llama = &family{
-	tensors: families.Llama,
 	name:    "LlamaForCausalLM",
 	types:   []string{"llama", "mistral", "qwen2"},
 	archs:   []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"},
+	tensors: families.Llama,
 	config: func(r *rawConfig) (models.Config, error) {
 		mt := r.String("model_type", "llama")
 		heads := r.Int("num_attention_heads", -1)
@@ -194,10 +194,10 @@ var llama = &family{
 }
 
 var gpt2 = &family{
-	tensors: families.GPT2,
 	name:    "GPT2LMHeadModel",
 	types:   []string{"gpt2"},
 	archs:   []string{"GPT2LMHeadModel", "GPT2Model"},
+	tensors: families.GPT2,
 	config: func(r *rawConfig) (models.Config, error) {
 		dim := r.Int("n_embd", -1)
 		c := models.Config{
@@ -272,10 +272,10 @@ var gpt2 = &family{
 }
 
 var bert = &family{
-	tensors: families.BERT,
 	name:    "BertForMaskedLM",
 	types:   []string{"bert"},
 	archs:   []string{"BertForMaskedLM", "BertForPreTraining"},
+	tensors: families.BERT,
 	config: func(r *rawConfig) (models.Config, error) {
 		c := models.Config{
 			Kind: models.Encoder, VocabSize: r.Int("vocab_size", -1), Dim: r.Int("hidden_size", -1),
