@@ -48,7 +48,7 @@ const (
 const MaxDefaultContext = 4096
 
 func init() {
-	models.RegisterFormat(models.Format{Name: "hf", What: "a Hugging Face directory, config.json naming a model_type", Detect: IsDir, Load: LoadInto})
+	models.RegisterFormat(models.Format{Name: "hf", What: "a Hugging Face directory whose config.json names a model_type", Detect: IsDir, Load: LoadInto})
 }
 
 // IsDir reports whether dir holds a Hugging Face config.json (one naming a model_type or
