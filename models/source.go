@@ -20,6 +20,9 @@ type Source struct {
 	Part, Parts int
 	// Aliases are older names of the same tensor (BERT's LayerNorm gamma and beta).
 	Aliases []string
+	// Rotary marks a query or key projection, whose rows RoPE rotates in pairs: a writer
+	// whose format pairs them differently permutes them (gguf.PermuteHalfToInterleaved).
+	Rotary bool
 }
 
 // OurShape is the shape of our tensor that s feeds.

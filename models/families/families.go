@@ -57,6 +57,9 @@ type Tensor struct {
 	// Parts > 1: the stored tensor fuses Parts tensors along their output axis (GPT-2's
 	// c_attn and attn_qkv hold q, k and v) and ours is part number Part.
 	Part, Parts int
+	// Rotary marks the query and key projections of a RoPE family, whose rows llama.cpp's
+	// convert permutes within each head (see models/gguf's export).
+	Rotary bool
 }
 
 // Dim is one size of a tensor, as a configuration implies it.
@@ -106,7 +109,7 @@ func (f *Family) HF(c models.Config, prefix string) map[string]models.Source {
 		if len(aliases) == 0 {
 			aliases = nil
 		}
-		return models.Source{Name: name, Shape: stored(t, c, t.Conv1D), Transpose: t.Conv1D, Part: t.Part, Parts: t.Parts, Aliases: aliases}
+		return models.Source{Name: name, Shape: stored(t, c, t.Conv1D), Transpose: t.Conv1D, Part: t.Part, Parts: t.Parts, Aliases: aliases, Rotary: t.Rotary}
 	})
 }
 
@@ -117,7 +120,7 @@ func (f *Family) GGUF(c models.Config) map[string]models.Source {
 		if layer >= 0 {
 			name = fmt.Sprintf(f.GGUFLayer, layer) + t.GGUF
 		}
-		return models.Source{Name: name, Shape: stored(t, c, false), Part: t.Part, Parts: t.Parts}
+		return models.Source{Name: name, Shape: stored(t, c, false), Part: t.Part, Parts: t.Parts, Rotary: t.Rotary}
 	})
 }
 

@@ -102,3 +102,27 @@ func TestBERTAliases(t *testing.T) {
 		t.Errorf("output bias: %+v", b)
 	}
 }
+
+// TestRotaryRows checks that exactly Llama's query and key matrices are marked for llama.cpp's
+// per-head row permutation, in both formats.
+func TestRotaryRows(t *testing.T) {
+	c := models.Config{VocabSize: 16, Dim: 8, NumLayers: 2, NumHeads: 2, NumKVHeads: 1, HiddenDim: 12, QKVBias: true}
+	for format, table := range map[string]map[string]models.Source{"GGUF": Llama.GGUF(c), "Hugging Face": Llama.HF(c, "")} {
+		var rotary []string
+		for name, src := range table {
+			if src.Rotary {
+				rotary = append(rotary, name)
+			}
+		}
+		slices.Sort(rotary)
+		want := []string{"layer_0.attn.wk.weight", "layer_0.attn.wq.weight", "layer_1.attn.wk.weight", "layer_1.attn.wq.weight"}
+		if !slices.Equal(rotary, want) {
+			t.Errorf("%s: rotary tensors %v, want %v", format, rotary, want)
+		}
+	}
+	for name, src := range GPT2.GGUF(c) {
+		if src.Rotary {
+			t.Errorf("GPT-2's %s is marked rotary; GPT-2 has no RoPE", name)
+		}
+	}
+}

@@ -15,9 +15,9 @@ var Llama = &Family{
 	Layer: []Tensor{
 		{Ours: m.AttnNormWeight, HF: "input_layernorm.weight", GGUF: "attn_norm.weight", Shape: dims(Model)},
 		{Ours: m.FFNNormWeight, HF: "post_attention_layernorm.weight", GGUF: "ffn_norm.weight", Shape: dims(Model)},
-		{Ours: m.AttnQWeight, HF: "self_attn.q_proj.weight", GGUF: "attn_q.weight", Shape: dims(QDim, Model)},
+		{Ours: m.AttnQWeight, HF: "self_attn.q_proj.weight", GGUF: "attn_q.weight", Shape: dims(QDim, Model), Rotary: true},
 		{Ours: m.AttnQBias, HF: "self_attn.q_proj.bias", GGUF: "attn_q.bias", Shape: dims(QDim), When: qkvBias},
-		{Ours: m.AttnKWeight, HF: "self_attn.k_proj.weight", GGUF: "attn_k.weight", Shape: dims(KVDim, Model)},
+		{Ours: m.AttnKWeight, HF: "self_attn.k_proj.weight", GGUF: "attn_k.weight", Shape: dims(KVDim, Model), Rotary: true},
 		{Ours: m.AttnKBias, HF: "self_attn.k_proj.bias", GGUF: "attn_k.bias", Shape: dims(KVDim), When: qkvBias},
 		{Ours: m.AttnVWeight, HF: "self_attn.v_proj.weight", GGUF: "attn_v.weight", Shape: dims(KVDim, Model)},
 		{Ours: m.AttnVBias, HF: "self_attn.v_proj.bias", GGUF: "attn_v.bias", Shape: dims(KVDim), When: qkvBias},

@@ -147,6 +147,7 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 	// Group our tensors by the GGUF tensor they make (GPT-2's attn_qkv takes three).
 	parts := map[string][]string{}
 	shapes := map[string][]int{}
+	rotary := map[string]bool{}
 	for ours, src := range table {
 		if _, ok := vars[ours]; !ok {
 			return nil, nil, fmt.Errorf("variable %s is missing", ours)
@@ -156,6 +157,7 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 		}
 		parts[src.Name][src.Part] = ours
 		shapes[src.Name] = src.Shape
+		rotary[src.Name] = src.Rotary
 	}
 	names := slices.SortedFunc(func(yield func(string) bool) {
 		for n := range parts {
@@ -177,7 +179,7 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 			typ = quant.F16
 		}
 		ours := parts[name]
-		perm := permute && (strings.HasSuffix(name, ".attn_q.weight") || strings.HasSuffix(name, ".attn_k.weight"))
+		perm := permute && rotary[name]
 		out = append(out, Tensor{Name: name, Shape: shape, Type: typ, Fill: func() ([]byte, error) {
 			var data []float32
 			for _, o := range ours {
