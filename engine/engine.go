@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,9 +17,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/gguf"
-	"github.com/posformer/posformer/models/hf"
-	"github.com/posformer/posformer/models/llama2c"
+	_ "github.com/posformer/posformer/models/gguf"  // registers the format
+	_ "github.com/posformer/posformer/models/hf"    // registers the format
+	"github.com/posformer/posformer/models/llama2c" // registers the format, and IsLlama2C
 	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
 )
@@ -41,10 +40,11 @@ type Engine struct {
 
 // Load opens a checkpoint on the named backend (see NewBackend) with a KV cache of capacity
 // slots per sequence (0: the model's max_seq_len); edits adjust its configuration first.
-// path is one of:
+// path is a checkpoint of any registered format (models.FormatNames):
 //   - a directory with config.json and model.safetensors (our own format);
 //   - a Hugging Face directory (config.json naming a model_type), see models/hf;
-//   - a llama2.c .bin file (any regular file, or a path ending in .bin), see models/llama2c.
+//   - a GGUF file, see models/gguf;
+//   - a llama2.c .bin file (any other regular file, or a path ending in .bin), see models/llama2c.
 func Load(path, backendName string, capacity int, edits ...models.Edit) (*Engine, error) {
 	return LoadAs(path, backendName, capacity, quant.F32, edits...)
 }
@@ -56,20 +56,15 @@ func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ..
 	if err != nil {
 		return nil, err
 	}
-	load := models.LoadInto
-	switch {
-	case gguf.IsFile(path):
-		load = gguf.LoadInto
-	case IsLlama2C(path):
-		load = llama2c.LoadInto
-	case hf.IsDir(path):
-		load = hf.LoadInto
+	format, err := models.FormatOf(path)
+	if err != nil {
+		return nil, err
 	}
 	ctx := context.New()
 	if err := layers.SetWeightType(ctx, weights); err != nil {
 		return nil, err
 	}
-	m, err := load(path, backend, ctx, edits...)
+	m, err := format.Load(path, backend, ctx, edits...)
 	if err != nil {
 		return nil, err
 	}
@@ -79,27 +74,10 @@ func LoadAs(path, backendName string, capacity int, weights quant.Type, edits ..
 	return New(backend, m, ctx, capacity)
 }
 
-// StoredWeightType is the type a checkpoint holds its matrices in, what --weights defaults to:
-// a GGUF file's matrix type, q8_0 for a llama2.c version-2 file (int8 groups of a multiple of
-// 32), f32 otherwise.
-func StoredWeightType(path string) quant.Type {
-	if gguf.IsFile(path) {
-		// A GGUF file: the type of its matrices (f16 runs as f32, which this engine holds).
-		if f, err := gguf.Open(path); err == nil {
-			defer f.Close()
-			if t := f.MatrixType(); t != quant.F16 {
-				return t
-			}
-		}
-		return quant.F32
-	}
-	if IsLlama2C(path) {
-		if h, err := llama2c.ReadHeaderFile(path); err == nil && h.Version == 2 && h.GroupSize%32 == 0 {
-			return quant.Q8_0
-		}
-	}
-	return quant.F32
-}
+// StoredWeightType is the type a checkpoint holds its matrices in, what --weights defaults to
+// (models.StoredWeightType): a GGUF file's matrix type, q8_0 for a llama2.c version-2 file,
+// f32 otherwise.
+func StoredWeightType(path string) quant.Type { return models.StoredWeightType(path) }
 
 // CheckpointBytes is the size of a checkpoint on disk, about that of its weights: the file, or
 // the files of a directory (0 when unreadable).
@@ -142,14 +120,8 @@ func checkLayout(backend backends.Backend, m *models.Model, ctx *context.Context
 }
 
 // IsLlama2C reports whether path names a llama2.c checkpoint rather than a checkpoint
-// directory: a regular file, or a missing path ending in .bin (so that its error says so).
-func IsLlama2C(path string) bool {
-	info, err := os.Stat(path)
-	if err != nil {
-		return strings.HasSuffix(path, ".bin")
-	}
-	return !info.IsDir()
-}
+// directory (llama2c.IsFile).
+func IsLlama2C(path string) bool { return llama2c.IsFile(path) }
 
 // New wraps a model whose variables are in ctx; they must not change while the engine is in
 // use (decoding steps hold on to their buffers, see direct.go). A context that holds no model

@@ -18,6 +18,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/models/atomicfile"
 	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/models/safetensors"
 )
@@ -140,31 +141,9 @@ func Save(dir string, cfg Config, ctx *context.Context) error {
 	return WriteFileAtomic(filepath.Join(dir, ConfigFile), append(data, '\n'))
 }
 
-// WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644) // CreateTemp's 0600 would make checkpoints private to their trainer
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+// WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path
+// (atomicfile.WriteFile).
+func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }
 
 // CopyFileAtomic copies the file src to dst (WriteFileAtomic), so that dst is never half written.
 func CopyFileAtomic(src, dst string) error {

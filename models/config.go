@@ -1,6 +1,11 @@
 // Package models describes a transformer in one Config (as nanoGPT does), builds decoders
 // (causal LM) and encoders (bidirectional, masked-LM head) from it, and reads and writes
 // posformer checkpoints: a directory with config.json and model.safetensors.
+//
+// It is also the core every other checkpoint format builds on: the canonical names of a
+// model's tensors (names.go), where a checkpoint holds each of them (Source), and the
+// registry of formats that engine.Load picks from (format.go). The formats live in
+// subpackages (hf, gguf, llama2c), the published families' tensor tables in families.
 package models
 
 import (

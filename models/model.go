@@ -1,8 +1,6 @@
 package models
 
 import (
-	"fmt"
-
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
@@ -137,7 +135,7 @@ func (m *Model) hidden(ctx *context.Context, tokens, pos, valid *Node, cache *Ca
 			lpe.Scheme = positional.NoPE{}
 		}
 		var lc *layers.LayerCache
-		x, lc = layers.Block(ctx.In(fmt.Sprintf("layer_%d", i)), i, block, lpe, x, att)
+		x, lc = layers.Block(ctx.In(LayerScope(i)), i, block, lpe, x, att)
 		if out != nil {
 			out.Layers = append(out.Layers, *lc)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/families"
 	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
 )
@@ -117,16 +118,12 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 		return nil, nil, fmt.Errorf("weight type %v (valid: %s)", opts.Type, quant.Names())
 	}
 	ctxLen := max(c.MaxSeqLen, c.TrainSeqLen)
-	var table map[string]source
+	fam := families.Llama
 	if arch == "gpt2" {
 		ctxLen = m.Scheme.(*positional.Learned).MaxPositions
-		table = gpt2Tensors(c, ctxLen)
-	} else {
-		table = llamaTensors(c)
+		fam = families.GPT2
 	}
-	if c.TieEmbeddings {
-		delete(table, "output.weight")
-	}
+	table := fam.GGUF(c)
 
 	// Our variables, by checkpoint name; the table must be exactly them.
 	vars := map[string]*context.Variable{}
@@ -139,8 +136,8 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 		if !ok {
 			return nil, nil, fmt.Errorf("%s %v has no place in a %s GGUF", name, shape, arch)
 		}
-		if !slices.Equal(shape, src.ourShape()) {
-			return nil, nil, fmt.Errorf("%s has shape %v, the config implies %v", name, shape, src.ourShape())
+		if !slices.Equal(shape, src.OurShape()) {
+			return nil, nil, fmt.Errorf("%s has shape %v, the config implies %v", name, shape, src.OurShape())
 		}
 		vars[name] = v
 	}
@@ -150,15 +147,17 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 	// Group our tensors by the GGUF tensor they make (GPT-2's attn_qkv takes three).
 	parts := map[string][]string{}
 	shapes := map[string][]int{}
+	rotary := map[string]bool{}
 	for ours, src := range table {
 		if _, ok := vars[ours]; !ok {
 			return nil, nil, fmt.Errorf("variable %s is missing", ours)
 		}
-		if parts[src.name] == nil {
-			parts[src.name] = make([]string, max(src.parts, 1))
+		if parts[src.Name] == nil {
+			parts[src.Name] = make([]string, max(src.Parts, 1))
 		}
-		parts[src.name][src.part] = ours
-		shapes[src.name] = src.shape
+		parts[src.Name][src.Part] = ours
+		shapes[src.Name] = src.Shape
+		rotary[src.Name] = src.Rotary
 	}
 	names := slices.SortedFunc(func(yield func(string) bool) {
 		for n := range parts {
@@ -180,7 +179,7 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 			typ = quant.F16
 		}
 		ours := parts[name]
-		perm := permute && (strings.HasSuffix(name, ".attn_q.weight") || strings.HasSuffix(name, ".attn_k.weight"))
+		perm := permute && rotary[name]
 		out = append(out, Tensor{Name: name, Shape: shape, Type: typ, Fill: func() ([]byte, error) {
 			var data []float32
 			for _, o := range ours {

@@ -124,7 +124,6 @@ func Strings(v []string) Value               { return Value{Type: TypeArray, Ele
 func Float32s(v []float32) Value             { return Value{Type: TypeArray, Elem: TypeFloat32, V: v} }
 func Int32s(v []int32) Value                 { return Value{Type: TypeArray, Elem: TypeInt32, V: v} }
 func Array(elem ValueType, v any) Value      { return Value{Type: TypeArray, Elem: elem, V: v} }
-func Uint32s(v []uint32) Value               { return Value{Type: TypeArray, Elem: TypeUint32, V: v} }
 func Values(elem ValueType, v []Value) Value { return Value{Type: TypeArray, Elem: elem, V: v} }
 
 // Uint returns an integer value of any integer type, when it is not negative.

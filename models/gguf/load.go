@@ -1,8 +1,9 @@
 package gguf
 
 // Loading a GGUF model into posformer: its metadata becomes a models.Config, and each of our
-// tensors is found under llama.cpp's name (gguf-py's TENSOR_NAMES) with the shape the metadata
-// implies, every one checked before any data is read:
+// tensors is found under llama.cpp's name (gguf-py's TENSOR_NAMES, in the tables of
+// models/families shared with Hugging Face) with the shape the metadata implies, every one
+// checked before any data is read:
 //
 //	llama  token_embd, output_norm, output (absent: tied), blk.N.{attn_norm, attn_q, attn_k,
 //	       attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}; q/k/v biases optional.
@@ -29,6 +30,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/families"
 	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
@@ -44,6 +46,24 @@ const KeyTrainSeqLen = "posformer.train_seq_len"
 
 // Architectures lists the general.architecture values Load reads.
 var Architectures = []string{"llama", "qwen2", "gpt2"}
+
+func init() {
+	models.RegisterFormat(models.Format{Name: "gguf", What: "a .gguf file", Detect: IsFile, Load: LoadInto, WeightType: StoredWeightType})
+}
+
+// StoredWeightType is the type of the matrices of the GGUF file at path, what a load keeps by
+// default: f16 runs as f32, which the engine holds (f32 too for an unreadable file).
+func StoredWeightType(path string) quant.Type {
+	f, err := Open(path)
+	if err != nil {
+		return quant.F32
+	}
+	defer f.Close()
+	if t := f.MatrixType(); t != quant.F16 {
+		return t
+	}
+	return quant.F32
+}
 
 // Load reads the GGUF model at path into a model and a context holding its variables under
 // posformer's checkpoint names. Edits change the configuration first (inference-time settings
@@ -98,21 +118,14 @@ func load(f *File, backend backends.Backend, ctx *context.Context, edits []model
 		return nil, err
 	}
 	// config has matched the file's tensors with the metadata; the model's own list of
-	// parameters must be that table, name by name and shape by shape (a drift between this
-	// table and the layers' scopes shows here, not as a variable initialized at random).
-	if len(params) != len(table) {
-		return nil, fmt.Errorf("internal: the model has %d parameters but the GGUF table %d", len(params), len(table))
-	}
-	for _, p := range params {
-		src, ok := table[p.Name]
-		if !ok || !slices.Equal(src.ourShape(), p.Shape) {
-			return nil, fmt.Errorf("internal: our tensor %s %v has no GGUF tensor of that size (table: %q %v)", p.Name, p.Shape, src.name, src.shape)
-		}
+	// parameters must be that table, name by name and shape by shape.
+	if err := models.MatchParams("the GGUF table", params, table); err != nil {
+		return nil, err
 	}
 	for _, p := range params {
 		src := table[p.Name]
-		info, _ := f.Tensor(src.name)
-		raw, err := f.readPart(info, src.part, max(src.parts, 1))
+		info, _ := f.Tensor(src.Name)
+		raw, err := f.readPart(info, src.Part, max(src.Parts, 1))
 		if err != nil {
 			return nil, err
 		}
@@ -133,21 +146,6 @@ func (f *File) readPart(t TensorInfo, part, parts int) ([]byte, error) {
 	sub.Offset += uint64(int64(part) * n)
 	sub.Bytes = n
 	return f.ReadTensor(sub)
-}
-
-// source says where one of our tensors is in a GGUF file.
-type source struct {
-	name  string // GGUF tensor name
-	shape []int  // its shape, outermost first, as the metadata implies
-	// parts > 1: the tensor stacks parts tensors along its outer axis (GPT-2's attn_qkv holds
-	// the rows of q, then k, then v) and ours is part number part.
-	part, parts int
-}
-
-func (s source) ourShape() []int {
-	out := slices.Clone(s.shape)
-	out[0] /= max(s.parts, 1)
-	return out
 }
 
 func archOf(f *File) string {
@@ -237,7 +235,7 @@ func (m *meta) has(k string) bool {
 }
 
 // config reads the model's configuration and the table of its tensors.
-func config(f *File) (models.Config, map[string]source, error) {
+func config(f *File) (models.Config, map[string]models.Source, error) {
 	arch := archOf(f)
 	if arch == "" {
 		return models.Config{}, nil, fmt.Errorf("metadata %s is missing or not a string: not a model file", KeyArchitecture)
@@ -286,7 +284,7 @@ func config(f *File) (models.Config, map[string]source, error) {
 		m.errorf("%s is %d but the file has %d tensors", m.key("block_count"), c.NumLayers, len(f.Tensors))
 		return models.Config{}, nil, m.err()
 	}
-	var table map[string]source
+	var table map[string]models.Source
 	switch arch {
 	case "llama", "qwen2":
 		c.FFN, c.Norm = "swiglu", "rmsnorm"
@@ -317,7 +315,7 @@ func config(f *File) (models.Config, map[string]source, error) {
 		case qb || ob || fb:
 			m.errorf("biases on %s only are not supported (q, k and v; or every projection; or none)", biasList(qb, ob, fb))
 		}
-		table = llamaTensors(c)
+		table = families.Llama.GGUF(c)
 	case "gpt2":
 		c.FFN, c.Norm, c.Bias = "gelu_tanh", "layernorm", true
 		c.NormEps = m.float("attention.layer_norm_epsilon", math.NaN())
@@ -325,13 +323,10 @@ func config(f *File) (models.Config, map[string]source, error) {
 			m.errorf("%s is %d; gpt2 has no grouped-query attention (head_count %d)", m.key("attention.head_count_kv"), c.NumKVHeads, c.NumHeads)
 		}
 		c.Positional = map[string]any{"name": "learned", "max_positions": ctxLen}
-		table = gpt2Tensors(c, ctxLen)
+		table = families.GPT2.GGUF(c)
 	}
 	if err := m.err(); err != nil {
 		return models.Config{}, nil, err
-	}
-	if c.TieEmbeddings {
-		delete(table, "output.weight")
 	}
 	if err := matchTensors(f, arch, table); err != nil {
 		return models.Config{}, nil, err
@@ -345,18 +340,18 @@ func config(f *File) (models.Config, map[string]source, error) {
 
 // matchTensors checks that the file holds exactly the tensors of table, each of the shape the
 // metadata implies: every size the model will allocate is then one the file backs.
-func matchTensors(f *File, arch string, table map[string]source) error {
+func matchTensors(f *File, arch string, table map[string]models.Source) error {
 	used := map[string]bool{}
 	for _, ours := range slices.Sorted(maps.Keys(table)) {
 		src := table[ours]
-		info, ok := f.Tensor(src.name)
+		info, ok := f.Tensor(src.Name)
 		if !ok {
-			return fmt.Errorf("tensor %s is missing (the metadata implies shape %v)", src.name, src.shape)
+			return fmt.Errorf("tensor %s is missing (the metadata implies shape %v)", src.Name, src.Shape)
 		}
-		if !slices.Equal(info.Shape(), src.shape) {
-			return fmt.Errorf("tensor %s has shape %v in the file but the metadata implies %v", src.name, info.Shape(), src.shape)
+		if !slices.Equal(info.Shape(), src.Shape) {
+			return fmt.Errorf("tensor %s has shape %v in the file but the metadata implies %v", src.Name, info.Shape(), src.Shape)
 		}
-		used[src.name] = true
+		used[src.Name] = true
 	}
 	for _, t := range f.Tensors {
 		if !used[t.Name] {
@@ -413,67 +408,6 @@ func ropeScaling(m *meta, ctxLen int) map[string]any {
 		}
 	}
 	return sc
-}
-
-// llamaTensors maps our tensors of a Llama-style config to their GGUF names and shapes.
-func llamaTensors(c models.Config) map[string]source {
-	hd := c.Dim / max(c.NumHeads, 1)
-	q, kv := c.NumHeads*hd, c.NumKVHeads*hd
-	t := map[string]source{
-		"tok_embeddings.weight": {name: "token_embd.weight", shape: []int{c.VocabSize, c.Dim}},
-		"norm.weight":           {name: "output_norm.weight", shape: []int{c.Dim}},
-		"output.weight":         {name: "output.weight", shape: []int{c.VocabSize, c.Dim}},
-	}
-	for i := range c.NumLayers {
-		ours, theirs := fmt.Sprintf("layer_%d.", i), fmt.Sprintf("blk.%d.", i)
-		add := func(our, their string, out, in int, bias bool) {
-			t[ours+our+".weight"] = source{name: theirs + their + ".weight", shape: []int{out, in}}
-			if bias {
-				t[ours+our+".bias"] = source{name: theirs + their + ".bias", shape: []int{out}}
-			}
-		}
-		t[ours+"attn_norm.weight"] = source{name: theirs + "attn_norm.weight", shape: []int{c.Dim}}
-		t[ours+"ffn_norm.weight"] = source{name: theirs + "ffn_norm.weight", shape: []int{c.Dim}}
-		add("attn.wq", "attn_q", q, c.Dim, c.Bias || c.QKVBias)
-		add("attn.wk", "attn_k", kv, c.Dim, c.Bias || c.QKVBias)
-		add("attn.wv", "attn_v", kv, c.Dim, c.Bias || c.QKVBias)
-		add("attn.wo", "attn_output", c.Dim, q, c.Bias)
-		add("ffn.w1", "ffn_gate", c.HiddenDim, c.Dim, c.Bias)
-		add("ffn.w3", "ffn_up", c.HiddenDim, c.Dim, c.Bias)
-		add("ffn.w2", "ffn_down", c.Dim, c.HiddenDim, c.Bias)
-	}
-	return t
-}
-
-// gpt2Tensors maps our tensors of a GPT-2 config to their GGUF names and shapes.
-func gpt2Tensors(c models.Config, positions int) map[string]source {
-	t := map[string]source{
-		"tok_embeddings.weight": {name: "token_embd.weight", shape: []int{c.VocabSize, c.Dim}},
-		"positional.table":      {name: "position_embd.weight", shape: []int{positions, c.Dim}},
-		"norm.weight":           {name: "output_norm.weight", shape: []int{c.Dim}},
-		"norm.bias":             {name: "output_norm.bias", shape: []int{c.Dim}},
-		"output.weight":         {name: "output.weight", shape: []int{c.VocabSize, c.Dim}},
-	}
-	for i := range c.NumLayers {
-		ours, theirs := fmt.Sprintf("layer_%d.", i), fmt.Sprintf("blk.%d.", i)
-		both := func(our, their string, out, in, part, parts int) {
-			t[ours+our+".weight"] = source{name: theirs + their + ".weight", shape: []int{out * parts, in}, part: part, parts: parts}
-			t[ours+our+".bias"] = source{name: theirs + their + ".bias", shape: []int{out * parts}, part: part, parts: parts}
-		}
-		norm := func(our, their string) {
-			t[ours+our+".weight"] = source{name: theirs + their + ".weight", shape: []int{c.Dim}}
-			t[ours+our+".bias"] = source{name: theirs + their + ".bias", shape: []int{c.Dim}}
-		}
-		norm("attn_norm", "attn_norm")
-		norm("ffn_norm", "ffn_norm")
-		for part, w := range []string{"attn.wq", "attn.wk", "attn.wv"} {
-			both(w, "attn_qkv", c.Dim, c.Dim, part, 3)
-		}
-		both("attn.wo", "attn_output", c.Dim, c.Dim, 0, 1)
-		both("ffn.w1", "ffn_up", c.HiddenDim, c.Dim, 0, 1)
-		both("ffn.w2", "ffn_down", c.Dim, c.HiddenDim, 0, 1)
-	}
-	return t
 }
 
 // MatrixType is the type that holds most of the bytes of a file's matrices: what llama.cpp

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 
+	"github.com/posformer/posformer/models/atomicfile"
 	"github.com/posformer/posformer/models/quant"
 )
 
@@ -26,29 +25,14 @@ type Tensor struct {
 // Write writes a GGUF file at path through a temporary file beside it and a rename, so that a
 // crash never leaves half a file under the final name.
 func Write(path string, kvs []KV, tensors []Tensor) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	err := atomicfile.Write(path, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := Encode(w, kvs, tensors); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	err = Encode(w, kvs, tensors)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Chmod(0o644) // CreateTemp's 0600 would make the file private to its writer
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

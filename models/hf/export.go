@@ -55,7 +55,7 @@ func Export(dir string, m *models.Model, ctx *context.Context, opts ExportOption
 	hfConfig["torch_dtype"] = torchDTypes[opts.DType]
 
 	// Gather our variables into the checkpoint's tensors, undoing what Load's read does.
-	table := fam.tensors(cfg, prefix)
+	table := fam.tensors.HF(cfg, prefix)
 	out := map[string][]float32{}
 	shapes := map[string][]int{}
 	filled, parts := map[string]int{}, map[string]int{}
@@ -73,8 +73,8 @@ func Export(dir string, m *models.Model, ctx *context.Context, opts ExportOption
 		if err != nil {
 			return fmt.Errorf("exporting %s: %w", name, err)
 		}
-		if !slices.Equal(shape, src.ourShape()) {
-			return fmt.Errorf("exporting: %s has shape %v, want %v", name, shape, src.ourShape())
+		if !slices.Equal(shape, src.OurShape()) {
+			return fmt.Errorf("exporting: %s has shape %v, want %v", name, shape, src.OurShape())
 		}
 		if out[src.Name] == nil {
 			n := 1
@@ -114,10 +114,10 @@ func Export(dir string, m *models.Model, ctx *context.Context, opts ExportOption
 }
 
 // place writes our tensor data into its part of the checkpoint tensor dst.
-func place(s source, data, dst []float32) {
+func place(s models.Source, data, dst []float32) {
 	parts := max(s.Parts, 1)
 	switch {
-	case s.Conv1D:
+	case s.Transpose:
 		in, cols := s.Shape[0], s.Shape[1]
 		out := cols / parts
 		for o := range out {

@@ -1,20 +1,14 @@
 package hf
 
-// The three families: how each config.json translates into a models.Config, and the Hugging
-// Face name, shape and layout of every tensor of ours. Names and layouts follow
-// transformers' modeling files:
+// The three families: how each config.json translates into a models.Config (field names of
+// transformers' configuration classes), and which tensors of a checkpoint we knowingly leave
+// out. The tensors' names, shapes and layouts are data shared with GGUF, in models/families:
 //
-//	Llama  model.embed_tokens, model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj,
-//	       post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm, lm_head. RMSNorm,
-//	       SwiGLU (down(silu(gate x) · up x)), RoPE pairs (i, i + head_dim/2) ("rotate_half").
-//	GPT-2  [transformer.]wte, wpe, h.N.{ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc,
-//	       mlp.c_proj}, ln_f; lm_head tied to wte. Conv1D weights are [in, out]; c_attn's
-//	       columns are q, then k, then v. Pre-norm LayerNorm, gelu_new (tanh form).
-//	BERT   bert.embeddings.{word,position,token_type}_embeddings, embeddings.LayerNorm,
-//	       bert.encoder.layer.N.{attention.self.{query,key,value}, attention.output.{dense,
-//	       LayerNorm}, intermediate.dense, output.{dense, LayerNorm}}, cls.predictions.
-//	       {transform.dense, transform.LayerNorm, bias}; decoder tied to word_embeddings.
-//	       Post-norm blocks, exact GELU, embeddings summed then normalized.
+//	Llama  RMSNorm, SwiGLU (down(silu(gate x) · up x)), RoPE pairs (i, i + head_dim/2)
+//	       ("rotate_half").
+//	GPT-2  Pre-norm LayerNorm, gelu_new (tanh form), lm_head tied to wte.
+//	BERT   Post-norm blocks, exact GELU, embeddings summed then normalized; the decoder tied
+//	       to word_embeddings.
 
 import (
 	"fmt"
@@ -24,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/families"
 )
 
 // family is one model family of transformers.
@@ -35,25 +30,25 @@ type family struct {
 	config func(r *rawConfig) (models.Config, error)
 	// prefix is what the checkpoint puts before the base model's tensor names.
 	prefix func(ck *checkpoint) string
-	// tensors maps each of our tensors to its source in the checkpoint.
-	tensors func(c models.Config, prefix string) map[string]source
+	// tensors names and lays out our tensors in the checkpoint (after prefix).
+	tensors *families.Family
 	// unused reports checkpoint tensors (prefix removed) that we knowingly leave out.
 	unused func(c models.Config, name string) bool
 	// export is config.json for a posformer model of this family, or why it is not one.
 	export func(c models.Config) (map[string]any, error)
 }
 
-var families = []*family{llama, gpt2, bert}
+var known = []*family{llama, gpt2, bert}
 
 // familyOf picks the family from model_type, or from architectures when it is absent.
 func familyOf(r rawConfig) (*family, error) {
 	var supported []string
-	for _, f := range families {
+	for _, f := range known {
 		supported = append(supported, f.types...)
 	}
 	sort.Strings(supported)
 	if mt, ok := r.m["model_type"].(string); ok {
-		for _, f := range families {
+		for _, f := range known {
 			if slices.Contains(f.types, mt) {
 				return f, nil
 			}
@@ -61,7 +56,7 @@ func familyOf(r rawConfig) (*family, error) {
 		return nil, fmt.Errorf("model_type %q is not supported (supported: %s)", mt, strings.Join(supported, ", "))
 	}
 	if archs, ok := r.m["architectures"].([]any); ok && len(archs) > 0 {
-		for _, f := range families {
+		for _, f := range known {
 			for _, a := range archs {
 				if s, ok := a.(string); ok && slices.Contains(f.archs, s) {
 					return f, nil
@@ -74,17 +69,16 @@ func familyOf(r rawConfig) (*family, error) {
 }
 
 // dims is shorthand for a shape.
-func dims(d ...int) []int { return d }
-
 // The families' config.json field names differ; these are posformer's view of the sizes.
 func minContext(n int) int { return min(n, MaxDefaultContext) }
 
 var layerIndex = regexp.MustCompile(`\.[0-9]+\.`)
 
 var llama = &family{
-	name:  "LlamaForCausalLM",
-	types: []string{"llama", "mistral", "qwen2"},
-	archs: []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"},
+	name:    "LlamaForCausalLM",
+	types:   []string{"llama", "mistral", "qwen2"},
+	archs:   []string{"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"},
+	tensors: families.Llama,
 	config: func(r *rawConfig) (models.Config, error) {
 		mt := r.String("model_type", "llama")
 		heads := r.Int("num_attention_heads", -1)
@@ -154,34 +148,6 @@ var llama = &family{
 		return c, nil
 	},
 	prefix: func(*checkpoint) string { return "" },
-	tensors: func(c models.Config, _ string) map[string]source {
-		hd := c.Dim / c.NumHeads
-		q, kv := c.NumHeads*hd, c.NumKVHeads*hd
-		t := map[string]source{
-			"tok_embeddings.weight": {Name: "model.embed_tokens.weight", Shape: dims(c.VocabSize, c.Dim)},
-			"norm.weight":           {Name: "model.norm.weight", Shape: dims(c.Dim)},
-			"output.weight":         {Name: "lm_head.weight", Shape: dims(c.VocabSize, c.Dim)},
-		}
-		for i := range c.NumLayers {
-			ours, theirs := fmt.Sprintf("layer_%d.", i), fmt.Sprintf("model.layers.%d.", i)
-			add := func(our, their string, out, in int, bias bool) {
-				t[ours+our+".weight"] = source{Name: theirs + their + ".weight", Shape: dims(out, in)}
-				if bias {
-					t[ours+our+".bias"] = source{Name: theirs + their + ".bias", Shape: dims(out)}
-				}
-			}
-			t[ours+"attn_norm.weight"] = source{Name: theirs + "input_layernorm.weight", Shape: dims(c.Dim)}
-			t[ours+"ffn_norm.weight"] = source{Name: theirs + "post_attention_layernorm.weight", Shape: dims(c.Dim)}
-			add("attn.wq", "self_attn.q_proj", q, c.Dim, c.Bias || c.QKVBias)
-			add("attn.wk", "self_attn.k_proj", kv, c.Dim, c.Bias || c.QKVBias)
-			add("attn.wv", "self_attn.v_proj", kv, c.Dim, c.Bias || c.QKVBias)
-			add("attn.wo", "self_attn.o_proj", c.Dim, q, c.Bias)
-			add("ffn.w1", "mlp.gate_proj", c.HiddenDim, c.Dim, c.Bias)
-			add("ffn.w3", "mlp.up_proj", c.HiddenDim, c.Dim, c.Bias)
-			add("ffn.w2", "mlp.down_proj", c.Dim, c.HiddenDim, c.Bias)
-		}
-		return t
-	},
 	unused: func(c models.Config, name string) bool {
 		// Old checkpoints stored RoPE's inverse frequencies; a tied head may be saved too.
 		return strings.HasSuffix(name, ".rotary_emb.inv_freq") || (c.TieEmbeddings && name == "lm_head.weight")
@@ -228,9 +194,10 @@ var llama = &family{
 }
 
 var gpt2 = &family{
-	name:  "GPT2LMHeadModel",
-	types: []string{"gpt2"},
-	archs: []string{"GPT2LMHeadModel", "GPT2Model"},
+	name:    "GPT2LMHeadModel",
+	types:   []string{"gpt2"},
+	archs:   []string{"GPT2LMHeadModel", "GPT2Model"},
+	tensors: families.GPT2,
 	config: func(r *rawConfig) (models.Config, error) {
 		dim := r.Int("n_embd", -1)
 		c := models.Config{
@@ -265,36 +232,6 @@ var gpt2 = &family{
 		}
 		return ""
 	},
-	tensors: func(c models.Config, p string) map[string]source {
-		positions := maxPositions(c)
-		t := map[string]source{
-			"tok_embeddings.weight": {Name: p + "wte.weight", Shape: dims(c.VocabSize, c.Dim)},
-			"positional.table":      {Name: p + "wpe.weight", Shape: dims(positions, c.Dim)},
-			"norm.weight":           {Name: p + "ln_f.weight", Shape: dims(c.Dim)},
-			"norm.bias":             {Name: p + "ln_f.bias", Shape: dims(c.Dim)},
-			"output.weight":         {Name: "lm_head.weight", Shape: dims(c.VocabSize, c.Dim)},
-		}
-		for i := range c.NumLayers {
-			ours, theirs := fmt.Sprintf("layer_%d.", i), fmt.Sprintf("%sh.%d.", p, i)
-			norm := func(our, their string) {
-				t[ours+our+".weight"] = source{Name: theirs + their + ".weight", Shape: dims(c.Dim)}
-				t[ours+our+".bias"] = source{Name: theirs + their + ".bias", Shape: dims(c.Dim)}
-			}
-			conv := func(our, their string, in, out, part, parts int) {
-				t[ours+our+".weight"] = source{Name: theirs + their + ".weight", Shape: dims(in, out*parts), Conv1D: true, Part: part, Parts: parts}
-				t[ours+our+".bias"] = source{Name: theirs + their + ".bias", Shape: dims(out * parts), Part: part, Parts: parts}
-			}
-			norm("attn_norm", "ln_1")
-			norm("ffn_norm", "ln_2")
-			for part, w := range []string{"attn.wq", "attn.wk", "attn.wv"} {
-				conv(w, "attn.c_attn", c.Dim, c.Dim, part, 3)
-			}
-			conv("attn.wo", "attn.c_proj", c.Dim, c.Dim, 0, 1)
-			conv("ffn.w1", "mlp.c_fc", c.Dim, c.HiddenDim, 0, 1)
-			conv("ffn.w2", "mlp.c_proj", c.HiddenDim, c.Dim, 0, 1)
-		}
-		return t
-	},
 	unused: func(c models.Config, name string) bool {
 		// attn.bias is the causal mask and attn.masked_bias a constant, saved as buffers by
 		// older transformers.
@@ -328,16 +265,17 @@ var gpt2 = &family{
 		return map[string]any{
 			"model_type": "gpt2", "architectures": []string{"GPT2LMHeadModel"},
 			"vocab_size": c.VocabSize, "n_embd": c.Dim, "n_layer": c.NumLayers, "n_head": c.NumHeads,
-			"n_inner": c.HiddenDim, "n_positions": maxPositions(c), "n_ctx": maxPositions(c),
+			"n_inner": c.HiddenDim, "n_positions": families.MaxPositions(c), "n_ctx": families.MaxPositions(c),
 			"activation_function": act, "layer_norm_epsilon": c.NormEps, "tie_word_embeddings": c.TieEmbeddings,
 		}, nil
 	},
 }
 
 var bert = &family{
-	name:  "BertForMaskedLM",
-	types: []string{"bert"},
-	archs: []string{"BertForMaskedLM", "BertForPreTraining"},
+	name:    "BertForMaskedLM",
+	types:   []string{"bert"},
+	archs:   []string{"BertForMaskedLM", "BertForPreTraining"},
+	tensors: families.BERT,
 	config: func(r *rawConfig) (models.Config, error) {
 		c := models.Config{
 			Kind: models.Encoder, VocabSize: r.Int("vocab_size", -1), Dim: r.Int("hidden_size", -1),
@@ -374,40 +312,6 @@ var bert = &family{
 			return "bert."
 		}
 		return ""
-	},
-	tensors: func(c models.Config, p string) map[string]source {
-		// LayerNorm's weight and bias were called gamma and beta in the TensorFlow-era checkpoints.
-		norm := func(name string) (w, b source) {
-			return source{Name: name + ".weight", Shape: dims(c.Dim), Aliases: []string{name + ".gamma"}},
-				source{Name: name + ".bias", Shape: dims(c.Dim), Aliases: []string{name + ".beta"}}
-		}
-		t := map[string]source{
-			"tok_embeddings.weight": {Name: p + "embeddings.word_embeddings.weight", Shape: dims(c.VocabSize, c.Dim)},
-			"positional.table":      {Name: p + "embeddings.position_embeddings.weight", Shape: dims(maxPositions(c), c.Dim)},
-			"token_types.weight":    {Name: p + "embeddings.token_type_embeddings.weight", Shape: dims(c.TokenTypes, c.Dim)},
-			"head.dense.weight":     {Name: "cls.predictions.transform.dense.weight", Shape: dims(c.Dim, c.Dim)},
-			"head.dense.bias":       {Name: "cls.predictions.transform.dense.bias", Shape: dims(c.Dim)},
-			"output.bias":           {Name: "cls.predictions.bias", Shape: dims(c.VocabSize), Aliases: []string{"cls.predictions.decoder.bias"}},
-			"output.weight":         {Name: "cls.predictions.decoder.weight", Shape: dims(c.VocabSize, c.Dim)},
-		}
-		t["embed_norm.weight"], t["embed_norm.bias"] = norm(p + "embeddings.LayerNorm")
-		t["head.norm.weight"], t["head.norm.bias"] = norm("cls.predictions.transform.LayerNorm")
-		for i := range c.NumLayers {
-			ours, theirs := fmt.Sprintf("layer_%d.", i), fmt.Sprintf("%sencoder.layer.%d.", p, i)
-			linear := func(our, their string, out, in int) {
-				t[ours+our+".weight"] = source{Name: theirs + their + ".weight", Shape: dims(out, in)}
-				t[ours+our+".bias"] = source{Name: theirs + their + ".bias", Shape: dims(out)}
-			}
-			linear("attn.wq", "attention.self.query", c.Dim, c.Dim)
-			linear("attn.wk", "attention.self.key", c.Dim, c.Dim)
-			linear("attn.wv", "attention.self.value", c.Dim, c.Dim)
-			linear("attn.wo", "attention.output.dense", c.Dim, c.Dim)
-			linear("ffn.w1", "intermediate.dense", c.HiddenDim, c.Dim)
-			linear("ffn.w2", "output.dense", c.Dim, c.HiddenDim)
-			t[ours+"attn_norm.weight"], t[ours+"attn_norm.bias"] = norm(theirs + "attention.output.LayerNorm")
-			t[ours+"ffn_norm.weight"], t[ours+"ffn_norm.bias"] = norm(theirs + "output.LayerNorm")
-		}
-		return t
 	},
 	unused: func(c models.Config, name string) bool {
 		switch {
@@ -446,19 +350,8 @@ var bert = &family{
 			"model_type": "bert", "architectures": []string{"BertForMaskedLM"},
 			"vocab_size": c.VocabSize, "hidden_size": c.Dim, "num_hidden_layers": c.NumLayers,
 			"num_attention_heads": c.NumHeads, "intermediate_size": c.HiddenDim, "hidden_act": act,
-			"max_position_embeddings": maxPositions(c), "type_vocab_size": c.TokenTypes,
+			"max_position_embeddings": families.MaxPositions(c), "type_vocab_size": c.TokenTypes,
 			"layer_norm_eps": c.NormEps, "position_embedding_type": "absolute", "tie_word_embeddings": c.TieEmbeddings,
 		}, nil
 	},
-}
-
-// maxPositions is the length of a learned position table.
-func maxPositions(c models.Config) int {
-	switch v := c.Positional["max_positions"].(type) {
-	case int:
-		return v
-	case float64:
-		return int(v)
-	}
-	return 0
 }

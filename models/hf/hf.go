@@ -10,7 +10,7 @@
 //
 // Each family maps every tensor of ours to a tensor of the checkpoint (its name, the shape
 // config.json implies, and how it is laid out: GPT-2's Conv1D stores [in, out] and fuses
-// q, k and v into one c_attn). Loading checks every tensor's presence and shape against
+// q, k and v into one c_attn), in tables shared with GGUF (models/families). Loading checks every tensor's presence and shape against
 // config.json before reading any data, then streams one tensor at a time into the memory it
 // will live in (models.NewTensor), so peak memory stays close to the weights' float32 size.
 // Format references: huggingface/transformers modeling_llama.py, modeling_gpt2.py,
@@ -46,6 +46,10 @@ const (
 // max_position_embeddings: a Llama 3 declares 131072 positions, whose cache would not fit in
 // memory; cmd/infer -c asks for more.
 const MaxDefaultContext = 4096
+
+func init() {
+	models.RegisterFormat(models.Format{Name: "hf", What: "a Hugging Face directory whose config.json names a model_type", Detect: IsDir, Load: LoadInto})
+}
 
 // IsDir reports whether dir holds a Hugging Face config.json (one naming a model_type or
 // architectures, which posformer's own config.json never does).
@@ -166,31 +170,6 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 	return m, nil
 }
 
-// source says where one of our tensors is in a Hugging Face checkpoint.
-type source struct {
-	Name  string // tensor name in the checkpoint
-	Shape []int  // its shape, as config.json implies
-	// Conv1D marks GPT-2's Conv1D weights, stored [in, out] where a Linear stores [out, in].
-	Conv1D bool
-	// Parts > 1: the tensor fuses Parts tensors along its last axis (GPT-2's c_attn holds
-	// q, k and v), and ours is part number Part.
-	Part, Parts int
-	// Aliases are older names of the same tensor (BERT's LayerNorm gamma and beta).
-	Aliases []string
-}
-
-// ourShape is the shape of our tensor that s feeds.
-func (s source) ourShape() []int {
-	parts := max(s.Parts, 1)
-	switch {
-	case s.Conv1D:
-		return []int{s.Shape[1] / parts, s.Shape[0]}
-	case parts > 1:
-		return []int{s.Shape[0] / parts}
-	}
-	return s.Shape
-}
-
 // checkpoint is the set of safetensors files of one model directory.
 type checkpoint struct {
 	dir   string
@@ -280,7 +259,7 @@ func (ck *checkpoint) Close() {
 }
 
 // info returns a tensor's description, trying its aliases, and the name it was found under.
-func (ck *checkpoint) info(s source) (safetensors.Info, bool) {
+func (ck *checkpoint) info(s models.Source) (safetensors.Info, bool) {
 	for _, name := range append([]string{s.Name}, s.Aliases...) {
 		if f, ok := ck.where[name]; ok {
 			info, _ := f.Info(name)
@@ -292,11 +271,11 @@ func (ck *checkpoint) info(s source) (safetensors.Info, bool) {
 
 // read fills dst (our layout) from the checkpoint tensor s.Name (already resolved from its
 // aliases by plan), undoing a Conv1D transpose and taking a part of a fused tensor.
-func (ck *checkpoint) read(s source, dst []float32) error {
+func (ck *checkpoint) read(s models.Source, dst []float32) error {
 	f := ck.where[s.Name]
 	parts := max(s.Parts, 1)
 	switch {
-	case s.Conv1D:
+	case s.Transpose:
 		// dst is [out, in]; the stored [in, cols] tensor holds our part in columns
 		// [Part·out, (Part+1)·out). Read whole rows a chunk at a time and scatter them.
 		in, cols := s.Shape[0], s.Shape[1]
@@ -326,19 +305,16 @@ func (ck *checkpoint) read(s source, dst []float32) error {
 // plan matches our parameters with the checkpoint's tensors and checks them, before any data
 // is read: every parameter must have its tensor, of the shape config.json implies and a float
 // dtype, and every tensor of the checkpoint must be used or known to be unused.
-func (fam *family) plan(cfg models.Config, ck *checkpoint, params []models.Param) (map[string]source, error) {
+func (fam *family) plan(cfg models.Config, ck *checkpoint, params []models.Param) (map[string]models.Source, error) {
 	prefix := fam.prefix(ck)
-	table := fam.tensors(cfg, prefix)
-	plan := map[string]source{}
+	table := fam.tensors.HF(cfg, prefix)
+	if err := models.MatchParams(fam.name+" in package hf", params, table); err != nil {
+		return nil, err
+	}
+	plan := map[string]models.Source{}
 	used := map[string]bool{}
 	for _, p := range params {
-		src, ok := table[p.Name]
-		if !ok {
-			return nil, fmt.Errorf("%s has no Hugging Face name for our tensor %s (a bug in package hf)", fam.name, p.Name)
-		}
-		if !slices.Equal(src.ourShape(), p.Shape) {
-			return nil, fmt.Errorf("%s maps %s %v to %s %v of the wrong size (a bug in package hf)", fam.name, p.Name, p.Shape, src.Name, src.Shape)
-		}
+		src := table[p.Name]
 		info, ok := ck.info(src)
 		if !ok {
 			return nil, fmt.Errorf("tensor %s is missing (config.json implies shape %v)", src.Name, src.Shape)

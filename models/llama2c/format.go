@@ -25,6 +25,8 @@ package llama2c
 import (
 	"fmt"
 	"math/bits"
+
+	"github.com/posformer/posformer/models"
 )
 
 // Magic is "ak42" read as a little-endian uint32: the first field of versions 1 and 2.
@@ -115,7 +117,11 @@ func (h Header) validate() error {
 			n = mul(n, uint64(d))
 		}
 		if g.quant && n <= limit && n%uint64(h.GroupSize) != 0 {
-			return fmt.Errorf("group size %d does not divide the %d values of %s", h.GroupSize, n, g.name)
+			what := g.name
+			if g.perLayer {
+				what = "each layer's " + g.name
+			}
+			return fmt.Errorf("group size %d does not divide the %d values of %s", h.GroupSize, n, what)
 		}
 		size := mul(n, 4)
 		if g.quant {
@@ -132,7 +138,7 @@ func (h Header) validate() error {
 
 // group is one kind of tensor: count of them (one per layer, or one) stored one after another.
 type group struct {
-	name                  string // "layer_%d.attn.wq.weight" for per-layer kinds
+	name                  string // our tensor name (models' names.go), within a block for per-layer kinds
 	shape                 []int
 	count                 int
 	quant, skip, perLayer bool
@@ -143,13 +149,14 @@ func (h Header) groups() []group {
 	dim, hidden, hs := h.Dim, h.HiddenDim, h.Dim/h.NumHeads
 	kvDim := hs * h.NumKVHeads
 	layer := func(name string, shape ...int) group {
-		return group{name: "layer_%d." + name + ".weight", shape: shape, count: h.NumLayers, perLayer: true}
+		return group{name: name, shape: shape, count: h.NumLayers, perLayer: true}
 	}
-	tok := group{name: "tok_embeddings.weight", shape: []int{h.VocabSize, dim}, count: 1}
-	final := group{name: "norm.weight", shape: []int{dim}, count: 1}
-	attnNorm, ffnNorm := layer("attn_norm", dim), layer("ffn_norm", dim)
-	attn := []group{layer("attn.wq", dim, dim), layer("attn.wk", kvDim, dim), layer("attn.wv", kvDim, dim), layer("attn.wo", dim, dim)}
-	ffn := []group{layer("ffn.w1", hidden, dim), layer("ffn.w2", dim, hidden), layer("ffn.w3", hidden, dim)}
+	tok := group{name: models.TokEmbeddings, shape: []int{h.VocabSize, dim}, count: 1}
+	final := group{name: models.NormWeight, shape: []int{dim}, count: 1}
+	attnNorm, ffnNorm := layer(models.AttnNormWeight, dim), layer(models.FFNNormWeight, dim)
+	attn := []group{layer(models.AttnQWeight, dim, dim), layer(models.AttnKWeight, kvDim, dim),
+		layer(models.AttnVWeight, kvDim, dim), layer(models.AttnOutWeight, dim, dim)}
+	ffn := []group{layer(models.FFNGateWeight, hidden, dim), layer(models.FFNDownWeight, dim, hidden), layer(models.FFNUpWeight, hidden, dim)}
 	var out []group
 	switch h.Version {
 	case 0:
@@ -161,7 +168,7 @@ func (h Header) groups() []group {
 		out = append(append([]group{attnNorm, ffnNorm, final, tok}, attn...), ffn...)
 	}
 	if !h.SharedClassifier {
-		out = append(out, group{name: "output.weight", shape: []int{h.VocabSize, dim}, count: 1})
+		out = append(out, group{name: models.OutputWeight, shape: []int{h.VocabSize, dim}, count: 1})
 	}
 	if h.Version == 2 {
 		for i := range out {
@@ -177,7 +184,7 @@ func (h Header) walk(fn func(Entry) bool) {
 		for l := range g.count {
 			name := g.name
 			if g.perLayer {
-				name = fmt.Sprintf(g.name, l)
+				name = models.LayerTensor(l, g.name)
 			}
 			if !fn(Entry{Name: name, Shape: g.shape, Quant: g.quant, Skip: g.skip}) {
 				return

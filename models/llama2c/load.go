@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -23,6 +23,31 @@ const RoPEBase = 10000
 // TokenizerName is what Config records as the tokenizer: llama2.c keeps it in a separate
 // tokenizer.bin, given to cmd/infer with -z as run.c takes it.
 const TokenizerName = "tokenizer.bin"
+
+func init() {
+	models.RegisterFormat(models.Format{Name: "llama2c", What: "a llama2.c .bin file", Detect: IsFile, Fallback: true,
+		Load: LoadInto, WeightType: StoredWeightType})
+}
+
+// IsFile reports whether path names a llama2.c checkpoint rather than a checkpoint directory:
+// a regular file, or a missing path ending in .bin (so that its error says so). Having no
+// magic number in version 0, the format claims any file that no other format does.
+func IsFile(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil {
+		return strings.HasSuffix(path, ".bin")
+	}
+	return !info.IsDir()
+}
+
+// StoredWeightType is the type a load keeps the matrices of the file at path in by default:
+// q8_0 for a version-2 file (int8 groups of a multiple of 32), f32 otherwise.
+func StoredWeightType(path string) quant.Type {
+	if h, err := ReadHeaderFile(path); err == nil && h.Version == 2 && h.GroupSize%32 == 0 {
+		return quant.Q8_0
+	}
+	return quant.F32
+}
 
 // Config is the model a header describes, in our terms.
 func (h Header) Config() models.Config {
@@ -94,22 +119,14 @@ func load(rd *Reader, backend backends.Backend, ctx *context.Context, edits []mo
 	if err != nil {
 		return nil, err
 	}
-	want := map[string][]int{}
-	for _, p := range params {
-		want[p.Name] = p.Shape
-	}
+	table := map[string]models.Source{}
 	for _, e := range rd.Header().Layout() {
-		if e.Skip {
-			continue
+		if !e.Skip {
+			table[e.Name] = models.Source{Name: e.Name, Shape: e.Shape}
 		}
-		shape, ok := want[e.Name]
-		if !ok || !slices.Equal(shape, e.Shape) {
-			return nil, fmt.Errorf("internal: llama2.c tensor %s %v has no matching model variable (model wants %v)", e.Name, e.Shape, shape)
-		}
-		delete(want, e.Name)
 	}
-	for name, shape := range want {
-		return nil, fmt.Errorf("internal: model variable %s %v has no llama2.c tensor", name, shape)
+	if err := models.MatchParams("the llama2.c layout", params, table); err != nil {
+		return nil, err
 	}
 
 	for {

@@ -7,12 +7,11 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/atomicfile"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -65,7 +64,7 @@ func HeaderFor(cfg models.Config, version int) (Header, error) {
 // Write stores weights (every tensor the model of cfg has, by checkpoint name) as a llama2.c
 // file of the given version at path, atomically: through a temporary file in the same
 // directory, synced and renamed. Version 2 quantizes each matrix to Q8_0 as export.py does.
-func Write(path string, cfg models.Config, w Weights, version int) (err error) {
+func Write(path string, cfg models.Config, w Weights, version int) error {
 	h, err := HeaderFor(cfg, version)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -78,25 +77,15 @@ func Write(path string, cfg models.Config, w Weights, version int) (err error) {
 			return fmt.Errorf("writing %s: tensor %s %v needs %d values, got %d", path, e.Name, e.Shape, e.Numel(), len(v))
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	err = atomicfile.Write(path, func(f io.Writer) error {
+		bw := bufio.NewWriterSize(f, chunkBytes)
+		if err := encode(bw, h, w); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, chunkBytes)
-	if err := encode(bw, h, w); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	for _, step := range []func() error{bw.Flush, func() error { return tmp.Chmod(0o644) }, tmp.Sync, tmp.Close,
-		func() error { return os.Rename(tmp.Name(), path) }} {
-		if err := step(); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
 	}
 	return nil
 }

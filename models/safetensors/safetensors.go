@@ -19,8 +19,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/posformer/posformer/models/atomicfile"
 )
 
 // maxHeaderLen guards against allocating an absurd buffer when the length
@@ -474,50 +475,14 @@ func (t Tensor) storedDType() string {
 // padding the header with spaces) and metadata to path atomically: it writes
 // a temporary file in the same directory, fsyncs it and renames it over path.
 // On any error the temporary file is removed and path is untouched.
-func Write(path string, tensors []Tensor, metadata map[string]string) (err error) {
+func Write(path string, tensors []Tensor, metadata map[string]string) error {
 	header, sorted, err := buildHeader(tensors, metadata)
 	if err != nil {
 		return fmt.Errorf("safetensors: writing %s: %w", path, err)
 	}
 
-	// Same directory as path so the final rename cannot cross filesystems.
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return writeBody(w, header, sorted) }); err != nil {
 		return fmt.Errorf("safetensors: writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-
-	if err := writeBody(tmp, header, sorted); err != nil {
-		return fmt.Errorf("safetensors: writing %s: %w", path, err)
-	}
-	// CreateTemp uses 0600; a checkpoint should be as readable as any file
-	// the user creates.
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("safetensors: writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("safetensors: writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("safetensors: writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("safetensors: writing %s: %w", path, err)
-	}
-	// Persist the rename itself. Best effort: path is already replaced, so
-	// failing here could not honour "path is untouched" anyway.
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
