@@ -36,8 +36,8 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/benchmarks/recipe"
-	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 // modes are sub-commands selected by the first argument (-NAME or --NAME), each parsing its own

@@ -13,15 +13,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/posformer/posformer/benchmarks/corpus"
 	"github.com/posformer/posformer/benchmarks/eval"
 	"github.com/posformer/posformer/benchmarks/grid"
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
-	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/progress"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/train/corpus"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
 
