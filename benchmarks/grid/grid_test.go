@@ -15,6 +15,7 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
+	"github.com/posformer/posformer/engine/train"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/safetensors"
 )
@@ -138,7 +139,7 @@ func TestRerunSkipsFinishedCells(t *testing.T) {
 	}
 	// The fine-tune was interrupted with its optimizer state on disk.
 	os.MkdirAll(cells[1].Dir, 0o755)
-	os.WriteFile(filepath.Join(cells[1].Dir, StateFile), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(cells[1].Dir, train.StateFile), []byte("x"), 0o644)
 	// And the first cell's results are lost, but its checkpoint is finished.
 	os.Remove(CellPath(dir, cells[0]))
 	g := newFake()

@@ -46,16 +46,16 @@ import (
 var modes = map[string]func(args []string) error{}
 
 type options struct {
-	quick, full, resume bool
-	reportOnly, plan    bool
-	tasks, schemes      []string
-	lengths             []int
-	weights, out, ship  string
-	model               string
-	backend             string
-	seeds, jobs, steps  int
-	slidingStride       int
-	within              time.Duration
+	quick, full        bool
+	reportOnly, plan   bool
+	tasks, schemes     []string
+	lengths            []int
+	weights, out, ship string
+	model              string
+	backend            string
+	seeds, jobs, steps int
+	slidingStride      int
+	within             time.Duration
 }
 
 func main() {
@@ -92,7 +92,6 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.full, "full", false, "train (into -weights) and evaluate every cell of the recipe's grid not done yet; a rerun resumes")
 	fs.BoolVar(&o.plan, "plan", false, "with --full: print the grid and its estimated wall time, run nothing")
 	fs.BoolVar(&o.reportOnly, "report", false, "only rewrite RESULTS.md and the plots from the CSVs in <o>/results (no evaluation); with --full, from the grid's finished cells")
-	fs.BoolVar(&o.resume, "resume", false, "with --full: accepted for old commands; --full always keeps finished cells and resumes interrupted ones")
 	fs.StringVar(&taskList, "task", "", "comma-separated tasks (default all): "+strings.Join(tasks.Names(), ", "))
 	fs.StringVar(&schemeList, "scheme", "", "comma-separated schemes (default all): see positional.Names()")
 	fs.StringVar(&lengthList, "lengths", "", "comma-separated evaluation lengths in tokens (default: per task, 1x..16x L)")
@@ -110,9 +109,13 @@ func parseFlags(args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stderr)
-			fmt.Fprintln(os.Stderr, "usage: bench [--quick | --full [-resume]] [-task T,...] [-scheme S,...] [-lengths N,...] [-m DIR]")
+			fmt.Fprintln(os.Stderr, "usage: bench [--quick | --full] [-task T,...] [-scheme S,...] [-lengths N,...] [-m DIR]")
 			fs.PrintDefaults()
 			return o, err
+		}
+		if strings.HasSuffix(err.Error(), "not defined: -resume") {
+			// Older commands carry it; it never changed what --full does.
+			return o, fmt.Errorf("-resume is not needed: --full always keeps finished cells and resumes interrupted ones; drop -resume")
 		}
 		return o, fmt.Errorf("%v (run with -h for the flags)", err)
 	}
@@ -121,9 +124,6 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.quick && o.full {
 		return o, fmt.Errorf("--quick and --full exclude each other: --quick only evaluates, --full retrains")
-	}
-	if o.resume && !o.full {
-		return o, fmt.Errorf("-resume continues an interrupted --full run; add --full")
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
