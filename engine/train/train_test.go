@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -117,5 +118,71 @@ func TestMicroBatch(t *testing.T) {
 		if _, err := microBatch(c.flag, c.batch, 64, false); err == nil || !strings.Contains(err.Error(), "-micro-batch") {
 			t.Errorf("microBatch(%d, %d): error %v, want one naming -micro-batch", c.flag, c.batch, err)
 		}
+	}
+}
+
+// Runs keep their state to themselves: two trained at once in one process (as the grid's lanes
+// are) end with the weights and loss curve of the same run alone, to the bit.
+func TestConcurrentRunsShareNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three tiny models")
+	}
+	o := Options{Task: "copy", Scheme: "rope", PE: map[string]any{}, Dim: 16, Layers: 1, Heads: 2, KV: 1, Hidden: 16, Ctx: 64,
+		Steps: 4, Batch: 4, Seq: 16, LR: 1e-3, Warmup: 1, Seed: 3, EvalEvery: 2, SaveEvery: 4, EvalWindows: 2, MaskRate: 0.15, Cores: 1}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	o.Out = dirs[0]
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for _, dir := range dirs[1:] {
+		go func() {
+			p := o
+			p.Out = dir
+			_, err := Run(context.Background(), p)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(dir, name string) string {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	alone := read(dirs[0], models.WeightsFile)
+	for _, dir := range dirs[1:] {
+		if read(dir, models.WeightsFile) != alone {
+			t.Errorf("a run beside another trained other weights than alone")
+		}
+		curve, err := ReadCurve(dir, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ReadCurve(dirs[0], 1<<30)
+		for i := range want {
+			if curve[i].TrainLoss != want[i].TrainLoss || curve[i].EvalLoss != want[i].EvalLoss {
+				t.Errorf("loss curve beside another %+v, alone %+v", curve[i], want[i])
+			}
+		}
+	}
+}
+
+// A cancelled context stops a run before its next step, with the context's error.
+func TestRunStopsWhenCancelled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a tiny model")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := Options{Task: "copy", Scheme: "rope", Dim: 16, Layers: 1, Heads: 2, KV: 1, Hidden: 16, Ctx: 64,
+		Steps: 4, Batch: 2, Seq: 16, LR: 1e-3, Warmup: 1, Seed: 1, EvalEvery: 2, SaveEvery: 4, EvalWindows: 2, Out: t.TempDir()}
+	if _, err := Run(ctx, o); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "step 0") {
+		t.Errorf("cancelled run: %v", err)
 	}
 }
