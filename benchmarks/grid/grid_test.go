@@ -1,6 +1,7 @@
 package grid
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -529,5 +530,49 @@ func TestPaceOfPasses(t *testing.T) {
 			t.Errorf("%d in passes: atPace %g s from %d models (%d in passes), want %g s at ratio %.3f from %d (%d)",
 				inPasses, got, n, passes, want, r, 4+inPasses, inPasses)
 		}
+	}
+}
+
+// TrainWith trains a recipe's model in this process: the arguments read as cmd/train reads
+// them, on the given cores, the log beside the others, the progress up to the whole cap; an
+// interrupted run resumes from its checkpoint to the same end.
+func TestTrainWithInProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	m := recipe.Model{Task: "copy", Scheme: "rope", Name: "rope", Dir: filepath.Join(dir, "w", "copy", "rope"), Steps: 4}
+	m.Args = []string{"-task", "copy", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1", "-hidden", "16",
+		"-seq", "16", "-batch", "2", "-warmup", "1", "-eval-every", "2", "-save-every", "2", "-eval-windows", "2", "-steps", "2", "-o", m.Dir}
+	parse := func(args []string) (train.Options, error) { return train.ParseArgs(args, nil) }
+	logs := filepath.Join(dir, "logs")
+	var fracs []float64
+	run := TrainWith(context.Background(), parse, logs, nil)
+	if err := run(m, false, 1, func(f float64) { fracs = append(fracs, f) }); err != nil {
+		t.Fatal(err)
+	}
+	// Two more steps, resumed: the progress counts the two before.
+	m.Args[len(m.Args)-3] = "4"
+	fracs = nil
+	if err := run(m, true, 1, func(f float64) { fracs = append(fracs, f) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0.75, 1, 1}; !slices.Equal(fracs, want) {
+		t.Errorf("resumed progress %v, want %v", fracs, want)
+	}
+	ti, err := recipe.ReadTrainInfo(m.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti.Steps != 4 || ti.GOMAXPROCS != 1 || !recipe.SameCommand(ti.Command, m.Args) {
+		t.Errorf("train.json: steps %d, gomaxprocs %d, command %q", ti.Steps, ti.GOMAXPROCS, ti.Command)
+	}
+	log, err := os.ReadFile(filepath.Join(logs, "copy-rope.log"))
+	if err != nil || !strings.Contains(string(log), "train: done in") || !strings.Contains(string(log), "1 threads") {
+		t.Errorf("log: %v\n%s", err, log)
+	}
+	m.Args = append(m.Args, "-bogus")
+	if err := run(m, false, 1, func(float64) {}); err == nil || !strings.Contains(err.Error(), "-bogus") {
+		t.Errorf("bad arguments: %v", err)
 	}
 }

@@ -16,10 +16,11 @@
 //	go run ./cmd/bench -report              # rewrite benchmarks/shipped/RESULTS.md from its CSVs
 //	go run ./cmd/bench -task lm -scheme rope --rope-scaling yarn --rope-scale 8   # an extra RoPE row
 //
-// The logic lives in benchmarks/: tasks (generators and scorers), recipe (the models and their
-// training command), eval (rows, cells, baselines), stats, report (tables, plots, RESULTS.md and
-// its "against the papers" section), grid (the resumable --full runner), and speed for the -speed
-// mode (speed.go). This command holds the flags and the wiring.
+// The logic lives in benchmarks/: recipe (the models and their training command), eval (rows,
+// cells, baselines), stats, report (tables, plots, RESULTS.md and its "against the papers"
+// section), grid (the resumable --full runner, which trains in this process with engine/train),
+// and speed for the -speed mode (speed.go); the tasks (generators and scorers) and the corpus are
+// engine/train's. This command holds the flags and the wiring.
 package main
 
 import (
