@@ -66,7 +66,7 @@ type Options struct {
 	// Args is the command line recorded in train.json ("go run ./cmd/train" and these, without
 	// -resume): what the benchmark compares to know a checkpoint's recipe.
 	Args []string
-	// Cores is the cores the run is given: the cpu backend's threads (unless Backend sets
+	// Cores is how many cores the run is given: the cpu backend's threads (unless Backend sets
 	// threads=N) and train.json's gomaxprocs. 0: GOMAXPROCS, as a process of its own has.
 	Cores int
 	// Log receives the run's few lines (what it trains on, when it is done); nil discards them.
