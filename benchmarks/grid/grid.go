@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -469,12 +470,25 @@ func TrainWith(ctx context.Context, parse func(args []string) (train.Options, er
 			}
 			return b
 		}
-		if _, err := train.Run(ctx, o); err != nil {
+		if err := runLogged(ctx, o, f); err != nil {
 			return fmt.Errorf("training: %w (log in %s)", err, logPath)
 		}
 		progress(1)
 		return nil
 	}
+}
+
+// runLogged is train.Run with a panic turned into the run's error, its stack into the log: one
+// model's crash fails its cell, as a crashed process of its own did, and the grid goes on.
+func runLogged(ctx context.Context, o train.Options, log io.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(log, "panic: %v\n\n%s", p, debug.Stack())
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	_, err = train.Run(ctx, o)
+	return err
 }
 
 // stepBar passes a run's steps to the grid's progress (the fraction of the step cap done) and

@@ -576,3 +576,23 @@ func TestTrainWithInProcess(t *testing.T) {
 		t.Errorf("bad arguments: %v", err)
 	}
 }
+
+// A training that panics fails its cell with an error (its stack in the log) instead of
+// taking the grid's process, and the other cells, with it.
+func TestTrainWithPanicIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	m := recipe.Model{Task: "copy", Scheme: "rope", Name: "rope", Dir: filepath.Join(dir, "w")}
+	parse := func([]string) (train.Options, error) {
+		o := train.Defaults()
+		o.Out = m.Dir
+		o.Rope = func(map[string]any) error { panic("boom") }
+		return o, nil
+	}
+	err := TrainWith(context.Background(), parse, dir, nil)(m, false, 1, func(float64) {})
+	if err == nil || !strings.Contains(err.Error(), "panic: boom") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %v, want one line naming the panic", err)
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "copy-rope.log")); !strings.Contains(string(log), "goroutine") {
+		t.Errorf("log has no stack:\n%s", log)
+	}
+}
