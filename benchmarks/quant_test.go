@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/posformer/posformer/benchmarks/corpus"
-	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/train/corpus"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models/quant"
 )
 

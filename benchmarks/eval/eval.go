@@ -15,11 +15,11 @@ import (
 	"sort"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/posformer/posformer/benchmarks/corpus"
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
-	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/train/corpus"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
-	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
 

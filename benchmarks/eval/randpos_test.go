@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/posformer/posformer/benchmarks/recipe"
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 type recordPositions struct{ got [][]int }

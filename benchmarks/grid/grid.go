@@ -7,23 +7,24 @@
 package grid
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
+	"github.com/posformer/posformer/engine/train"
 	"github.com/posformer/posformer/models"
 )
 
@@ -313,7 +314,7 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 	trainShare := c.TrainSeconds / max(c.Seconds(), 1e-9)
 	ti, infoErr := recipe.ReadTrainInfo(c.Dir)
 	if infoErr != nil || !recipe.SameCommand(ti.Command, c.Args) {
-		_, stateErr := os.Stat(filepath.Join(c.Dir, StateFile))
+		_, stateErr := os.Stat(filepath.Join(c.Dir, train.StateFile))
 		resume := stateErr == nil && infoErr != nil // interrupted (no train.json yet), same folder
 		if !resume {
 			// A finished model of another command (an older recipe), or debris: start afresh.
@@ -325,7 +326,7 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 			return err
 		}
 		// The optimizer state doubles the checkpoint and is only needed to resume.
-		os.Remove(filepath.Join(c.Dir, StateFile))
+		os.Remove(filepath.Join(c.Dir, train.StateFile))
 	}
 	progress(trainShare, "eval")
 	start := time.Now()
@@ -434,16 +435,22 @@ func writeEvalTime(out string, c Cell, d time.Duration, threads int) error {
 	return models.WriteFileAtomic(path, append(data, '\n'))
 }
 
-// StateFile is cmd/train's optimizer state, present while a run can be resumed.
-const StateFile = "train_state.safetensors"
-
-// TrainWith returns a Runner.Train that runs the cmd/train binary bin with GOMAXPROCS=procs,
-// its output to <logs>/<task>-<name>.log, polling the model's loss.csv for progress.
-func TrainWith(bin, logs string) func(m recipe.Model, resume bool, procs int, progress func(float64)) error {
+// TrainWith returns a Runner.Train that trains in this process (train.Run), each model on
+// procs cores (the cpu backend's threads; the process's GOMAXPROCS stays the machine's, which
+// GoMLX's pure-Go backend, not the grid's, would use in full), its log and progress lines to
+// <logs>/<task>-<name>.log. parse reads the recipe's arguments: cmd/train's flags
+// (train.ParseArgs with the commands' --rope-* flags); bar, if not nil, draws the log's progress
+// lines (cmd/train's bar). A cancelled ctx stops the runs between steps, resumable.
+func TrainWith(ctx context.Context, parse func(args []string) (train.Options, error), logs string,
+	bar func(w io.Writer, what string, total int) train.Bar) func(m recipe.Model, resume bool, procs int, progress func(float64)) error {
 	return func(m recipe.Model, resume bool, procs int, progress func(float64)) error {
 		args := m.Args
 		if resume {
 			args = append(append([]string(nil), m.Args...), "-resume")
+		}
+		o, err := parse(args)
+		if err != nil {
+			return fmt.Errorf("the recipe's training arguments: %w", err)
 		}
 		if err := os.MkdirAll(logs, 0o755); err != nil {
 			return err
@@ -454,34 +461,54 @@ func TrainWith(bin, logs string) func(m recipe.Model, resume bool, procs int, pr
 			return fmt.Errorf("creating the training log: %w", err)
 		}
 		defer f.Close()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("starting cmd/train: %w", err)
-		}
-		stop := make(chan struct{})
-		go func() {
-			t := time.NewTicker(2 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					if step := LastStep(m.Dir); step > 0 && m.Steps > 0 {
-						progress(min(1, float64(step)/float64(m.Steps)))
-					}
-				}
+		o.Cores, o.Log = procs, f
+		o.Bar = func(what string, total int) train.Bar {
+			// total is the steps left of the cap: the fraction done counts the steps before too.
+			b := &stepBar{before: o.Steps - total, steps: o.Steps, progress: progress}
+			if bar != nil {
+				b.log = bar(f, what, total)
 			}
-		}()
-		err = cmd.Wait()
-		close(stop)
-		if err != nil {
+			return b
+		}
+		if err := runLogged(ctx, o, f); err != nil {
 			return fmt.Errorf("training: %w (log in %s)", err, logPath)
 		}
 		progress(1)
 		return nil
+	}
+}
+
+// runLogged is train.Run with a panic turned into the run's error, its stack into the log: one
+// model's crash fails its cell, as a crashed process of its own did, and the grid goes on.
+func runLogged(ctx context.Context, o train.Options, log io.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(log, "panic: %v\n\n%s", p, debug.Stack())
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	_, err = train.Run(ctx, o)
+	return err
+}
+
+// stepBar passes a run's steps to the grid's progress (the fraction of the step cap done) and
+// to the log's bar.
+type stepBar struct {
+	before, steps int // steps done before this run (a resumed one), the cap
+	progress      func(float64)
+	log           train.Bar
+}
+
+func (b *stepBar) Set(done int, status string) {
+	if b.log != nil {
+		b.log.Set(done, status)
+	}
+	b.progress(min(1, float64(b.before+done)/float64(max(b.steps, 1))))
+}
+
+func (b *stepBar) Finish() {
+	if b.log != nil {
+		b.log.Finish()
 	}
 }
 

@@ -1,6 +1,7 @@
 package grid
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
+	"github.com/posformer/posformer/engine/train"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/safetensors"
 )
@@ -138,7 +140,7 @@ func TestRerunSkipsFinishedCells(t *testing.T) {
 	}
 	// The fine-tune was interrupted with its optimizer state on disk.
 	os.MkdirAll(cells[1].Dir, 0o755)
-	os.WriteFile(filepath.Join(cells[1].Dir, StateFile), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(cells[1].Dir, train.StateFile), []byte("x"), 0o644)
 	// And the first cell's results are lost, but its checkpoint is finished.
 	os.Remove(CellPath(dir, cells[0]))
 	g := newFake()
@@ -528,5 +530,69 @@ func TestPaceOfPasses(t *testing.T) {
 			t.Errorf("%d in passes: atPace %g s from %d models (%d in passes), want %g s at ratio %.3f from %d (%d)",
 				inPasses, got, n, passes, want, r, 4+inPasses, inPasses)
 		}
+	}
+}
+
+// TrainWith trains a recipe's model in this process: the arguments read as cmd/train reads
+// them, on the given cores, the log beside the others, the progress up to the whole cap; an
+// interrupted run resumes from its checkpoint to the same end.
+func TestTrainWithInProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	m := recipe.Model{Task: "copy", Scheme: "rope", Name: "rope", Dir: filepath.Join(dir, "w", "copy", "rope"), Steps: 4}
+	m.Args = []string{"-task", "copy", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1", "-hidden", "16",
+		"-seq", "16", "-batch", "2", "-warmup", "1", "-eval-every", "2", "-save-every", "2", "-eval-windows", "2", "-steps", "2", "-o", m.Dir}
+	parse := func(args []string) (train.Options, error) { return train.ParseArgs(args, nil) }
+	logs := filepath.Join(dir, "logs")
+	var fracs []float64
+	run := TrainWith(context.Background(), parse, logs, nil)
+	if err := run(m, false, 1, func(f float64) { fracs = append(fracs, f) }); err != nil {
+		t.Fatal(err)
+	}
+	// Two more steps, resumed: the progress counts the two before.
+	m.Args[len(m.Args)-3] = "4"
+	fracs = nil
+	if err := run(m, true, 1, func(f float64) { fracs = append(fracs, f) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0.75, 1, 1}; !slices.Equal(fracs, want) {
+		t.Errorf("resumed progress %v, want %v", fracs, want)
+	}
+	ti, err := recipe.ReadTrainInfo(m.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti.Steps != 4 || ti.GOMAXPROCS != 1 || !recipe.SameCommand(ti.Command, m.Args) {
+		t.Errorf("train.json: steps %d, gomaxprocs %d, command %q", ti.Steps, ti.GOMAXPROCS, ti.Command)
+	}
+	log, err := os.ReadFile(filepath.Join(logs, "copy-rope.log"))
+	if err != nil || !strings.Contains(string(log), "train: done in") || !strings.Contains(string(log), "1 threads") {
+		t.Errorf("log: %v\n%s", err, log)
+	}
+	m.Args = append(m.Args, "-bogus")
+	if err := run(m, false, 1, func(float64) {}); err == nil || !strings.Contains(err.Error(), "-bogus") {
+		t.Errorf("bad arguments: %v", err)
+	}
+}
+
+// A training that panics fails its cell with an error (its stack in the log) instead of
+// taking the grid's process, and the other cells, with it.
+func TestTrainWithPanicIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	m := recipe.Model{Task: "copy", Scheme: "rope", Name: "rope", Dir: filepath.Join(dir, "w")}
+	parse := func([]string) (train.Options, error) {
+		o := train.Defaults()
+		o.Out = m.Dir
+		o.Rope = func(map[string]any) error { panic("boom") }
+		return o, nil
+	}
+	err := TrainWith(context.Background(), parse, dir, nil)(m, false, 1, func(float64) {})
+	if err == nil || !strings.Contains(err.Error(), "panic: boom") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %v, want one line naming the panic", err)
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "copy-rope.log")); !strings.Contains(string(log), "goroutine") {
+		t.Errorf("log has no stack:\n%s", log)
 	}
 }

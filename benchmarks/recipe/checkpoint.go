@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
 
@@ -39,8 +40,8 @@ type TrainInfo struct {
 }
 
 // Plateaued reports whether the stopping rule ended the run, rather than its step cap
-// (cmd/train's stop reads "plateau at step N, cool-down to M").
-func (ti TrainInfo) Plateaued() bool { return strings.HasPrefix(ti.Stop, "plateau") }
+// (train.Plateaued: the training package writes the stop).
+func (ti TrainInfo) Plateaued() bool { return train.Plateaued(ti.Stop) }
 
 // ReadTrainInfo reads dir/train.json; a checkpoint without one was not trained to the end.
 func ReadTrainInfo(dir string) (*TrainInfo, error) {

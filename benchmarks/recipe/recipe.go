@@ -16,7 +16,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/positional"
 )
@@ -295,21 +296,7 @@ func SameCommand(recorded string, args []string) bool {
 // RecordedArgs are cmd/train's arguments in a train.json command, without -resume (a run
 // resumed before cmd/train left it out recorded it; the model is the same).
 func RecordedArgs(recorded string) []string {
-	return WithoutResume(strings.Fields(strings.TrimPrefix(recorded, "go run ./cmd/train")))
-}
-
-// WithoutResume is a cmd/train command line without -resume (in any of its flag forms): what
-// trains the model, the same for a resumed run as for an uninterrupted one. cmd/train records
-// its command so, and the benchmark compares commands so.
-func WithoutResume(args []string) []string {
-	var out []string
-	for _, a := range args {
-		if f := strings.TrimLeft(a, "-"); strings.HasPrefix(a, "-") && (f == "resume" || strings.HasPrefix(f, "resume=")) {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
+	return train.WithoutResume(strings.Fields(strings.TrimPrefix(recorded, "go run ./cmd/train")))
 }
 
 // Schemes lists every positional scheme in table order: none, absolute, rotary, biases, relative.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 // Every model of a task gets the same cmd/train command but for its scheme, seed, folder and

@@ -119,11 +119,3 @@ func TestCurveEnd(t *testing.T) {
 		t.Errorf("header only: got %d, %v; want zeros", step, sec)
 	}
 }
-
-// A resumed run records the command that trains the model, as an uninterrupted run does.
-func TestWithoutResume(t *testing.T) {
-	got := strings.Join(WithoutResume([]string{"-task", "copy", "-resume", "-steps", "10", "--resume=true", "-o", "resume"}), " ")
-	if want := "-task copy -steps 10 -o resume"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/posformer/posformer/benchmarks/stats"
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 // CostTable is what the grid's models took, per task: training from each model's train.json and

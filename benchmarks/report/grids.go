@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/posformer/posformer/benchmarks/plot"
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 // PlotSubGrid draws a task's metric by length and by depth (passkey: the needle-in-a-haystack

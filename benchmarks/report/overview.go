@@ -8,7 +8,7 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/plot"
 	"github.com/posformer/posformer/benchmarks/recipe"
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 // The overview puts every scheme and every task on one scale: how much of what a model does at

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
 

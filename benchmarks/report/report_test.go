@@ -14,7 +14,7 @@ import (
 	"github.com/posformer/posformer/benchmarks/plot"
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/stats"
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 func res(task, scheme, variant string, seed, length int, metric string, v float64) Result {

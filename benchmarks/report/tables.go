@@ -11,7 +11,7 @@ import (
 	"github.com/posformer/posformer/benchmarks/plot"
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/stats"
-	"github.com/posformer/posformer/benchmarks/tasks"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 // Series is one table row / plot curve: a label's value at each length, summarized over seeds.

@@ -16,10 +16,11 @@
 //	go run ./cmd/bench -report              # rewrite benchmarks/shipped/RESULTS.md from its CSVs
 //	go run ./cmd/bench -task lm -scheme rope --rope-scaling yarn --rope-scale 8   # an extra RoPE row
 //
-// The logic lives in benchmarks/: tasks (generators and scorers), recipe (the models and their
-// training command), eval (rows, cells, baselines), stats, report (tables, plots, RESULTS.md and
-// its "against the papers" section), grid (the resumable --full runner), and speed for the -speed
-// mode (speed.go). This command holds the flags and the wiring.
+// The logic lives in benchmarks/: recipe (the models and their training command), eval (rows,
+// cells, baselines), stats, report (tables, plots, RESULTS.md and its "against the papers"
+// section), grid (the resumable --full runner, which trains in this process with engine/train),
+// and speed for the -speed mode (speed.go); the tasks (generators and scorers) and the corpus are
+// engine/train's. This command holds the flags and the wiring.
 package main
 
 import (
@@ -36,8 +37,8 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/benchmarks/recipe"
-	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
+	"github.com/posformer/posformer/engine/train/tasks"
 )
 
 // modes are sub-commands selected by the first argument (-NAME or --NAME), each parsing its own
@@ -46,16 +47,16 @@ import (
 var modes = map[string]func(args []string) error{}
 
 type options struct {
-	quick, full, resume bool
-	reportOnly, plan    bool
-	tasks, schemes      []string
-	lengths             []int
-	weights, out, ship  string
-	model               string
-	backend             string
-	seeds, jobs, steps  int
-	slidingStride       int
-	within              time.Duration
+	quick, full        bool
+	reportOnly, plan   bool
+	tasks, schemes     []string
+	lengths            []int
+	weights, out, ship string
+	model              string
+	backend            string
+	seeds, jobs, steps int
+	slidingStride      int
+	within             time.Duration
 }
 
 func main() {
@@ -92,7 +93,6 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.full, "full", false, "train (into -weights) and evaluate every cell of the recipe's grid not done yet; a rerun resumes")
 	fs.BoolVar(&o.plan, "plan", false, "with --full: print the grid and its estimated wall time, run nothing")
 	fs.BoolVar(&o.reportOnly, "report", false, "only rewrite RESULTS.md and the plots from the CSVs in <o>/results (no evaluation); with --full, from the grid's finished cells")
-	fs.BoolVar(&o.resume, "resume", false, "with --full: accepted for old commands; --full always keeps finished cells and resumes interrupted ones")
 	fs.StringVar(&taskList, "task", "", "comma-separated tasks (default all): "+strings.Join(tasks.Names(), ", "))
 	fs.StringVar(&schemeList, "scheme", "", "comma-separated schemes (default all): see positional.Names()")
 	fs.StringVar(&lengthList, "lengths", "", "comma-separated evaluation lengths in tokens (default: per task, 1x..16x L)")
@@ -110,9 +110,13 @@ func parseFlags(args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stderr)
-			fmt.Fprintln(os.Stderr, "usage: bench [--quick | --full [-resume]] [-task T,...] [-scheme S,...] [-lengths N,...] [-m DIR]")
+			fmt.Fprintln(os.Stderr, "usage: bench [--quick | --full] [-task T,...] [-scheme S,...] [-lengths N,...] [-m DIR]")
 			fs.PrintDefaults()
 			return o, err
+		}
+		if strings.HasSuffix(err.Error(), "not defined: -resume") {
+			// Older commands carry it; it never changed what --full does.
+			return o, fmt.Errorf("-resume is not needed: --full always keeps finished cells and resumes interrupted ones; drop -resume")
 		}
 		return o, fmt.Errorf("%v (run with -h for the flags)", err)
 	}
@@ -121,9 +125,6 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.quick && o.full {
 		return o, fmt.Errorf("--quick and --full exclude each other: --quick only evaluates, --full retrains")
-	}
-	if o.resume && !o.full {
-		return o, fmt.Errorf("-resume continues an interrupted --full run; add --full")
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

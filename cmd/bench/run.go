@@ -2,9 +2,11 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,15 +15,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/posformer/posformer/benchmarks/corpus"
 	"github.com/posformer/posformer/benchmarks/eval"
 	"github.com/posformer/posformer/benchmarks/grid"
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
-	"github.com/posformer/posformer/benchmarks/tasks"
 	"github.com/posformer/posformer/cmd/internal/progress"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/train"
+	"github.com/posformer/posformer/engine/train/corpus"
+	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
 
@@ -226,11 +229,6 @@ func runFull(o options) error {
 		return nil
 	}
 	grid.Plan(os.Stderr, o.out, cells, o.jobs, cores, report.Compared())
-	bin := filepath.Join(os.TempDir(), fmt.Sprintf("posformer-bench-train-%d", os.Getpid()))
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/train").CombinedOutput(); err != nil {
-		return fmt.Errorf("building cmd/train (run bench from the repository root): %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	defer os.Remove(bin)
 	logs := filepath.Join(o.out, "results", "cells", "logs")
 	fmt.Fprintf(os.Stderr, "bench: each model's training log is in %s/<task>-<model>.log\n", logs)
 	data, err := eval.LoadCorpus(false)
@@ -262,7 +260,7 @@ func runFull(o options) error {
 	var barMu sync.Mutex
 	runner := &grid.Runner{
 		Out: o.out, Jobs: o.jobs, Cores: cores,
-		Train: grid.TrainWith(bin, logs),
+		Train: grid.TrainWith(context.Background(), parseTrainArgs, logs, trainBar),
 		Evaluate: func(m recipe.Model, threads int, frac func(float64)) ([]report.Result, error) {
 			backend, err := engine.NewBackend(backendName(threads))
 			if err != nil {
@@ -343,6 +341,14 @@ func runFull(o options) error {
 	fmt.Fprintf(os.Stderr, "bench: %s in %s; wrote %s\n", what, time.Since(start).Round(time.Second), filepath.Join(o.out, "RESULTS.md"))
 	return nil
 }
+
+// parseTrainArgs reads a recipe model's arguments as cmd/train does.
+func parseTrainArgs(args []string) (train.Options, error) {
+	return train.ParseArgs(args, func(fs *flag.FlagSet) func(map[string]any) error { return ropeflags.Register(fs).Apply })
+}
+
+// trainBar draws a training's progress lines in its log, as cmd/train draws them.
+func trainBar(w io.Writer, what string, total int) train.Bar { return progress.New(w, what, total) }
 
 // cloneCaps is caps with every value set to steps, without touching the recipe's own map.
 func cloneCaps(caps map[string]int, steps int) map[string]int {

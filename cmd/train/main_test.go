@@ -1,120 +1,169 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/posformer/posformer/engine/train"
 	"github.com/posformer/posformer/models"
 )
 
-func TestSchedule(t *testing.T) {
-	o := options{lr: 1e-3, warmup: 10, steps: 110}
-	if got := schedule(0, o); math.Abs(got-1e-4) > 1e-12 {
-		t.Errorf("first warm-up step lr %g, want 1e-4", got)
+// TestMain lets a test run this command as a process (to see its exit status and stderr).
+func TestMain(m *testing.M) {
+	if args := os.Getenv("TRAIN_TEST_ARGS"); args != "" {
+		os.Args = append([]string{"train"}, strings.Split(args, " ")...)
+		main()
+		os.Exit(0)
 	}
-	if got := schedule(10, o); math.Abs(got-1e-3) > 1e-12 {
-		t.Errorf("peak lr %g, want 1e-3", got)
-	}
-	if got := schedule(110, o); math.Abs(got-1e-4) > 1e-12 {
-		t.Errorf("final lr %g, want 10%% of peak", got)
-	}
+	os.Exit(m.Run())
 }
 
-func TestMakeBatch(t *testing.T) {
-	in := [][]int32{make([]int32, 4000)}
-	tgt := [][]int32{make([]int32, 4000)}
-	for i := range in[0] {
-		in[0][i], tgt[0][i] = int32(i%200), int32((i+1)%200)
+func trainProcess(t *testing.T, args ...string) (stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TRAIN_TEST_ARGS="+strings.Join(args, " "))
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
 	}
-	dec := makeBatch(models.Decoder, in, tgt, 0.15, rand.New(rand.NewPCG(1, 1)), 259)
-	if dec.Targets[0][7] != 8 || dec.Weights[0][7] != 1 || dec.Positions[0][7] != 7 {
-		t.Errorf("decoder batch: target %d weight %g pos %d", dec.Targets[0][7], dec.Weights[0][7], dec.Positions[0][7])
-	}
-	enc := makeBatch(models.Encoder, in, tgt, 0.15, rand.New(rand.NewPCG(1, 1)), 259)
-	chosen, masked := 0, 0
-	for j, w := range enc.Weights[0] {
-		if enc.Targets[0][j] != in[0][j] {
-			t.Fatalf("encoder target %d is not the input byte", j)
-		}
-		if w == 0 {
-			if enc.Inputs[0][j] != in[0][j] {
-				t.Fatalf("unchosen byte %d was changed", j)
-			}
-			continue
-		}
-		chosen++
-		if enc.Inputs[0][j] == 259 {
-			masked++
-		}
-	}
-	if rate := float64(chosen) / 4000; rate < 0.12 || rate > 0.18 {
-		t.Errorf("chose %.3f of bytes, want about 0.15", rate)
-	}
-	if frac := float64(masked) / float64(chosen); frac < 0.72 || frac > 0.88 {
-		t.Errorf("%.3f of chosen bytes became <mask>, want about 0.8", frac)
-	}
+	return string(out), 0
 }
 
-// A few steps of a tiny copy model: the checkpoint records its task, and -task sets the kind.
-func TestTaskIsRecorded(t *testing.T) {
+// A tiny run with -plateau stops at its cool-down's end, records its loss curve and why it
+// stopped; -resume on it, as a process, says it is finished and exits 0; a fine-tune from it
+// with -init and --rope-scaling keeps the trained length as the original context.
+func TestPlateauRunResumeAndInit(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains a tiny model for 2 steps")
+		t.Skip("trains a tiny model")
 	}
 	dir := t.TempDir()
-	o := options{task: "copy", kind: "decoder", scheme: "rope", out: dir, pe: map[string]any{}, dim: 16, layers: 1, heads: 2, kv: 1,
-		hidden: 16, ctxLen: 64, steps: 2, batch: 2, seq: 16, lr: 1e-3, warmup: 1, seed: 1, evalEvery: 1, saveEvery: 2,
-		evalWindows: 2, maxBytes: 4096, maskRate: 0.15}
-	if err := run(o); err != nil {
-		t.Fatal(err)
+	args := []string{"-task", "reverse", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1", "-hidden", "16",
+		"-seq", "16", "-batch", "2", "-steps", "60", "-warmup", "2", "-eval-every", "5", "-save-every", "5", "-eval-windows", "2",
+		"-plateau", "1", "-plateau-tol", "0.5", "-o", dir}
+	if out, code := trainProcess(t, args...); code != 0 {
+		t.Fatalf("training exited %d:\n%s", code, out)
+	}
+	var info struct {
+		Steps       int
+		Stop        string
+		TaskVersion int `json:"task_version"`
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "train.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info struct{ Task, Kind string }
-	if err := json.Unmarshal(data, &info); err != nil || info.Task != "copy" || info.Kind != "decoder" {
-		t.Errorf("train.json task %q kind %q (err %v), want copy decoder", info.Task, info.Kind, err)
+	if err := json.Unmarshal(data, &info); err != nil || info.TaskVersion != 1 {
+		t.Fatalf("train.json: %v, task_version %d", err, info.TaskVersion)
 	}
-	// Resuming a run that reached -steps has nothing to do and is no error; its train.json
-	// (which zero steps overwrote with NaN losses) stays as it was.
-	o.resume = true
-	if err := run(o); err != nil {
-		t.Errorf("resuming a finished run: %v", err)
+	curve, err := train.ReadCurve(dir, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tolerance 50% with a window of one evaluation: the first evaluation that does not halve
+	// the loss starts a cool-down of max(5, 0.2·step) steps.
+	if !strings.HasPrefix(info.Stop, "plateau at step ") || info.Steps >= 60 || len(curve) == 0 || curve[len(curve)-1].Step != info.Steps {
+		t.Fatalf("stopped at %d (%q), curve ends at %v", info.Steps, info.Stop, curve[len(curve)-1])
+	}
+	for i, c := range curve {
+		if c.Step != 5*(i+1) && c.Step != info.Steps || math.IsNaN(c.TrainLoss) || math.IsNaN(c.EvalLoss) {
+			t.Fatalf("curve point %d: %+v", i, c)
+		}
+	}
+	out, code := trainProcess(t, append(args, "-resume")...)
+	if code != 0 || !strings.Contains(out, "already finished at step") || strings.Contains(out, "NaN") {
+		t.Errorf("resuming a finished run: exit %d, output:\n%s", code, out)
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, "train.json")); string(after) != string(data) {
-		t.Errorf("resuming a finished run rewrote train.json:\n%s", after)
+		t.Errorf("resuming a finished run rewrote train.json")
 	}
-	o.resume = false
-	o.task, o.out = "lmx", t.TempDir()
-	if err := run(o); err == nil || !strings.Contains(err.Error(), "valid: lm, copy, reverse, passkey, mqar, mlm") {
-		t.Errorf("unknown task: %v", err)
+	// The grid removes a finished model's optimizer state: resuming it is still nothing to do
+	// for a run its plateau ended, or one at its -steps; asked to go past a cap, it fails in one
+	// line that names -init.
+	if err := os.Remove(filepath.Join(dir, train.StateFile)); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := trainProcess(t, append(args, "-steps", "1000", "-resume")...); code != 0 || !strings.Contains(out, "already finished at step") {
+		t.Errorf("resuming a plateaued run without its state: exit %d, output:\n%s", code, out)
+	}
+	capped := t.TempDir()
+	short := append(slices.Clone(args[:len(args)-6]), "-steps", "4", "-o", capped)
+	if out, code := trainProcess(t, short...); code != 0 {
+		t.Fatalf("training exited %d:\n%s", code, out)
+	}
+	if err := os.Remove(filepath.Join(capped, train.StateFile)); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := trainProcess(t, append(short, "-resume")...); code != 0 || !strings.Contains(out, "already finished at step 4") {
+		t.Errorf("resuming a capped run without its state: exit %d, output:\n%s", code, out)
+	}
+	out, code = trainProcess(t, append(short, "-steps", "8", "-resume")...)
+	if code == 0 || !strings.Contains(out, "-init "+capped) || strings.Contains(out, "goroutine") {
+		t.Errorf("resuming past a capped run without its state: exit %d, output:\n%s", code, out)
+	}
+	ft := t.TempDir()
+	out, code = trainProcess(t, "-task", "reverse", "-init", dir, "--rope-scaling", "linear", "--rope-scale", "2", "-seq", "32",
+		"-batch", "2", "-steps", "2", "-warmup", "1", "-eval-every", "2", "-save-every", "2", "-eval-windows", "2", "-o", ft)
+	if code != 0 {
+		t.Fatalf("fine-tune exited %d:\n%s", code, out)
+	}
+	var cfg models.Config
+	data, _ = os.ReadFile(filepath.Join(ft, models.ConfigFile))
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	block, _ := cfg.Positional["rope_scaling"].(map[string]any)
+	if cfg.TrainSeqLen != 32 || cfg.Dim != 16 || block["rope_type"] != "linear" || block["factor"] != 2.0 || block["original_max_position_embeddings"] != 16.0 {
+		t.Errorf("fine-tune config: train_seq_len %d, dim %d, rope_scaling %v; want 32, 16, linear 2 from 16", cfg.TrainSeqLen, cfg.Dim, block)
+	}
+	if out, code := trainProcess(t, "-o", dir, "-plateau", "-1"); code == 0 || strings.Count(strings.TrimSpace(out), "\n") > 0 || !strings.Contains(out, "-plateau") {
+		t.Errorf("bad -plateau: exit %d, %q", code, out)
+	}
+	if out, code := trainProcess(t, "-o", dir, "-batch", "4", "-micro-batch", "3"); code == 0 || strings.Count(strings.TrimSpace(out), "\n") > 0 || !strings.Contains(out, "-micro-batch 3 must divide -batch 4") {
+		t.Errorf("bad -micro-batch: exit %d, %q", code, out)
 	}
 }
 
-// The default pass holds at most 512 tokens (the largest divisor of the batch that fits, at
-// least one sequence), or the whole batch for a scheme with shared positional work (FIRE); a
-// given -micro-batch must divide the batch.
-func TestMicroBatch(t *testing.T) {
-	for _, c := range []struct {
-		flag, batch, seq int
-		shared           bool
-		want             int
-	}{
-		{0, 32, 128, false, 4}, {0, 32, 64, false, 8}, {0, 8, 512, false, 1}, {0, 8, 2048, false, 1}, {0, 4, 16, false, 4},
-		{0, 6, 100, false, 3}, {8, 32, 128, false, 8}, {0, 32, 128, true, 32}, {8, 32, 128, true, 8},
-	} {
-		if got, err := microBatch(c.flag, c.batch, c.seq, c.shared); err != nil || got != c.want {
-			t.Errorf("microBatch(%d, %d, %d, %v) = %d, %v; want %d", c.flag, c.batch, c.seq, c.shared, got, err, c.want)
-		}
+// The same -seed trains the same model, to the bit (initial weights, batches, every step on
+// one machine); another seed, another model.
+func TestSameSeedSameModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains tiny models")
 	}
-	for _, c := range []struct{ flag, batch int }{{-1, 32}, {5, 32}} {
-		if _, err := microBatch(c.flag, c.batch, 64, false); err == nil || !strings.Contains(err.Error(), "-micro-batch") {
-			t.Errorf("microBatch(%d, %d): error %v, want one naming -micro-batch", c.flag, c.batch, err)
+	weights := func(seed string) []byte {
+		dir := t.TempDir()
+		if out, code := trainProcess(t, "-task", "copy", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1",
+			"-hidden", "16", "-seq", "16", "-batch", "2", "-steps", "3", "-warmup", "1", "-eval-every", "3", "-save-every", "3",
+			"-eval-windows", "2", "-seed", seed, "-micro-batch", "1", "-o", dir); code != 0 { // two passes a step
+			t.Fatalf("training exited %d:\n%s", code, out)
 		}
+		var info struct {
+			WeightsSeed *int64 `json:"weights_seed"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "train.json"))
+		if err != nil || json.Unmarshal(data, &info) != nil || info.WeightsSeed == nil || fmt.Sprint(*info.WeightsSeed) != seed {
+			t.Fatalf("train.json does not record weights_seed %s: %s", seed, data)
+		}
+		w, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	a, b, c := weights("5"), weights("5"), weights("6")
+	if !bytes.Equal(a, b) {
+		t.Error("two runs with -seed 5 trained different weights")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("-seed 5 and -seed 6 trained the same weights")
 	}
 }

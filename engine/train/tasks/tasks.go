@@ -1,6 +1,6 @@
 // Package tasks defines the extrapolation benchmark's tasks: what a model is trained on at
 // length L and how it is scored at lengths past L. Every task is either a deterministic split of
-// the Go-source corpus (benchmarks/corpus) or a generator driven by a seeded PCG, so two runs with
+// the Go-source corpus (engine/train/corpus) or a generator driven by a seeded PCG, so two runs with
 // the same seed see the same examples on any machine.
 //
 //   - lm: next-byte prediction on Go source; bits per byte over non-overlapping windows (Press et

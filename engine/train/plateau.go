@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/posformer/posformer/models"
 )
@@ -103,23 +104,27 @@ func (p *plateau) stopReason() string {
 	return fmt.Sprintf("step cap %d", p.cap)
 }
 
-// curveFile records the loss curve of a run, one line per evaluation.
-const curveFile = "loss.csv"
+// Plateaued reports whether train.json's stop (stopReason's, or "-steps N" without -plateau)
+// says the stopping rule ended the run rather than its step cap.
+func Plateaued(stop string) bool { return strings.HasPrefix(stop, "plateau") }
+
+// CurveFile records the loss curve of a run, one line per evaluation.
+const CurveFile = "loss.csv"
 
 var curveHeader = []string{"step", "train_loss", "eval_loss", "lr", "seconds"}
 
-// curvePoint is one line of loss.csv: train_loss is the mean over the steps since the previous
+// CurvePoint is one line of loss.csv: train_loss is the mean over the steps since the previous
 // line, seconds the training wall time since the run began (over resumptions).
-type curvePoint struct {
+type CurvePoint struct {
 	Step                int
 	TrainLoss, EvalLoss float64
 	LR, Seconds         float64
 }
 
-// readCurve reads dir/loss.csv up to step upTo (a resumed run restarts from its checkpoint and
+// ReadCurve reads dir/loss.csv up to step upTo (a resumed run restarts from its checkpoint and
 // redoes what came after); a missing file is an empty curve.
-func readCurve(dir string, upTo int) ([]curvePoint, error) {
-	data, err := os.ReadFile(filepath.Join(dir, curveFile))
+func ReadCurve(dir string, upTo int) ([]CurvePoint, error) {
+	data, err := os.ReadFile(filepath.Join(dir, CurveFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -128,11 +133,11 @@ func readCurve(dir string, upTo int) ([]curvePoint, error) {
 	}
 	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
 	if err != nil || len(recs) == 0 || len(recs[0]) != len(curveHeader) {
-		return nil, fmt.Errorf("%s is not a loss curve of cmd/train (delete it to start the curve afresh)", filepath.Join(dir, curveFile))
+		return nil, fmt.Errorf("%s is not a loss curve of cmd/train (delete it to start the curve afresh)", filepath.Join(dir, CurveFile))
 	}
-	var out []curvePoint
+	var out []CurvePoint
 	for _, r := range recs[1:] {
-		var c curvePoint
+		var c CurvePoint
 		var errs [5]error
 		c.Step, errs[0] = strconv.Atoi(r[0])
 		c.TrainLoss, errs[1] = strconv.ParseFloat(r[1], 64)
@@ -140,7 +145,7 @@ func readCurve(dir string, upTo int) ([]curvePoint, error) {
 		c.LR, errs[3] = strconv.ParseFloat(r[3], 64)
 		c.Seconds, errs[4] = strconv.ParseFloat(r[4], 64)
 		if err := errors.Join(errs[:]...); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, curveFile), err)
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, CurveFile), err)
 		}
 		if c.Step <= upTo {
 			out = append(out, c)
@@ -150,7 +155,7 @@ func readCurve(dir string, upTo int) ([]curvePoint, error) {
 }
 
 // writeCurve rewrites dir/loss.csv atomically (it is small; a crash never leaves half a line).
-func writeCurve(dir string, pts []curvePoint) error {
+func writeCurve(dir string, pts []CurvePoint) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Write(curveHeader)
@@ -162,5 +167,5 @@ func writeCurve(dir string, pts []curvePoint) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil { // the first evaluation may come before the first save
 		return err
 	}
-	return models.WriteFileAtomic(filepath.Join(dir, curveFile), buf.Bytes())
+	return models.WriteFileAtomic(filepath.Join(dir, CurveFile), buf.Bytes())
 }

@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	"github.com/posformer/posformer/models/safetensors"
 )
 
-// stateFile holds what resuming needs beyond the weights: optimizer moments, global step.
-const stateFile = "train_state.safetensors"
+// StateFile holds what resuming needs beyond the weights: optimizer moments, global step.
+const StateFile = "train_state.safetensors"
 
 func save(dir string, cfg models.Config, ctx *context.Context) error {
 	if err := models.Save(dir, cfg, ctx); err != nil {
@@ -45,7 +45,7 @@ func save(dir string, cfg models.Config, ctx *context.Context) error {
 		ts = append(ts, safetensors.Tensor{Name: v.ScopeAndName(), Shape: v.Shape().Dimensions, Data: data})
 		meta[v.ScopeAndName()] = v.DType().String()
 	}
-	if err := safetensors.Write(dir+"/"+stateFile, ts, meta); err != nil {
+	if err := safetensors.Write(dir+"/"+StateFile, ts, meta); err != nil {
 		return fmt.Errorf("saving training state: %w", err)
 	}
 	return nil

@@ -1,0 +1,128 @@
+package train
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/posformer/posformer/engine/train/tasks"
+	"github.com/posformer/posformer/positional"
+)
+
+// RopeFlags registers the commands' --rope-* flags on a flag set and returns the edit they make
+// to a positional block (cmd/internal/ropeflags: Register(fs).Apply). They are passed in because
+// that package is the commands' own.
+type RopeFlags func(fs *flag.FlagSet) func(pe map[string]any) error
+
+// ErrArgument is ParseArgs' error for an argument that is not a flag.
+var ErrArgument = errors.New("unexpected argument")
+
+// ParseArgs reads cmd/train's command line (flags only) into Options, with Args set to args,
+// the command train.json records. A bad flag is a one-line error; -h is flag.ErrHelp.
+func ParseArgs(args []string, rope RopeFlags) (Options, error) {
+	fs, o := newFlagSet(rope)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return Options{}, err
+		}
+		return Options{}, fmt.Errorf("%v (run with -h for the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("%w %q; flags only (see -h)", ErrArgument, fs.Arg(0))
+	}
+	kindSet := false
+	fs.Visit(func(f *flag.Flag) { kindSet = kindSet || f.Name == "kind" })
+	if !kindSet {
+		o.Kind = "" // the task's, or a decoder: Run checks a given -kind against -task
+	}
+	o.Args = args
+	return *o, nil
+}
+
+// PrintDefaults writes the flags and their defaults, for -h.
+func PrintDefaults(w io.Writer, rope RopeFlags) {
+	fs, _ := newFlagSet(rope)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
+	o := Defaults()
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.Kind, "kind", "decoder", "decoder (causal LM) or encoder (masked LM)")
+	fs.StringVar(&o.Task, "task", o.Task, "benchmark task (sets -kind, recorded in train.json): "+strings.Join(tasks.Names(), ", ")+"; empty: plain LM/MLM by -kind")
+	fs.StringVar(&o.Scheme, "scheme", o.Scheme, "positional scheme: "+strings.Join(positional.Names(), ", "))
+	fs.Var(peValue(o.PE), "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
+	fs.StringVar(&o.Out, "o", o.Out, "checkpoint directory to write (required)")
+	fs.StringVar(&o.Backend, "backend", o.Backend, "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
+	fs.IntVar(&o.Dim, "dim", o.Dim, "model width")
+	fs.IntVar(&o.Layers, "layers", o.Layers, "transformer blocks")
+	fs.IntVar(&o.Heads, "heads", o.Heads, "attention heads")
+	fs.IntVar(&o.KV, "kv-heads", o.KV, "key/value heads (grouped-query attention)")
+	fs.IntVar(&o.Hidden, "hidden", o.Hidden, "feed-forward width")
+	fs.IntVar(&o.Ctx, "ctx", o.Ctx, "max_seq_len written to the config: the default context size at inference")
+	fs.IntVar(&o.Steps, "steps", o.Steps, "optimizer steps in total (a resumed run continues up to this)")
+	fs.IntVar(&o.Batch, "batch", o.Batch, "sequences per step")
+	fs.IntVar(&o.MicroBatch, "micro-batch", o.MicroBatch, "sequences per forward/backward pass, their gradients summed into one step (0: as many as make 512 tokens; the same step up to float rounding, faster on large batches)")
+	fs.IntVar(&o.Seq, "seq", o.Seq, "training sequence length L")
+	fs.Float64Var(&o.LR, "lr", o.LR, "peak learning rate (linear warm-up, cosine decay to 10%)")
+	fs.Float64Var(&o.Warmup, "warmup", o.Warmup, "warm-up steps")
+	fs.Float64Var(&o.WD, "wd", o.WD, "AdamW weight decay")
+	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the initial weights, data sampling and masking: the same seed, machine and thread count train the same model")
+	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate every N steps")
+	fs.IntVar(&o.SaveEvery, "save-every", o.SaveEvery, "save a checkpoint every N steps")
+	fs.IntVar(&o.EvalWindows, "eval-windows", o.EvalWindows, "held-out windows of length L used for eval loss")
+	fs.IntVar(&o.MaxBytes, "max-bytes", o.MaxBytes, "cap on each corpus split in bytes (0: all of $GOROOT/src)")
+	fs.Float64Var(&o.MaskRate, "mask-rate", o.MaskRate, "encoder: fraction of bytes masked")
+	fs.BoolVar(&o.Resume, "resume", o.Resume, "continue from the checkpoint in -o")
+	fs.IntVar(&o.RandomPositions, "random-positions", o.RandomPositions, "randomized positions (Ruoss et al. 2023): each training sequence gets a sorted random subset of [0, N); 0 is off")
+	fs.StringVar(&o.NoPELayers, "nope-layers", o.NoPELayers, "comma-separated blocks (from 0) that skip the scheme's attention hooks, e.g. 1,3")
+	fs.IntVar(&o.Plateau, "plateau", o.Plateau, "train until the eval loss has not improved for N evaluations, then cool down (warmup-stable-decay); -steps is the cap. 0: cosine decay over -steps")
+	fs.Float64Var(&o.PlateauTol, "plateau-tol", o.PlateauTol, "with -plateau: relative eval-loss improvement that counts as progress")
+	fs.IntVar(&o.PlateauMin, "plateau-min", o.PlateauMin, "with -plateau: no plateau before this step (a model that sits on an early plateau, as encoders do before they use positions, keeps training)")
+	fs.StringVar(&o.Init, "init", o.Init, "start from this checkpoint's weights with a fresh optimizer (a fine-tune); -seq, -pe and the --rope-* flags edit its config, the shape flags are ignored")
+	if rope != nil {
+		o.Rope = rope(fs)
+	}
+	return fs, &o
+}
+
+// peValue collects -pe key=value flags. Values that parse as numbers become float64 and
+// true/false become bool, as they would be when read from config.json; the rest stay strings.
+// (cmd/internal/peflag, for the other commands, reads -pe the same way.)
+type peValue map[string]any
+
+func (p peValue) String() string { return fmt.Sprint(map[string]any(p)) }
+
+func (p peValue) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		p[k] = f
+	} else if b, err := strconv.ParseBool(v); err == nil {
+		p[k] = b
+	} else {
+		p[k] = v
+	}
+	return nil
+}
+
+// WithoutResume is a cmd/train command line without -resume (in any of its flag forms): what
+// trains the model, the same for a resumed run as for an uninterrupted one. train.json records
+// the command so, and the benchmark compares commands so.
+func WithoutResume(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if f := strings.TrimLeft(a, "-"); strings.HasPrefix(a, "-") && (f == "resume" || strings.HasPrefix(f, "resume=")) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,606 @@
+// Package train trains a toy decoder or encoder, byte level, on the Go standard library's
+// source (package corpus) or on a synthetic task's generator (package tasks), for one named
+// positional scheme. Run owns the training loop: the learning-rate schedule (cosine, or the
+// plateau rule's warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
+// train_state.safetensors for the optimizer) every SaveEvery steps and at the end, resuming
+// from one, the loss curve (loss.csv) and the summary (train.json).
+//
+// cmd/train is its command line (ParseArgs reads the same flags); the benchmark's grid
+// (benchmarks/grid) calls Run for each of its models, several at once in one process: a run
+// keeps all its state in its own values, so concurrent runs share nothing but the machine.
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomlx/gomlx/backends"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/train/corpus"
+	"github.com/posformer/posformer/engine/train/tasks"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/positional"
+	"github.com/posformer/posformer/tokenizer"
+)
+
+// Options are a run's settings: cmd/train's flags (ParseArgs), plus how the run reports.
+type Options struct {
+	Kind, Scheme, Out, Backend string
+	// Task is the benchmark task (tasks.Names), recorded in train.json; it sets Kind, which must
+	// then be "" or the task's. Empty: plain LM/MLM by Kind ("" is a decoder).
+	Task                   string
+	PE                     map[string]any // the scheme's options (-pe key=value)
+	Dim, Layers, Heads, KV int
+	Hidden, Ctx            int
+	Steps, Batch, Seq      int
+	MicroBatch             int
+	LR, Warmup, WD         float64
+	Seed                   int64
+	EvalEvery, SaveEvery   int
+	EvalWindows, MaxBytes  int
+	MaskRate               float64
+	Resume                 bool
+	RandomPositions        int
+	NoPELayers             string
+	Plateau                int     // evaluations without improvement that end the run (0: cosine schedule over Steps)
+	PlateauTol             float64 // relative improvement that counts
+	PlateauMin             int
+	Init                   string // start from this checkpoint's weights (a fine-tune)
+	// Rope edits the positional options after PE: the commands' --rope-* flags (nil: none).
+	Rope func(pe map[string]any) error
+
+	// Args is the command line recorded in train.json ("go run ./cmd/train" and these, without
+	// -resume): what the benchmark compares to know a checkpoint's recipe.
+	Args []string
+	// Cores is how many cores the run is given: the cpu backend's threads (unless Backend sets
+	// threads=N) and train.json's gomaxprocs. 0: GOMAXPROCS, as a process of its own has.
+	Cores int
+	// Log receives the run's few lines (what it trains on, when it is done); nil discards them.
+	Log io.Writer
+	// Bar starts the progress display of the steps this run does (nil: none).
+	Bar func(what string, total int) Bar
+}
+
+// Bar shows a run's progress (cmd/internal/progress's bar has these methods).
+type Bar interface {
+	Set(done int, status string)
+	Finish()
+}
+
+// Result is what a run ends with.
+type Result struct {
+	Steps           int     // the step the model is at (the plateau rule's end, or the cap)
+	Loss, EvalLoss  float64 // the last step's training loss and the last evaluation's
+	Stop            string  // why it stopped, as train.json says
+	WallSeconds     float64 // training wall time over resumptions
+	AlreadyFinished bool    // a resumed run that had nothing left to do
+}
+
+// Defaults are cmd/train's defaults (the flags' values when not given; Kind "" is a decoder,
+// or the task's kind).
+func Defaults() Options {
+	return Options{Scheme: "rope", PE: map[string]any{}, Dim: 128, Layers: 4, Heads: 4, KV: 2, Hidden: 384, Ctx: 1024,
+		Steps: 2000, Batch: 16, Seq: 128, LR: 2e-3, Warmup: 100, WD: 0.01, Seed: 1, EvalEvery: 250, SaveEvery: 250,
+		EvalWindows: 64, MaskRate: 0.15, PlateauTol: 0.01}
+}
+
+// Run trains (or, with Resume, continues training) the model in o.Out. A cancelled ctx stops
+// it between steps with ctx's error; the last checkpoint saved stays resumable.
+func Run(ctx context.Context, o Options) (Result, error) {
+	logw := o.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	switch {
+	case o.Out == "":
+		return Result{}, fmt.Errorf("-o DIR is required (where the checkpoint goes)")
+	case o.Steps < 1 || o.Batch < 1 || o.Seq < 2:
+		return Result{}, fmt.Errorf("-steps, -batch must be >= 1 and -seq >= 2")
+	case o.RandomPositions != 0 && o.RandomPositions < o.Seq:
+		return Result{}, fmt.Errorf("-random-positions %d must be 0 (off) or >= -seq %d: it is the range the %d positions are drawn from", o.RandomPositions, o.Seq, o.Seq)
+	case o.Plateau < 0 || o.PlateauTol < 0 || o.PlateauMin < 0:
+		return Result{}, fmt.Errorf("-plateau %d, -plateau-tol %g and -plateau-min %d must be >= 0 (-plateau 0 is off)", o.Plateau, o.PlateauTol, o.PlateauMin)
+	case o.EvalEvery < 1 || o.SaveEvery < 1:
+		return Result{}, fmt.Errorf("-eval-every and -save-every must be >= 1")
+	}
+	if _, err := microBatch(o.MicroBatch, o.Batch, o.Seq, false); err != nil {
+		return Result{}, err
+	}
+	if o.Task != "" {
+		if err := tasks.Check(o.Task); err != nil {
+			return Result{}, fmt.Errorf("-task: %w", err)
+		}
+		if o.Kind != "" && o.Kind != tasks.Kind(o.Task) {
+			return Result{}, fmt.Errorf("-task %s trains a%s %s, not -kind %s; drop -kind", o.Task, map[bool]string{true: "n"}[tasks.Kind(o.Task) == models.Encoder], tasks.Kind(o.Task), o.Kind)
+		}
+		o.Kind = tasks.Kind(o.Task)
+	}
+	if o.Kind == "" {
+		o.Kind = models.Decoder
+	}
+	nope, err := parseLayers(o.NoPELayers)
+	if err != nil {
+		return Result{}, err
+	}
+	backend, err := engine.NewBackend(withThreads(o.Backend, o.Cores))
+	if err != nil {
+		return Result{}, err
+	}
+	defer backend.Finalize() // a run of the grid's: its worker pool goes with it
+	tok := tokenizer.NewByte()
+	pe := map[string]any{"name": o.Scheme}
+	for k, v := range o.PE {
+		pe[k] = v
+	}
+	if o.Rope != nil && o.Init == "" {
+		if err := o.Rope(pe); err != nil {
+			return Result{}, err
+		}
+	}
+	cfg := models.Config{
+		Kind: o.Kind, VocabSize: tok.VocabSize(), Dim: o.Dim, NumLayers: o.Layers, NumHeads: o.Heads,
+		NumKVHeads: o.KV, HiddenDim: o.Hidden, TieEmbeddings: true, MaxSeqLen: o.Ctx, TrainSeqLen: o.Seq,
+		Tokenizer: "byte", Positional: pe, NoPELayers: nope,
+	}
+	mctx := mlctx.New()
+	var m *models.Model
+	if o.Resume {
+		m, mctx, err = models.Load(o.Out, backend)
+		if err != nil {
+			return Result{}, fmt.Errorf("resuming: %w", err)
+		}
+		if _, err := os.Stat(filepath.Join(o.Out, StateFile)); errors.Is(err, fs.ErrNotExist) {
+			return finishedWithoutState(o, logw)
+		}
+		if err := loadState(filepath.Join(o.Out, StateFile), mctx); err != nil {
+			return Result{}, fmt.Errorf("resuming: %w", err)
+		}
+		cfg = m.Config
+	} else if o.Init != "" {
+		if m, mctx, err = models.Load(o.Init, backend, o.initEdit()); err != nil {
+			return Result{}, fmt.Errorf("-init: %w", err)
+		}
+		cfg = m.Config
+	} else {
+		if m, err = models.New(cfg); err != nil {
+			return Result{}, err
+		}
+		// The initial weights come from the context's generator: seeded, a run is repeatable.
+		if err := mctx.SetRNGStateFromSeed(o.Seed); err != nil {
+			return Result{}, fmt.Errorf("-seed: %w", err)
+		}
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return Result{}, err
+		}
+		js, _ := json.Marshal(map[string]int64{"weights_seed": o.Seed})
+		if err := models.WriteFileAtomic(filepath.Join(o.Out, initFile), append(js, '\n')); err != nil {
+			return Result{}, err
+		}
+	}
+	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, cfg.TrainSeqLen) > l.Limit() {
+		return Result{}, fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions", cfg.SchemeName(), l.Limit(), l.LimitFix())
+	}
+	root, err := corpus.GoRoot()
+	if err != nil {
+		return Result{}, err
+	}
+	maxBytes := o.MaxBytes
+	switch {
+	case o.Task == tasks.Passkey:
+		maxBytes = 1 << 20 // the haystack's text: enough that windows rarely repeat
+	case tasks.Synthetic(o.Task):
+		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
+	}
+	data, err := corpus.Load(root, maxBytes)
+	if err != nil {
+		return Result{}, err
+	}
+	tr, err := engine.NewTrainer(backend, m, mctx, o.WD)
+	if err != nil {
+		return Result{}, err
+	}
+	shared := false
+	if sw, ok := m.Scheme.(positional.SharedWork); ok && o.RandomPositions == 0 {
+		shared = sw.SharedWork() // rows share their positions only without -random-positions
+	}
+	if tr.MicroBatch, err = microBatch(o.MicroBatch, o.Batch, cfg.TrainSeqLen, shared); err != nil {
+		return Result{}, err
+	}
+	first := tr.GlobalStep()
+	// The loss curve so far; with -plateau its evaluations replay the plateau decisions.
+	var curve []CurvePoint
+	if o.Resume {
+		if curve, err = ReadCurve(o.Out, first); err != nil {
+			return Result{}, err
+		}
+	}
+	var plat *plateau
+	end := o.Steps
+	if o.Plateau > 0 {
+		plat = newPlateau(o.Plateau, o.PlateauTol, o.Steps, o.EvalEvery)
+		plat.min = o.PlateauMin
+		for _, c := range curve {
+			plat.observe(c.Step, c.EvalLoss)
+		}
+		end = plat.end
+	}
+	if o.Resume && first >= end {
+		// Nothing left to train: say so rather than run zero steps and report their NaN loss.
+		why, fix := fmt.Sprintf("-steps %d", o.Steps), "raise -steps"
+		if plat != nil && plat.end < o.Steps {
+			why, fix = plat.stopReason(), "raise -plateau or lower -plateau-tol"
+		}
+		fmt.Fprintf(logw, "train: %s already finished at step %d (%s); nothing to do (%s to train further)\n", o.Out, first, why, fix)
+		return Result{Steps: first, Stop: why, AlreadyFinished: true}, nil
+	}
+	sampler := corpus.NewSampler(data.Train, o.Seed+int64(tr.GlobalStep()))
+	maskRNG := rand.New(rand.NewPCG(uint64(o.Seed), uint64(tr.GlobalStep())))
+	posRNG := rand.New(rand.NewPCG(uint64(o.Seed)+7, uint64(tr.GlobalStep())))
+	evalIn, evalTgt := corpus.Windows(data.Eval, cfg.TrainSeqLen, o.EvalWindows)
+	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.MaskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
+	// Synthetic tasks draw their batches from a seeded generator instead of the corpus.
+	var gen *tasks.Generator
+	if tasks.Synthetic(o.Task) {
+		if gen, err = tasks.NewGenerator(o.Task, cfg.TrainSeqLen, o.Seed, tr.GlobalStep(), tasks.Haystack(data.Train)); err != nil {
+			return Result{}, err
+		}
+		if evalBatch, err = tasks.EvalBatch(o.Task, cfg.TrainSeqLen, o.EvalWindows, tasks.Haystack(data.Eval)); err != nil {
+			return Result{}, err
+		}
+	}
+	if o.RandomPositions > 0 {
+		// The held-out loss (and the plateau rule it feeds) is measured where the model is
+		// trained: on sorted random positions, drawn once. On 0..n-1 a randomized-positions
+		// model sees a placement it was never trained on (64 consecutive positions of 1,024).
+		randomizePositions(evalBatch.Positions, o.RandomPositions, rand.New(rand.NewPCG(99, 98)))
+	}
+	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes (passes of %d), %s\n",
+		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.Steps, o.Batch, cfg.TrainSeqLen,
+		tr.MicroBatch, engine.BackendSummary(backend))
+
+	start := time.Now()
+	prevSeconds := 0.0
+	if len(curve) > 0 {
+		prevSeconds = curve[len(curve)-1].Seconds
+	}
+	var bar Bar = noBar{}
+	if o.Bar != nil {
+		bar = o.Bar("train "+cfg.SchemeName()+" "+cfg.Kind, o.Steps-first)
+	}
+	var loss, evalLoss float64 = math.NaN(), math.NaN()
+	lossSum, lossN := 0.0, 0
+	for step := first; step < end; step++ {
+		if err := ctx.Err(); err != nil {
+			return Result{}, fmt.Errorf("stopped at step %d (resumable from the last checkpoint): %w", step, err)
+		}
+		var b engine.Batch
+		if gen != nil {
+			b = gen.Batch(o.Batch)
+		} else {
+			in, tgt := sampler.Batch(o.Batch, cfg.TrainSeqLen)
+			b = makeBatch(cfg.Kind, in, tgt, o.MaskRate, maskRNG, tok.Special().MASK)
+		}
+		if o.RandomPositions > 0 {
+			randomizePositions(b.Positions, o.RandomPositions, posRNG)
+		}
+		lr := schedule(step, o)
+		if plat != nil {
+			lr = plat.lr(step, o.LR, o.Warmup)
+			end = plat.end
+		}
+		if loss, err = tr.Step(b, lr); err != nil {
+			return Result{}, fmt.Errorf("step %d: %w", step, err)
+		}
+		lossSum, lossN = lossSum+loss, lossN+1
+		done := step + 1
+		if done%o.EvalEvery == 0 || done == end {
+			if evalLoss, err = tr.Eval(evalBatch); err != nil {
+				return Result{}, err
+			}
+			curve = append(curve, CurvePoint{Step: done, TrainLoss: lossSum / float64(lossN), EvalLoss: evalLoss, LR: lr,
+				Seconds: prevSeconds + time.Since(start).Seconds()})
+			lossSum, lossN = 0, 0
+			if plat != nil {
+				plat.observe(done, evalLoss)
+				end = plat.end
+			}
+			if err := writeCurve(o.Out, curve); err != nil {
+				return Result{}, err
+			}
+		}
+		if done%o.SaveEvery == 0 || done == end {
+			if err := save(o.Out, cfg, mctx); err != nil {
+				return Result{}, err
+			}
+		}
+		tokPerSec := float64((done-first)*o.Batch*cfg.TrainSeqLen) / time.Since(start).Seconds()
+		bar.Set(done-first, fmt.Sprintf("loss %.3f · eval %.3f · %.0f tok/s", loss, evalLoss, tokPerSec))
+	}
+	bar.Finish()
+	// Over resumptions, as loss.csv counts it: the wall time of the steps this model kept.
+	wall := prevSeconds + time.Since(start).Seconds()
+	stop := fmt.Sprintf("-steps %d", o.Steps)
+	if plat != nil {
+		stop = plat.stopReason()
+	}
+	taskVersion := 0
+	if o.Task != "" {
+		taskVersion = tasks.Version(o.Task)
+	}
+	cores := o.Cores
+	if cores <= 0 {
+		cores = runtime.GOMAXPROCS(0)
+	}
+	summary := map[string]any{
+		"command":            "go run ./cmd/train " + strings.Join(WithoutResume(o.Args), " "),
+		"task":               o.Task,
+		"scheme":             cfg.SchemeName(),
+		"kind":               cfg.Kind,
+		"steps":              end,
+		"step_cap":           o.Steps,
+		"stop":               stop,
+		"task_version":       taskVersion,
+		"init":               o.Init,
+		"batch":              o.Batch,
+		"micro_batch":        tr.MicroBatch, // this run's; a resumed model's earlier parts may have used another
+		"seq_len":            cfg.TrainSeqLen,
+		"seed":               o.Seed,
+		"weights_seed":       weightsSeed(o),
+		"wall_seconds":       math.Round(wall),
+		"gomaxprocs":         cores, // wall_seconds is on this many cores
+		"final_loss":         loss,
+		"final_eval_loss":    evalLoss,
+		"eval_bits_per_byte": evalLoss / math.Ln2,
+		"unigram_eval_loss":  unigramLoss(data.Train, evalTgt), // of the corpus, whatever the task
+		"positional":         cfg.Positional,
+		"dim":                cfg.Dim,
+		"layers":             cfg.NumLayers,
+		"random_positions":   o.RandomPositions,
+		"nope_layers":        cfg.NoPELayers,
+	}
+	js, _ := json.MarshalIndent(summary, "", "  ")
+	if err := models.WriteFileAtomic(filepath.Join(o.Out, InfoFile), append(js, '\n')); err != nil {
+		return Result{}, err
+	}
+	fmt.Fprintf(logw, "train: done in %s: loss %.4f, eval loss %.4f nats (%.3f bits/byte); checkpoint in %s\n",
+		time.Duration(wall*float64(time.Second)).Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.Out)
+	return Result{Steps: end, Loss: loss, EvalLoss: evalLoss, Stop: stop, WallSeconds: wall}, nil
+}
+
+// InfoFile is the run's summary, written when it finishes: the benchmark reads it to know a
+// checkpoint is trained, and by what command.
+const InfoFile = "train.json"
+
+// noBar is the progress display of a run without one.
+type noBar struct{}
+
+func (noBar) Set(int, string) {}
+func (noBar) Finish()         {}
+
+// withThreads is the backend name with threads=cores added for the cpu backend (the default
+// one included) when cores > 0 and the name sets no threads of its own. Other backends keep
+// their own parallelism (GoMLX's pure-Go backend: GOMAXPROCS).
+func withThreads(name string, cores int) string {
+	if name == "" {
+		name = os.Getenv(backends.ConfigEnvVar)
+	}
+	if name == "" {
+		name = engine.DefaultBackend
+	}
+	kind, config, _ := strings.Cut(name, ":")
+	if cores <= 0 || kind != "cpu" || strings.Contains(config, "threads=") {
+		return name
+	}
+	if config != "" {
+		config += ","
+	}
+	return kind + ":" + config + "threads=" + strconv.Itoa(cores)
+}
+
+// initEdit turns the -init checkpoint's config into the fine-tune's: the training length -seq,
+// the -pe options and the --rope-* flags. A rope_scaling block added here keeps the checkpoint's
+// own training length as its original context, which is what it extends (the config's
+// train_seq_len becomes -seq, the default original context otherwise).
+func (o Options) initEdit() models.Edit {
+	return func(c *models.Config) error {
+		orig := c.TrainSeqLen
+		if c.Positional == nil {
+			c.Positional = map[string]any{"name": "none"}
+		}
+		for k, v := range o.PE {
+			c.Positional[k] = v
+		}
+		if o.Rope != nil {
+			if err := o.Rope(c.Positional); err != nil {
+				return err
+			}
+		}
+		if block, ok := c.Positional["rope_scaling"].(map[string]any); ok {
+			if _, set := block["original_max_position_embeddings"]; !set {
+				block["original_max_position_embeddings"] = float64(orig)
+			}
+		}
+		c.TrainSeqLen = o.Seq
+		c.MaxSeqLen = max(c.MaxSeqLen, o.Seq)
+		return nil
+	}
+}
+
+// schedule is linear warm-up then cosine decay to 10% of the peak.
+func schedule(step int, o Options) float64 {
+	if float64(step) < o.Warmup {
+		return o.LR * float64(step+1) / o.Warmup
+	}
+	progress := (float64(step) - o.Warmup) / math.Max(1, float64(o.Steps)-o.Warmup)
+	return o.LR * (0.1 + 0.9*0.5*(1+math.Cos(math.Pi*math.Min(progress, 1))))
+}
+
+// randomizePositions replaces each row's positions 0..n-1 by a sorted random subset of [0, n):
+// Ruoss et al. 2023, "Randomized Positional Encodings Boost Length Generalization of
+// Transformers". The model sees large positions (and gaps) in training; its held-out loss and
+// the benchmark score it on positions drawn the same way (benchmarks/eval).
+func randomizePositions(pos [][]int32, n int, r *rand.Rand) {
+	for _, row := range pos {
+		picked := r.Perm(n)[:len(row)]
+		slices.Sort(picked)
+		for j, p := range picked {
+			row[j] = int32(p)
+		}
+	}
+}
+
+// unigramLoss is the cross-entropy (nats per byte) of the eval targets under the training
+// split's byte frequencies (add-one smoothed): the loss of a model that ignores context.
+func unigramLoss(train []byte, eval [][]int32) float64 {
+	var counts [256]float64
+	for _, b := range train {
+		counts[b]++
+	}
+	total := float64(len(train)) + 256
+	sum, n := 0.0, 0
+	for _, row := range eval {
+		for _, b := range row {
+			if b >= 0 && b < 256 {
+				sum -= math.Log((counts[b] + 1) / total)
+				n++
+			}
+		}
+	}
+	return sum / float64(max(n, 1))
+}
+
+// parseLayers reads the -nope-layers list.
+func parseLayers(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		l, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("-nope-layers %q: want comma-separated layer numbers, e.g. 1,3", s)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// makeBatch turns byte windows into a training batch: next-byte prediction for a decoder;
+// for an encoder, BERT's masking (of the chosen bytes, 80% become <mask>, 10% a random byte,
+// 10% stay) with the loss on the chosen bytes only.
+func makeBatch(kind string, in, tgt [][]int32, maskRate float64, r *rand.Rand, maskID int) engine.Batch {
+	b := engine.Batch{Inputs: in, Targets: tgt}
+	for i := range in {
+		pos := make([]int32, len(in[i]))
+		w := make([]float32, len(in[i]))
+		for j := range pos {
+			pos[j] = int32(j)
+			w[j] = 1
+		}
+		b.Positions = append(b.Positions, pos)
+		b.Weights = append(b.Weights, w)
+	}
+	if kind != models.Encoder {
+		return b
+	}
+	b.Targets = in
+	b.Inputs = make([][]int32, len(in))
+	for i, row := range in {
+		masked := append([]int32(nil), row...)
+		for j := range masked {
+			b.Weights[i][j] = 0
+			if r.Float64() >= maskRate {
+				continue
+			}
+			b.Weights[i][j] = 1
+			switch u := r.Float64(); {
+			case u < 0.8:
+				masked[j] = int32(maskID)
+			case u < 0.9:
+				masked[j] = int32(r.IntN(256))
+			}
+		}
+		b.Inputs[i] = masked
+	}
+	return b
+}
+
+// finishedWithoutState answers -resume on a checkpoint without its optimizer state (the
+// benchmark grid removes it from finished models): a run that reached the asked -steps, or
+// that its plateau ended, has nothing to do; one asked to go further cannot resume, but can
+// start again from the weights.
+func finishedWithoutState(o Options, logw io.Writer) (Result, error) {
+	data, err := os.ReadFile(filepath.Join(o.Out, InfoFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Result{}, fmt.Errorf("resuming %s: no %s to resume from; train it again without -resume", o.Out, StateFile)
+	}
+	var info struct {
+		Steps int    `json:"steps"`
+		Stop  string `json:"stop"`
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &info)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("resuming: reading %s: %w", filepath.Join(o.Out, InfoFile), err)
+	}
+	if o.Steps <= info.Steps || Plateaued(info.Stop) {
+		fmt.Fprintf(logw, "train: %s already finished at step %d (%s); nothing to do\n", o.Out, info.Steps, info.Stop)
+		return Result{Steps: info.Steps, Stop: info.Stop, AlreadyFinished: true}, nil
+	}
+	return Result{}, fmt.Errorf("resuming %s: it finished at step %d (%s) and its optimizer state (%s) was removed, so it cannot go on to -steps %d; start a new run from its weights with -init %s -o <new folder>",
+		o.Out, info.Steps, info.Stop, StateFile, o.Steps, o.Out)
+}
+
+// initFile records, in a fresh run's output folder, the seed its initial weights were drawn
+// with, so that a resumed run can still say it in train.json.
+const initFile = "init.json"
+
+// weightsSeed is the seed of the run's initial weights, or nil where they were not seeded here:
+// a fine-tune (-init: they are the checkpoint's), or a run begun before -seed seeded them
+// (no init.json; such weights were drawn from an unseeded generator).
+func weightsSeed(o Options) any {
+	if o.Init != "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(o.Out, initFile))
+	if err != nil {
+		return nil
+	}
+	var v struct {
+		WeightsSeed *int64 `json:"weights_seed"`
+	}
+	if json.Unmarshal(data, &v) != nil || v.WeightsSeed == nil {
+		return nil
+	}
+	return *v.WeightsSeed
+}
+
+// microBatch is the sequences per pass: the flag's value (which must divide the batch), or by
+// default engine.DefaultMicroBatch (passes of at most 512 tokens; the whole batch for a scheme
+// whose positional work the batch's rows share).
+func microBatch(flagValue, batch, seq int, sharedWork bool) (int, error) {
+	switch {
+	case flagValue < 0:
+		return 0, fmt.Errorf("-micro-batch must be >= 0 (0: automatic), got %d", flagValue)
+	case flagValue > 0 && batch%flagValue != 0:
+		return 0, fmt.Errorf("-micro-batch %d must divide -batch %d", flagValue, batch)
+	case flagValue > 0:
+		return flagValue, nil
+	}
+	return engine.DefaultMicroBatch(batch, seq, sharedWork), nil
+}
