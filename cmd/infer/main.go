@@ -13,6 +13,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/posformer/posformer/positional"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
-	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
 	"github.com/posformer/posformer/cmd/internal/weightflag"
@@ -44,7 +44,7 @@ type options struct {
 	ignoreEOS                          bool
 	seed                               int64
 	rope                               *ropeflags.Flags
-	pe                                 peflag.Options // --pe key=value: the scheme's options, over the checkpoint's
+	pe                                 positional.OptionFlag // --pe key=value: the scheme's options, over the checkpoint's
 	// llama2.c models: its tokenizer.bin (-z, as run.c), or the prompt as token ids.
 	tokenizer, promptIDs string
 	// set records the flags given on the command line, so that llama2.c models can take
@@ -76,7 +76,7 @@ func main() {
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z); GGUF models: a tokenizer replacing the file's")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c and GGUF models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
-	o.pe = peflag.Options{}
+	o.pe = positional.OptionFlag{}
 	fs.Var(o.pe, "pe", "positional scheme option key=value over the checkpoint's (repeatable), e.g. --pe norm_max=128 for FIRE")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin|MODEL.gguf] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE]")

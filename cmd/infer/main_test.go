@@ -1,10 +1,10 @@
 package main
 
 import (
+	"github.com/posformer/posformer/positional"
 	"strings"
 	"testing"
 
-	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/engine"
 )
 
@@ -24,14 +24,16 @@ func TestBadFlags(t *testing.T) {
 		{func(o *options) { o.backend = "xla:cpu" }, nil, "PJRT"},
 		{func(o *options) { o.weights = "q4_1" }, nil, "valid: f32, bf16, q8_0, q4_0"},
 		{func(o *options) { o.weights = "f16" }, nil, "--weights"},
-		{func(o *options) { o.pe = peflag.Options{"name": "alibi"} }, nil, "--pe name"},
-		{func(o *options) { o.pe = peflag.Options{"bogus": 1.0} }, nil, "unknown option bogus"},
+		{func(o *options) { o.pe = positional.OptionFlag{"name": "alibi"} }, nil, "--pe name"},
+		{func(o *options) { o.pe = positional.OptionFlag{"bogus": 1.0} }, nil, "unknown option bogus"},
 		// The option reaches the scheme: FIRE checks its value.
-		{func(o *options) { o.model, o.pe = "../../weights/bench/lm/fire", peflag.Options{"norm_max": -1.0} }, nil, "norm_max must be"},
+		{func(o *options) {
+			o.model, o.pe = "../../weights/bench/lm/fire", positional.OptionFlag{"norm_max": -1.0}
+		}, nil, "norm_max must be"},
 	}
 	for _, c := range cases {
 		o := base
-		o.pe = peflag.Options{}
+		o.pe = positional.OptionFlag{}
 		c.mutate(&o)
 		err := run(o, c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {

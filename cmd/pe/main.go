@@ -22,7 +22,6 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/cmd/internal/backendflag"
-	"github.com/posformer/posformer/cmd/internal/peflag"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
@@ -31,7 +30,7 @@ import (
 
 type options struct {
 	scheme, model, format, out, kind, backend string
-	pe                                        peflag.Options
+	pe                                        positional.OptionFlag
 	length, dim, heads, layer                 int
 	seed                                      int64
 	numBuckets, maxDistance                   int
@@ -67,7 +66,7 @@ func newFlags(o *options) *flag.FlagSet {
 
 // parse reads the command line; with -h it prints the usage to help and returns flag.ErrHelp.
 func parse(args []string, help io.Writer) (options, []string, error) {
-	o := options{pe: peflag.Options{}, set: map[string]bool{}}
+	o := options{pe: positional.OptionFlag{}, set: map[string]bool{}}
 	fs := newFlags(&o)
 	fs.Usage = func() { // the flag package calls it on errors too, while output is discarded
 		fmt.Fprintln(fs.Output(), "usage: pe -scheme NAME [-len N] [-dim D] [-heads H] [-pe key=value]... [-format json|csv|png] [-o FILE]")

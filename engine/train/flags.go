@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/posformer/posformer/engine/train/tasks"
@@ -56,7 +55,7 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 	fs.StringVar(&o.Kind, "kind", "decoder", "decoder (causal LM) or encoder (masked LM)")
 	fs.StringVar(&o.Task, "task", o.Task, "benchmark task (sets -kind, recorded in train.json): "+strings.Join(tasks.Names(), ", ")+"; empty: plain LM/MLM by -kind")
 	fs.StringVar(&o.Scheme, "scheme", o.Scheme, "positional scheme: "+strings.Join(positional.Names(), ", "))
-	fs.Var(peValue(o.PE), "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
+	fs.Var(positional.OptionFlag(o.PE), "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
 	fs.StringVar(&o.Out, "o", o.Out, "checkpoint directory to write (required)")
 	fs.StringVar(&o.Backend, "backend", o.Backend, "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
 	fs.IntVar(&o.Dim, "dim", o.Dim, "model width")
@@ -89,28 +88,6 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 		o.Rope = rope(fs)
 	}
 	return fs, &o
-}
-
-// peValue collects -pe key=value flags. Values that parse as numbers become float64 and
-// true/false become bool, as they would be when read from config.json; the rest stay strings.
-// (cmd/internal/peflag, for the other commands, reads -pe the same way.)
-type peValue map[string]any
-
-func (p peValue) String() string { return fmt.Sprint(map[string]any(p)) }
-
-func (p peValue) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want key=value, got %q", s)
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		p[k] = f
-	} else if b, err := strconv.ParseBool(v); err == nil {
-		p[k] = b
-	} else {
-		p[k] = v
-	}
-	return nil
 }
 
 // WithoutResume is a cmd/train command line without -resume (in any of its flag forms): what

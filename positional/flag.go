@@ -1,6 +1,4 @@
-// Package peflag parses the repeatable -pe key=value flag that sets a positional scheme's
-// options from the command line (cmd/train, cmd/pe).
-package peflag
+package positional
 
 import (
 	"fmt"
@@ -8,15 +6,16 @@ import (
 	"strings"
 )
 
-// Options collects -pe key=value flags. Values that parse as numbers become float64 and
+// OptionFlag collects repeatable key=value command-line flags (-pe base=10000 -pe
+// layout=interleaved) into scheme options. Values that parse as numbers become float64 and
 // true/false become bool, as they would be when read from config.json; the rest stay strings.
-type Options map[string]any
+type OptionFlag map[string]any
 
 // String implements flag.Value.
-func (p Options) String() string { return fmt.Sprint(map[string]any(p)) }
+func (p OptionFlag) String() string { return fmt.Sprint(map[string]any(p)) }
 
 // Set implements flag.Value.
-func (p Options) Set(s string) error {
+func (p OptionFlag) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {
 		return fmt.Errorf("want key=value, got %q", s)
