@@ -1,6 +1,5 @@
-// Package benchmarks holds posformer's measurements: the corpus of Go source the toy models
-// train on (benchmarks/corpus); the extrapolation benchmark's tasks (benchmarks/tasks), training
-// recipe (benchmarks/recipe), evaluation (benchmarks/eval), statistics (benchmarks/stats),
+// Package benchmarks holds posformer's measurements: the extrapolation benchmark's training
+// recipe (benchmarks/recipe; its corpus and tasks are engine/train's), evaluation (benchmarks/eval), statistics (benchmarks/stats),
 // report (benchmarks/report), full-grid runner (benchmarks/grid) and figures (benchmarks/plot);
 // the speed benchmark (benchmarks/speed: load, first token, prefill, decode, batches, memory);
 // and Go benchmarks of the shipped models' speed. Figures, with the commands that produced

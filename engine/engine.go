@@ -124,7 +124,7 @@ func checkLayout(backend backends.Backend, m *models.Model, ctx *context.Context
 func IsLlama2C(path string) bool { return llama2c.IsFile(path) }
 
 // New wraps a model whose variables are in ctx; they must not change while the engine is in
-// use (decoding steps hold on to their buffers, see direct.go). A context that holds no model
+// use (decoding steps hold on to their buffers, see stepper.go). A context that holds no model
 // variables yet gets them with random values when a graph is first built.
 func New(backend backends.Backend, m *models.Model, ctx *context.Context, capacity int) (*Engine, error) {
 	if capacity <= 0 {
