@@ -1,7 +1,9 @@
-// Command export writes a model posformer can load as a GGUF file that llama.cpp runs:
+// Command export writes a model posformer can load as a GGUF file that llama.cpp runs, or as a
+// Hugging Face directory that transformers reads (an -o that does not end in .gguf):
 //
 //	go run ./cmd/export -m weights/rope-decoder -o rope.gguf
 //	go run ./cmd/export -m stories15M.bin -z tokenizer.bin -o stories15M.gguf --type q8_0
+//	go run ./cmd/export -m weights/rope-decoder -o rope-hf --type bf16
 //
 // -m takes posformer's own checkpoint directories, llama2.c .bin files, Hugging Face
 // directories and GGUF files (re-exported, say to another type). RoPE decoders with RMSNorm and
@@ -43,13 +45,14 @@ func main() {
 	}
 	fs.StringVar(&o.tokenizer, "z", "", "tokenizer to store (llama2.c tokenizer.bin, tokenizer.json, \"byte\"); default: the model's own")
 	for _, name := range []string{"o", "output"} {
-		fs.StringVar(&o.out, name, "", "output .gguf file")
+		fs.StringVar(&o.out, name, "", "output: a .gguf file, or else a Hugging Face directory")
 	}
-	fs.StringVar(&o.typ, "type", "f32", "type of the weight matrices: f32, f16, bf16, q8_0 or q4_0 (norms and biases stay f32)")
+	fs.StringVar(&o.typ, "type", "f32", "type of the weight matrices: f32, f16, bf16, q8_0 or q4_0 (norms and biases stay f32; a Hugging Face directory holds f32, f16 or bf16)")
 	fs.StringVar(&o.name, "name", "", "general.name (default: the model's file or directory name)")
 	fs.BoolVar(&o.noVocab, "no-vocab", false, "write no tokenizer (for tokenizers GGUF cannot describe)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: export -m MODEL [-z TOKENIZER] -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]")
+		fmt.Fprintln(os.Stderr, "       export -m MODEL [-z tokenizer.json] -o HF_DIR [--type f32|f16|bf16]")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard)
@@ -92,6 +95,9 @@ func run(o options, log io.Writer) error {
 	m, ctx, kind, err := load(o.model, backend)
 	if err != nil {
 		return err
+	}
+	if !strings.HasSuffix(strings.ToLower(o.out), ".gguf") {
+		return exportHF(o, typ, m, ctx, kind, log)
 	}
 	opts := gguf.ExportOptions{Type: typ, Name: o.name}
 	if opts.Name == "" {
@@ -200,4 +206,47 @@ func vocabulary(o options, kind string, cfg models.Config) (gguf.Vocab, string, 
 		return gguf.Vocab{}, "", fmt.Errorf("storing the tokenizer: %w (pass --no-vocab to write the model without it)", err)
 	}
 	return gguf.Vocab(v), "", nil
+}
+
+// exportHF writes m as a Hugging Face directory: config.json and safetensors weights in the
+// layout of its family (hf.Export), and tokenizer.json when -z or the model has one.
+func exportHF(o options, typ quant.Type, m *models.Model, ctx *context.Context, kind string, log io.Writer) error {
+	dtypes := map[quant.Type]string{quant.F32: "F32", quant.F16: "F16", quant.BF16: "BF16"}
+	dtype, ok := dtypes[typ]
+	if !ok {
+		return fmt.Errorf("--type %v: a Hugging Face directory holds f32, f16 or bf16 weights (or write a GGUF file: -o OUT.gguf)", typ)
+	}
+	if info, err := os.Stat(o.out); err == nil && !info.IsDir() {
+		return fmt.Errorf("-o %s is a file: a Hugging Face export is a directory (name a .gguf file for GGUF)", o.out)
+	}
+	if err := hf.Export(o.out, m, ctx, hf.ExportOptions{DType: dtype}); err != nil {
+		return err
+	}
+	tok := o.tokenizer
+	switch {
+	case o.noVocab:
+	case tok == "" && kind == kindHF:
+		tok = filepath.Join(o.model, hf.TokenizerFile)
+	case tok == "" && kind == kindOwn && strings.HasSuffix(m.Config.Tokenizer, ".json"):
+		tok = m.Config.Tokenizer
+		if !filepath.IsAbs(tok) {
+			tok = filepath.Join(o.model, tok)
+		}
+	}
+	switch {
+	case o.noVocab:
+	case tok == "":
+		fmt.Fprintf(log, "export: the model's tokenizer (%s) has no tokenizer.json form: written without one; pass -z tokenizer.json to include one\n", kind)
+	case !strings.HasSuffix(tok, ".json"):
+		return fmt.Errorf("-z %s: a Hugging Face directory takes a tokenizer.json", tok)
+	default:
+		if _, err := tokenizer.Load(tok); err != nil {
+			return fmt.Errorf("-z: %w", err)
+		}
+		if err := models.CopyFileAtomic(tok, filepath.Join(o.out, hf.TokenizerFile)); err != nil {
+			return fmt.Errorf("storing the tokenizer: %w", err)
+		}
+	}
+	fmt.Fprintf(log, "export: wrote %s (a Hugging Face directory; %s, %v weights)\n", o.out, describe(m.Config), typ)
+	return nil
 }

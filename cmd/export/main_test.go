@@ -132,6 +132,30 @@ func TestExportHF(t *testing.T) {
 	if v, err := gguf.ReadVocab(f); err != nil || v.Model != "gpt2" || len(v.Tokens) != 32 || len(v.Merges) != 5 {
 		t.Errorf("vocabulary %+v (%v)", v, err)
 	}
+	// Back to a Hugging Face directory (bf16): the same model, logits within bf16's rounding,
+	// its tokenizer.json copied; a quantized type is refused there.
+	again := filepath.Join(t.TempDir(), "again")
+	if err := run(options{model: dir, out: again, typ: "bf16"}, new(bytes.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := engine.Load(again, "cpu", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, _ := c.Forward(tokens, positions)
+	for i := range la[0] {
+		for j := range la[0][i] {
+			if d := la[0][i][j] - lc[0][i][j]; d > 0.05 || d < -0.05 {
+				t.Fatalf("logit [%d][%d]: %v from the directory, %v from its bf16 export", i, j, la[0][i][j], lc[0][i][j])
+			}
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(again, hf.TokenizerFile)); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("tokenizer.json not copied whole (%v)", err)
+	}
+	if err := run(options{model: dir, out: filepath.Join(t.TempDir(), "q"), typ: "q8_0"}, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "f32, f16 or bf16") {
+		t.Errorf("q8_0 into a Hugging Face directory: %v", err)
+	}
 	// Without its tokenizer.json the directory needs -z or --no-vocab.
 	os.Remove(filepath.Join(dir, hf.TokenizerFile))
 	if err := run(options{model: dir, out: out, typ: "f32"}, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "--no-vocab") {
