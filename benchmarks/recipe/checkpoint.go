@@ -224,6 +224,14 @@ func WriteManifest(weights string) error {
 		totalWall += e.WallSeconds
 	}
 	fmt.Fprintf(&b, "\n%d checkpoints, %.1f MB, %.0f min of training in total.\n", len(es), float64(totalBytes)/1e6, math.Round(totalWall/60))
-	fmt.Fprintf(&b, "\nCommand of the first (the others differ in -task, -scheme, -seed, -o, and a variant's flag):\n\n```sh\n%s\n```\n", es[0].Command)
+	// The recorded -o is where the grid trained the model, a path of that machine's; the manifest
+	// shows where the checkpoint lives beside it instead.
+	cmd := strings.Fields(es[0].Command)
+	for i := 0; i+1 < len(cmd); i++ {
+		if cmd[i] == "-o" {
+			cmd[i+1] = es[0].Dir
+		}
+	}
+	fmt.Fprintf(&b, "\nCommand of the first, its -o relative to this page (the others differ in -task, -scheme, -seed, -o, and a variant's flag):\n\n```sh\n%s\n```\n", strings.Join(cmd, " "))
 	return models.WriteFileAtomic(filepath.Join(weights, "MANIFEST.md"), []byte(b.String()))
 }
