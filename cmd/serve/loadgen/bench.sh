@@ -5,12 +5,14 @@
 #
 #   cmd/serve/loadgen/bench.sh [15M-MODEL [SERVE-FLAGS...]] > serve-bench.txt
 #
-# 15M-MODEL defaults to /work/peers/r15m-f32.gguf (the stories15M shape, random weights). Without
-# it: go run ./cmd/bench -make-llama2c -dim 288 -hidden 768 -layers 6 -heads 6 -kv-heads 6
-# -vocab 32000 -seq 256 -o /tmp/rand15M.bin, then pass /tmp/rand15M.bin -z TOKENIZER.bin.
-# The background grid is paused while it runs (about two minutes) and resumed on exit.
+# 15M-MODEL is a model of the stories15M shape, e.g. random weights written by
+# go run ./cmd/bench -make-llama2c -dim 288 -hidden 768 -layers 6 -heads 6 -kv-heads 6
+# -vocab 32000 -seq 256 -o rand15M.bin and exported to GGUF (benchmarks/peers/README.md), or
+# rand15M.bin itself with SERVE-FLAGS -z TOKENIZER.bin. With PAUSE and RESUME set to commands,
+# PAUSE runs first and RESUME on exit (to stop a background job while this measures, about two
+# minutes).
 set -euo pipefail
-big=${1:-/work/peers/r15m-f32.gguf}
+big=${1:?give the 15M-shape model as the first argument}
 shift || true
 port=18200
 bin=$(mktemp -d)
@@ -19,10 +21,9 @@ go build -o "$bin/serve" ./cmd/serve
 go build -o "$bin/loadgen" ./cmd/serve/loadgen
 go test -c -o "$bin/serve.test" ./cmd/serve
 
-pause=/work/grid/pause.sh resume=/work/grid/resume.sh
-if [ -x $pause ]; then
-  $pause >&2
-  trap '$resume >&2; rm -rf "$bin"' EXIT
+if [ -n "${PAUSE:-}" ]; then
+  $PAUSE >&2
+  trap '${RESUME:-true} >&2; rm -rf "$bin"' EXIT
 fi
 lscpu | grep 'Model name'
 echo "commit $(git rev-parse --short HEAD) · $(uptime)"
