@@ -177,7 +177,7 @@ func BenchmarkTrainStepSchemesLM(b *testing.B) {
 }
 
 // BenchmarkTrainStepSchemesPasses is the lm-length step of every scheme in passes as cmd/train
-// runs the grid's lm and mlm cells since the eleventh session: 4 sequences (512 tokens) a pass,
+// runs the grid's lm and mlm cells: 4 sequences (512 tokens) a pass,
 // one pass for a scheme whose shared work would run once per pass (positional.SharedWork: FIRE).
 func BenchmarkTrainStepSchemesPasses(b *testing.B) {
 	for _, s := range positional.Names() {
