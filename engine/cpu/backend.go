@@ -35,7 +35,7 @@ func init() {
 type Backend struct {
 	threads   int
 	fuse      bool        // fuse elementwise chains (see fuse.go); "fuse=false" turns it off
-	actq8     bool        // Q8_0 and Q4_0 products quantize x to int8 blocks (quantvnni.go); "actq8=..."
+	actq8     bool        // Q8_0 and Q4_0 products quantize x to int8 blocks (kernels/vnni.go); "actq8=..."
 	actUsed   atomic.Bool // some compiled product takes int8 activations (for Summary)
 	bf16dot   bool        // float32 products on the blocked GEMM take bf16 operands (dot.go); "bf16dot=true"
 	pool      *pool
@@ -50,7 +50,7 @@ var _ backends.Backend = (*Backend)(nil)
 // GOMAXPROCS), "fuse=false" (run elementwise chains op by op, to measure what fusion gives),
 // "actq8=true|false" (decoding's products with Q8_0 or Q4_0 weights take x quantized to int8
 // blocks, as llama.cpp's do: faster, and no longer what the graph says to float rounding; see
-// quantvnni.go. The default is true where the int8 kernels run in assembly, AVX-512 VNNI, and
+// kernels/vnni.go. The default is true where the int8 kernels run in assembly, AVX-512 VNNI, and
 // false elsewhere, where the portable integer path is slower than the exact one) and
 // "bf16dot=true" (float32 products large enough for the blocked GEMM round their operands to
 // bfloat16 and sum in float32, kernels.SgemmBF16: about twice as fast with AVX512_BF16, a
@@ -60,7 +60,7 @@ var _ backends.Backend = (*Backend)(nil)
 // float32 sums in another order; the setting is the whole process's, as the kernel set is).
 func New(config string) (*Backend, error) {
 	threads := runtime.GOMAXPROCS(0)
-	fuse, actq8, bf16dot := true, asmVNNI(), false
+	fuse, actq8, bf16dot := true, kernels.VNNI(), false
 	for _, opt := range strings.Split(config, ",") {
 		opt = strings.TrimSpace(opt)
 		if opt == "" {

@@ -287,7 +287,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	sa := -1
 	if act {
 		lw.e.backend.actUsed.Store(true)
-		sa = lw.scratch(M * actRowBytes(K))
+		sa = lw.scratch(M * kernels.ActRowBytes(K))
 	}
 	stored := quantMatrix{typ: qa.typ, K: K}
 	pool := lw.e.backend.pool
@@ -321,10 +321,10 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		c.M, c.N, c.K, c.rows, c.act, c.noPack = M, N, K, rows, act, noPack
 		c.xa, c.layout = nil, false
 		if act {
-			c.xa, c.layout = f.slots[sa], asmVNNI()
+			c.xa, c.layout = f.slots[sa], kernels.VNNI()
 			for i := range M {
 				// Lengths are fixed at compile time, so quantizing cannot fail.
-				quantizeAct(qa.typ, c.x[i*K:i*K+K], c.xa[i*actRowBytes(K):], c.layout)
+				kernels.QuantizeAct(qa.typ, c.x[i*K:i*K+K], c.xa[i*kernels.ActRowBytes(K):], c.layout)
 			}
 		}
 		c.pa = kernels.PackedA{}
@@ -408,44 +408,44 @@ func (w quantMatrix) mulRows(m int, x, y []float32, N, n0, n1 int) {
 	case quant.BF16:
 		wb := typed[uint16](w.q)
 		if m == 1 {
-			dotRowsBF16(wb[n0*K:n1*K], K, x[:K], y[n0:n1])
+			kernels.DotRowsBF16(wb[n0*K:n1*K], K, x[:K], y[n0:n1])
 			return
 		}
-		matMulNTBF16(m, n1-n0, K, x, K, wb[n0*K:], K, y[n0:], N)
+		kernels.MatMulNTBF16(m, n1-n0, K, x, K, wb[n0*K:], K, y[n0:], N)
 	case quant.Q8_0:
 		q := typed[int8](w.q)
 		if m == 1 {
-			dotRowsQ8_0(q[n0*K:n1*K], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
+			kernels.DotRowsQ8_0(q[n0*K:n1*K], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
 			return
 		}
-		matMulNTQ8_0(m, n1-n0, K, x, K, q[n0*K:n1*K], w.d[n0*nb:n1*nb], y[n0:], N)
+		kernels.MatMulNTQ8_0(m, n1-n0, K, x, K, q[n0*K:n1*K], w.d[n0*nb:n1*nb], y[n0:], N)
 	case quant.Q4_0:
 		q := w.q
 		if m == 1 {
-			dotRowsQ4_0(q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
+			kernels.DotRowsQ4_0(q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
 			return
 		}
-		matMulNTQ4_0(m, n1-n0, K, x, K, q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], y[n0:], N)
+		kernels.MatMulNTQ4_0(m, n1-n0, K, x, K, q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], y[n0:], N)
 	}
 }
 
 // mulRowsAct computes y[i, n0:n1] = x[i]·W[n0:n1]ᵀ for the m rows of x quantized in xa by
-// quantizeAct (Q8_0 or Q4_0 weights), a block of weight rows at a time so that it stays in L2
+// kernels.QuantizeAct (Q8_0 or Q4_0 weights), a block of weight rows at a time so that it stays in L2
 // across the rows of x.
 func (w quantMatrix) mulRowsAct(m int, xa []byte, layout bool, y []float32, N, n0, n1 int) {
 	K, nb := w.K, w.K/32
-	var rows [4]actRow
+	var rows [4]kernels.ActRow
 	for i := range m {
-		rows[i] = actView(xa[i*actRowBytes(K):], K, layout)
+		rows[i] = kernels.ActView(xa[i*kernels.ActRowBytes(K):], K, layout)
 	}
 	rowBytes := K // Q8_0: one int8 per value
 	if w.typ == quant.Q4_0 {
 		rowBytes = K / 2
 	}
-	for r0 := n0; r0 < n1; r0 += quantRowBlock {
-		r1 := min(n1, r0+quantRowBlock)
+	for r0 := n0; r0 < n1; r0 += kernels.QuantRowBlock {
+		r1 := min(n1, r0+kernels.QuantRowBlock)
 		for i := range m {
-			actDotRows(w.typ, w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb], K, &rows[i], y[i*N+r0:i*N+r1])
+			kernels.ActDotRows(w.typ, w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb], K, &rows[i], y[i*N+r0:i*N+r1])
 		}
 	}
 }
@@ -456,10 +456,10 @@ func (w quantMatrix) dequant(n0, n1 int, dst []float32) {
 	dst = dst[:(n1-n0)*K]
 	switch w.typ {
 	case quant.BF16:
-		dequantBF16(typed[uint16](w.q)[n0*K:n1*K], dst)
+		kernels.DequantBF16(typed[uint16](w.q)[n0*K:n1*K], dst)
 	case quant.Q8_0:
-		dequantQ8_0(typed[int8](w.q)[n0*K:n1*K], w.d[n0*nb:n1*nb], dst)
+		kernels.DequantQ8_0(typed[int8](w.q)[n0*K:n1*K], w.d[n0*nb:n1*nb], dst)
 	case quant.Q4_0:
-		dequantQ4_0(w.q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], dst)
+		kernels.DequantQ4_0(w.q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], dst)
 	}
 }
