@@ -10,7 +10,7 @@ package cpu
 // Run op by op, that writes the whole float32 matrix at every call, four times the bytes the
 // product then reads. When such a W is the right operand of x·Wᵀ and nothing else reads the
 // intermediate values, Compile rewrites the product to read the stored parts directly
-// (rewriteQuantDots): a few rows of x go through kernels that widen the weights in registers;
+// (fuseQuantizedProducts): a few rows of x go through kernels that widen the weights in registers;
 // many rows dequantize a panel of W at a time into cache-sized scratch for the blocked GEMM.
 // Any other use of the same ops still runs op by op, so the match only changes the speed.
 
@@ -38,10 +38,10 @@ type quantDotAttr struct {
 // quantDotsCompiled counts the products rewritten so far (for tests).
 var quantDotsCompiled atomic.Int64
 
-// rewriteQuantDots finds the products whose right operand is a dequantized matrix and makes
+// fuseQuantizedProducts finds the products whose right operand is a dequantized matrix and makes
 // them read its stored parts; the dequantizing nodes then are dead unless something else reads
 // them.
-func rewriteQuantDots(nodes []*node, outs []*node) int {
+func fuseQuantizedProducts(nodes []*node, outs []*node) int {
 	uses := make([]int, len(nodes))
 	for _, n := range nodes {
 		for _, in := range n.inputs {
