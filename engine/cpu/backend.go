@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 )
 
@@ -39,8 +40,8 @@ type Backend struct {
 	actUsed   atomic.Bool // some compiled product takes int8 activations (for Summary)
 	bf16dot   bool        // float32 products on the blocked GEMM take bf16 operands (dot.go); "bf16dot=true"
 	pool      *pool
-	bufs      bufferPool
-	arenas    arenaPool
+	bufs      *freelist.List[byte] // finalized buffers' bytes (newBufferPool)
+	arenas    *freelist.List[byte] // calls' arenas (newArenaPool)
 	finalized bool
 }
 
@@ -107,7 +108,8 @@ func New(config string) (*Backend, error) {
 			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, optimize=true|false, actq8=true|false, bf16dot=true|false, amx=true|false)", BackendName, opt)
 		}
 	}
-	return &Backend{threads: threads, optimize: optimize, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads)}, nil
+	return &Backend{threads: threads, optimize: optimize, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads),
+		bufs: newBufferPool(), arenas: newArenaPool()}, nil
 }
 
 // Name implements backends.Backend.

@@ -90,7 +90,7 @@ type Executable struct {
 	inPlace     []inPlace
 	arenaSize   int
 	framesMu    sync.Mutex
-	frames      []*frame // idle frames, kept across garbage collections (see bufferPool)
+	frames      []*frame // idle frames, kept across garbage collections (as the freelist package explains)
 }
 
 var _ backends.Executable = (*Executable)(nil)

@@ -18,11 +18,11 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/models/quant"
 )
@@ -237,27 +237,7 @@ func constScalar(n *node) float64 {
 const panelFloats = 32 << 10
 
 // panels are the dequantization scratch buffers, reused across calls and threads.
-var panels = struct {
-	sync.Mutex
-	free [][]float32
-}{}
-
-func getPanel() []float32 {
-	panels.Lock()
-	defer panels.Unlock()
-	if n := len(panels.free); n > 0 {
-		p := panels.free[n-1]
-		panels.free = panels.free[:n-1]
-		return p
-	}
-	return make([]float32, panelFloats)
-}
-
-func putPanel(p []float32) {
-	panels.Lock()
-	panels.free = append(panels.free, p)
-	panels.Unlock()
-}
+var panels = freelist.New(freelist.Config[float32]{Max: freelist.PerCPU})
 
 // lowerQuantDot lowers a rewritten product: x [M, K] (after moving its axes) times Wᵀ.
 func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
@@ -330,8 +310,8 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		c.pa = kernels.PackedA{}
 		if M > 4 && !noPack {
 			// x is packed once; every panel of W is multiplied by it.
-			buf := getFloats(kernels.PackedASize(M, K))
-			defer putFloats(buf)
+			buf := floats.Get(kernels.PackedASize(M, K))
+			defer floats.Put(buf)
 			c.pa = kernels.PackA(false, M, K, 1, c.x, K, buf)
 		}
 		if M*N*K < minParallelQuantMACs || pool.threads() == 1 {
@@ -375,7 +355,7 @@ func (c *quantCall) task(t int) {
 		c.w.mulRows(M, c.x, c.y, N, n0, n1)
 		return
 	}
-	panel := getPanel()
+	panel := panels.Get(panelFloats)
 	for p0 := n0; p0 < n1; p0 += panelFloats / K {
 		p1 := min(n1, p0+panelFloats/K)
 		c.w.dequant(p0, p1, panel)
@@ -385,7 +365,7 @@ func (c *quantCall) task(t int) {
 			kernels.SgemmPacked(c.pa, true, p1-p0, panel, K, 0, c.y[p0:], N)
 		}
 	}
-	putPanel(panel)
+	panels.Put(panel)
 }
 
 // minParallelQuantMACs is the least work worth splitting over threads for a quantized product:

@@ -9,7 +9,8 @@ package kernels
 
 import (
 	"math"
-	"sync"
+
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 )
 
 // QuantRowBlock is how many weight rows the few-rows products take at a time: their bytes stay
@@ -164,33 +165,13 @@ const panelFloats = 32 << 10
 
 // panels are the dequantization scratch buffers of the portable path, reused across calls and
 // threads.
-var panels = struct {
-	sync.Mutex
-	free [][]float32
-}{}
-
-func getPanel() []float32 {
-	panels.Lock()
-	defer panels.Unlock()
-	if n := len(panels.free); n > 0 {
-		p := panels.free[n-1]
-		panels.free = panels.free[:n-1]
-		return p
-	}
-	return make([]float32, panelFloats)
-}
-
-func putPanel(p []float32) {
-	panels.Lock()
-	panels.free = append(panels.free, p)
-	panels.Unlock()
-}
+var panels = freelist.New(freelist.Config[float32]{Max: freelist.PerCPU})
 
 // interimRows dequantizes W in chunks of rows into a panel and multiplies with the float32
 // kernel (the portable path).
 func interimRows(m, n, k int, x []float32, ldx int, y []float32, ldy int, widen func(r0, r1 int, dst []float32)) {
-	panel := getPanel()
-	defer putPanel(panel)
+	panel := panels.Get(panelFloats)
+	defer panels.Put(panel)
 	step := max(1, min(64, len(panel)/k))
 	for r0 := 0; r0 < n; r0 += step {
 		r1 := min(n, r0+step)
