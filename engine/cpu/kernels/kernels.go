@@ -3,7 +3,10 @@
 // reductions. Every kernel exists three times: AVX-512 and AVX2+FMA assembly (amd64, generated
 // by internal/gen with avo) and portable Go (the only one elsewhere). The best set the CPU has
 // is chosen at start-up; $POSFORMER_KERNELS or SetPath can force another. SgemmBF16 (bf16.go)
-// is Sgemm with bfloat16 operands, on AVX512_BF16 where the CPU has it.
+// is Sgemm with bfloat16 operands, on AVX512_BF16 where the CPU has it. The products with
+// quantized weights (quant.go: BF16, Q8_0 and Q4_0 rows against float32 x; vnni.go: against x
+// quantized to int8) are hand-written assembly with a portable Go path, chosen by the same
+// kernel set.
 //
 // This file holds the exported API: it checks every length and stride (a bad call panics with
 // a message instead of reading or writing out of bounds) and hands the work to the selected set.
