@@ -127,6 +127,7 @@ func (b *Backend) Description() string {
 // and ", int8 activations" once a compiled product takes them (actq8 and Q8_0 or Q4_0 weights),
 // ", bf16 products" with bf16dot=true: the numbers differ from the exact path's.
 func (b *Backend) Summary() string {
+	path := kernels.Path() // read once: the kernel set may change meanwhile
 	act := ""
 	if b.actUsed.Load() {
 		act = ", int8 activations"
@@ -137,13 +138,13 @@ func (b *Backend) Summary() string {
 		case kernels.HasAMX():
 			act += " on AMX tiles"
 		case kernels.HasBF16():
-		case kernels.Path() == kernels.Generic:
+		case path == kernels.Generic:
 			act += " (no AVX512_BF16 or AVX2 here: a portable kernel, far slower than float32)"
 		default:
-			act += " (no AVX512_BF16 here: pairs widened to floats, " + kernels.Path() + ")"
+			act += " (no AVX512_BF16 here: pairs widened to floats, " + path + ")"
 		}
 	}
-	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, kernels.Path(), b.threads, act)
+	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, path, b.threads, act)
 }
 
 // NumDevices implements backends.Backend.
