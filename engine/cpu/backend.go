@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 )
 
@@ -34,23 +35,26 @@ func init() {
 // Backend implements backends.Backend.
 type Backend struct {
 	threads   int
-	fuse      bool        // fuse elementwise chains (see fuse.go); "fuse=false" turns it off
-	actq8     bool        // Q8_0 and Q4_0 products quantize x to int8 blocks (quantvnni.go); "actq8=..."
+	optimize  bool        // run Compile's graph passes (compile.go); "optimize=false" turns them off
+	actq8     bool        // Q8_0 and Q4_0 products quantize x to int8 blocks (kernels/vnni.go); "actq8=..."
 	actUsed   atomic.Bool // some compiled product takes int8 activations (for Summary)
 	bf16dot   bool        // float32 products on the blocked GEMM take bf16 operands (dot.go); "bf16dot=true"
 	pool      *pool
-	bufs      bufferPool
-	arenas    arenaPool
+	bufs      *freelist.List[byte] // finalized buffers' bytes (newBufferPool)
+	arenas    *freelist.List[byte] // calls' arenas (newArenaPool)
 	finalized bool
 }
 
 var _ backends.Backend = (*Backend)(nil)
 
 // New returns a backend; config is a comma-separated list of options: "threads=N" (default
-// GOMAXPROCS), "fuse=false" (run elementwise chains op by op, to measure what fusion gives),
+// GOMAXPROCS), "optimize=false" (compile the graph as recorded: no merging of identical nodes,
+// no products reading quantized weights' stored bytes, elementwise chains run op by op; to
+// measure what the passes give, and as the reference they are tested against; "fuse=false",
+// its former name, is still accepted),
 // "actq8=true|false" (decoding's products with Q8_0 or Q4_0 weights take x quantized to int8
 // blocks, as llama.cpp's do: faster, and no longer what the graph says to float rounding; see
-// quantvnni.go. The default is true where the int8 kernels run in assembly, AVX-512 VNNI, and
+// kernels/vnni.go. The default is true where the int8 kernels run in assembly, AVX-512 VNNI, and
 // false elsewhere, where the portable integer path is slower than the exact one) and
 // "bf16dot=true" (float32 products large enough for the blocked GEMM round their operands to
 // bfloat16 and sum in float32, kernels.SgemmBF16: about twice as fast with AVX512_BF16, a
@@ -60,7 +64,7 @@ var _ backends.Backend = (*Backend)(nil)
 // float32 sums in another order; the setting is the whole process's, as the kernel set is).
 func New(config string) (*Backend, error) {
 	threads := runtime.GOMAXPROCS(0)
-	fuse, actq8, bf16dot := true, asmVNNI(), false
+	optimize, actq8, bf16dot := true, kernels.VNNI(), false
 	for _, opt := range strings.Split(config, ",") {
 		opt = strings.TrimSpace(opt)
 		if opt == "" {
@@ -74,12 +78,12 @@ func New(config string) (*Backend, error) {
 				return nil, fmt.Errorf("backend %s: threads=%q: want a positive integer", BackendName, val)
 			}
 			threads = n
-		case "fuse":
+		case "optimize", "fuse": // fuse: the option's former name, still used by callers' configs
 			v, err := strconv.ParseBool(val)
 			if err != nil {
-				return nil, fmt.Errorf("backend %s: fuse=%q: want true or false", BackendName, val)
+				return nil, fmt.Errorf("backend %s: %s=%q: want true or false", BackendName, key, val)
 			}
-			fuse = v
+			optimize = v
 		case "actq8":
 			v, err := strconv.ParseBool(val)
 			if err != nil {
@@ -101,10 +105,11 @@ func New(config string) (*Backend, error) {
 				return nil, fmt.Errorf("backend %s: amx=true: %w; drop the option to use AVX-512", BackendName, err)
 			}
 		default:
-			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, fuse=true|false, actq8=true|false, bf16dot=true|false, amx=true|false)", BackendName, opt)
+			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, optimize=true|false, actq8=true|false, bf16dot=true|false, amx=true|false)", BackendName, opt)
 		}
 	}
-	return &Backend{threads: threads, fuse: fuse, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads)}, nil
+	return &Backend{threads: threads, optimize: optimize, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads),
+		bufs: newBufferPool(), arenas: newArenaPool()}, nil
 }
 
 // Name implements backends.Backend.
@@ -122,6 +127,7 @@ func (b *Backend) Description() string {
 // and ", int8 activations" once a compiled product takes them (actq8 and Q8_0 or Q4_0 weights),
 // ", bf16 products" with bf16dot=true: the numbers differ from the exact path's.
 func (b *Backend) Summary() string {
+	path := kernels.Path() // read once: the kernel set may change meanwhile
 	act := ""
 	if b.actUsed.Load() {
 		act = ", int8 activations"
@@ -132,13 +138,13 @@ func (b *Backend) Summary() string {
 		case kernels.HasAMX():
 			act += " on AMX tiles"
 		case kernels.HasBF16():
-		case kernels.Path() == kernels.Generic:
+		case path == kernels.Generic:
 			act += " (no AVX512_BF16 or AVX2 here: a portable kernel, far slower than float32)"
 		default:
-			act += " (no AVX512_BF16 here: pairs widened to floats, " + kernels.Path() + ")"
+			act += " (no AVX512_BF16 here: pairs widened to floats, " + path + ")"
 		}
 	}
-	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, kernels.Path(), b.threads, act)
+	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, path, b.threads, act)
 }
 
 // NumDevices implements backends.Backend.

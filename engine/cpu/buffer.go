@@ -7,12 +7,12 @@ package cpu
 import (
 	"fmt"
 	"reflect"
-	"sync"
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 )
 
 // Buffer is the backend's backends.Buffer.
@@ -38,52 +38,21 @@ func alloc(n int) []byte {
 	return b
 }
 
-// bufferPool recycles the bytes of finalized buffers, keyed by their exact size: a decoding loop
-// asks for the same few sizes at every step. Unlike a sync.Pool it survives garbage
-// collections: under a tight memory limit (cmd/infer sets one) the collector runs often, and a
-// pool emptied at every cycle would turn each step's buffers into fresh garbage.
-type bufferPool struct {
-	mu    sync.Mutex
-	free  map[int][][]byte
-	bytes int // held in free
+// newBufferPool returns the free list that recycles the bytes of finalized buffers, handed out
+// by exact size: a decoding loop asks for the same few sizes at every step. It survives garbage
+// collections (see freelist): under a tight memory limit a pool emptied at every cycle would
+// turn each step's buffers into fresh garbage.
+func newBufferPool() *freelist.List[byte] {
+	return freelist.New(freelist.Config[byte]{Max: maxPooledBuffers, Budget: maxPooledBytes, Exact: true, Alloc: alloc})
 }
 
 // maxPooledBytes bounds what the pool keeps: enough for every per-step buffer of a decoding
-// loop, not for a training run's worth of gradients.
-const maxPooledBytes = 32 << 20
-
-func (p *bufferPool) get(n int) []byte {
-	if n == 0 {
-		return []byte{}
-	}
-	p.mu.Lock()
-	if l := p.free[n]; len(l) > 0 {
-		b := l[len(l)-1]
-		p.free[n] = l[:len(l)-1]
-		p.bytes -= n
-		p.mu.Unlock()
-		return b
-	}
-	p.mu.Unlock()
-	return alloc(n)
-}
-
-func (p *bufferPool) put(b []byte) {
-	n := len(b)
-	if n == 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bytes+n > maxPooledBytes {
-		return
-	}
-	if p.free == nil {
-		p.free = map[int][][]byte{}
-	}
-	p.free[n] = append(p.free[n], b)
-	p.bytes += n
-}
+// loop, not for a training run's worth of gradients. maxPooledBuffers only keeps the list
+// short when the buffers are tiny.
+const (
+	maxPooledBytes   = 32 << 20
+	maxPooledBuffers = 1024
+)
 
 // view returns data as a Go slice of the dtype's Go type ([]float32 for Float32, ...).
 func view(dt dtypes.DType, data []byte) any {
@@ -154,7 +123,7 @@ func (b *Backend) buffer(buf backends.Buffer) (*Buffer, error) {
 }
 
 func (b *Backend) newBuffer(s shapes.Shape) *Buffer {
-	return &Buffer{shape: s, data: b.bufs.get(byteSize(s)), valid: true}
+	return &Buffer{shape: s, data: b.bufs.Get(byteSize(s)), valid: true}
 }
 
 // BufferFinalize implements backends.DataInterface.
@@ -164,7 +133,7 @@ func (b *Backend) BufferFinalize(buf backends.Buffer) error {
 		return err
 	}
 	bb.valid = false
-	b.bufs.put(bb.data)
+	b.bufs.Put(bb.data)
 	bb.data = nil
 	return nil
 }

@@ -90,18 +90,47 @@ type Executable struct {
 	inPlace     []inPlace
 	arenaSize   int
 	framesMu    sync.Mutex
-	frames      []*frame // idle frames, kept across garbage collections (see bufferPool)
+	frames      []*frame // idle frames, kept across garbage collections (as the freelist package explains)
 }
 
 var _ backends.Executable = (*Executable)(nil)
 
-// Compile implements backends.Builder.
+// Compile implements backends.Builder: the graph passes, then memory and steps. The passes
+// that change the graph (fuseQuantizedProducts, eliminateCommonSubexpressions, fuseElementwise)
+// run unless the backend option optimize is off; none changes what the graph computes (the
+// tests compare each with optimize=false).
 func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (backends.Executable, error) {
 	outs, err := b.nodesOf(outputs...)
 	if err != nil {
 		return nil, err
 	}
 	b.compiled = true
+	e := newExecutable(b, outs)
+	nodes, optimize := b.nodes, b.backend.optimize
+	if optimize {
+		fuseQuantizedProducts(nodes, outs)
+	}
+	foldIotas(nodes)
+	if optimize {
+		outs = eliminateCommonSubexpressions(nodes, outs)
+	}
+	live := liveNodes(nodes, outs)
+	fusions, fused := map[int]*fusion{}, make([]bool, len(nodes))
+	if optimize {
+		fusions, fused = fuseElementwise(nodes, live, outs)
+	}
+	slotOf := e.assignSlots(nodes, live, fused)
+	e.assignOutputs(outs, slotOf)
+	if err := e.lowerSteps(nodes, live, fused, fusions, slotOf); err != nil {
+		return nil, fmt.Errorf("backend %s: compiling %q: %w", BackendName, b.name, err)
+	}
+	e.dropUnsafeInPlace()
+	e.planArena()
+	return e, nil
+}
+
+// newExecutable starts the executable of b's graph with outputs outs: its names and shapes.
+func newExecutable(b *Builder, outs []*node) *Executable {
 	e := &Executable{backend: b.backend, name: b.name}
 	for _, p := range b.params {
 		e.paramNames = append(e.paramNames, p.attr.(*paramAttr).name)
@@ -110,29 +139,23 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 	for _, o := range outs {
 		e.outShapes = append(e.outShapes, o.shape)
 	}
+	return e
+}
 
-	// Products with a dequantized weight read its stored parts (quantdot.go).
-	if b.backend.fuse {
-		rewriteQuantDots(b.nodes, outs)
-	}
-
-	// An Iota depends on nothing: it becomes a constant, computed once here.
-	for _, n := range b.nodes {
+// foldIotas turns every Iota into a constant, computed once here: it depends on nothing.
+func foldIotas(nodes []*node) {
+	for _, n := range nodes {
 		if n.op == backends.OpTypeIota {
 			if data, err := iotaBytes(n); err == nil {
 				n.op, n.attr = backends.OpTypeConstant, data
 			}
 		}
 	}
+}
 
-	// Identical nodes computed once: every layer of a model asks its positional scheme for
-	// the same cos/sin (or bias) of the same positions, and GoMLX records each request anew.
-	if b.backend.fuse {
-		outs = mergeCommon(b.nodes, outs)
-	}
-
-	// Live nodes, in creation order (a topological order: inputs are created first).
-	live := make([]bool, len(b.nodes))
+// liveNodes marks the nodes the outputs depend on (indexed by node id).
+func liveNodes(nodes []*node, outs []*node) []bool {
+	live := make([]bool, len(nodes))
 	var mark func(n *node)
 	mark = func(n *node) {
 		if live[n.id] {
@@ -149,11 +172,15 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 	for _, o := range outs {
 		mark(o)
 	}
+	return live
+}
 
-	// Elementwise trees to fuse (see fuse.go); their inner nodes get neither a slot nor a step.
-	uses := make([]int, len(b.nodes))
-	isOutput := make([]bool, len(b.nodes))
-	for _, n := range b.nodes {
+// fuseElementwise finds the elementwise trees to fuse (see fuse.go); their inner nodes
+// (fused[id]) get neither a slot nor a step.
+func fuseElementwise(nodes []*node, live []bool, outs []*node) (fusions map[int]*fusion, fused []bool) {
+	uses := make([]int, len(nodes))
+	isOutput := make([]bool, len(nodes))
+	for _, n := range nodes {
 		if live[n.id] {
 			for _, in := range n.inputs {
 				uses[in.id]++
@@ -163,37 +190,42 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 	for _, o := range outs {
 		isOutput[o.id] = true
 	}
-	fusions, fused := map[int]*fusion{}, make([]bool, len(b.nodes))
-	if b.backend.fuse {
-		fusions, fused = findFusions(b.nodes, live, uses, isOutput)
-	}
+	return findFusions(nodes, live, uses, isOutput)
+}
 
-	// Slots: one per value; a view shares its input's.
-	slotOf := make([]int, len(b.nodes))
+// assignSlots gives every live value a slot (a view shares its input's) and returns the slot of
+// each node by id, -1 for none.
+func (e *Executable) assignSlots(nodes []*node, live, fused []bool) []int {
+	slotOf := make([]int, len(nodes))
 	for i := range slotOf {
 		slotOf[i] = -1
 	}
-	newSlot := func(s slot) int {
-		e.slots = append(e.slots, s)
-		return len(e.slots) - 1
-	}
-	for _, n := range b.nodes {
+	for _, n := range nodes {
 		if !live[n.id] || fused[n.id] {
 			continue
 		}
 		switch {
 		case n.op == backends.OpTypeParameter:
-			slotOf[n.id] = newSlot(slot{kind: slotParam, param: n.attr.(*paramAttr).index, size: byteSize(n.shape), def: -1})
+			slotOf[n.id] = e.newSlot(slot{kind: slotParam, param: n.attr.(*paramAttr).index, size: byteSize(n.shape), def: -1})
 		case n.op == backends.OpTypeConstant:
-			slotOf[n.id] = newSlot(slot{kind: slotConst, data: n.attr.([]byte), size: byteSize(n.shape), def: -1})
+			slotOf[n.id] = e.newSlot(slot{kind: slotConst, data: n.attr.([]byte), size: byteSize(n.shape), def: -1})
 		case isView(n):
 			slotOf[n.id] = slotOf[n.inputs[0].id]
 		default:
-			slotOf[n.id] = newSlot(slot{kind: slotArena, size: byteSize(n.shape)})
+			slotOf[n.id] = e.newSlot(slot{kind: slotArena, size: byteSize(n.shape)})
 		}
 	}
+	return slotOf
+}
 
-	// Outputs take their slot over unless it is a parameter, a constant, or already an output.
+func (e *Executable) newSlot(s slot) int {
+	e.slots = append(e.slots, s)
+	return len(e.slots) - 1
+}
+
+// assignOutputs lets each output take its slot over unless it is a parameter, a constant, or
+// already an output (then the output is a copy).
+func (e *Executable) assignOutputs(outs []*node, slotOf []int) {
 	for i, o := range outs {
 		s := slotOf[o.id]
 		e.outSlot = append(e.outSlot, s)
@@ -205,12 +237,15 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 		e.slots[s].out = i
 		e.outCopy = append(e.outCopy, false)
 	}
+}
 
-	// Steps, with the liveness of every slot.
+// lowerSteps lowers every live node that computes something to a step, in creation order,
+// recording the liveness of every slot.
+func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[int]*fusion, slotOf []int) error {
 	for i := range e.slots {
 		e.slots[i].last = -1
 	}
-	for _, n := range b.nodes {
+	for _, n := range nodes {
 		if !live[n.id] || fused[n.id] || isView(n) || n.owner != nil || n.op == backends.OpTypeParameter || n.op == backends.OpTypeConstant {
 			continue
 		}
@@ -229,7 +264,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 				lw.extra = append(lw.extra, slotOf[x.id])
 			} else {
 				// Computed anyway: give it bytes for the duration of the step.
-				lw.extra = append(lw.extra, newSlot(slot{kind: slotArena, size: byteSize(x.shape)}))
+				lw.extra = append(lw.extra, e.newSlot(slot{kind: slotArena, size: byteSize(x.shape)}))
 			}
 		}
 		var fn stepFn
@@ -240,7 +275,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 			fn, err = lower(lw)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("backend %s: compiling %q: %w", BackendName, b.name, err)
+			return err
 		}
 		e.steps = append(e.steps, fn)
 		e.stepOps = append(e.stepOps, n.op)
@@ -258,9 +293,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 			e.planInPlace(n, slotOf)
 		}
 	}
-	e.dropUnsafeInPlace()
-	e.planArena()
-	return e, nil
+	return nil
 }
 
 // isView reports whether n is its input's bytes under another shape.
@@ -390,11 +423,13 @@ func (lw *lowering) scratch(size int) int {
 	return len(lw.e.slots) - 1
 }
 
-// mergeCommon points every node at the first of the nodes identical to each of its inputs
+// eliminateCommonSubexpressions computes identical nodes once: every layer of a model asks its
+// positional scheme for the same cos/sin (or bias) of the same positions, and GoMLX records
+// each request anew. It points every node at the first of the nodes identical to each of its inputs
 // (same op, shape, inputs and parameters, in creation order) and returns the outputs so
 // mapped; the duplicates are then dead. Parameters differ by index; a constant is compared by
 // its bytes (up to 64 KiB); nodes with several outputs are left alone.
-func mergeCommon(nodes []*node, outs []*node) []*node {
+func eliminateCommonSubexpressions(nodes []*node, outs []*node) []*node {
 	// intoTree: read by exactly one node, an elementwise op of its shape that fusion will
 	// likely take it into (fuse.go).
 	readers := make([]int, len(nodes))

@@ -45,14 +45,14 @@ func randomBuffer(t *testing.T, b *Backend, r *rand.Rand, dims ...int) *Buffer {
 	return buf.(*Buffer)
 }
 
-// fusedVsOpByOp builds a graph twice, with fusion and without (fuse=false), runs both on the same
+// fusedVsOpByOp builds a graph twice, with fusion and without (optimize=false), runs both on the same
 // random inputs of the given shapes, fails unless every output agrees to the bit, and returns
 // how many steps each executable has (the comparison says something only if they differ).
 func fusedVsOpByOp(t *testing.T, build func(bld backends.Builder, op func(backends.Op, error) backends.Op, params []backends.Op) []backends.Op, inputs ...[]int) (fused, opByOp int) {
 	t.Helper()
 	var results [2][][]float32
 	steps := [2]int{}
-	for i, config := range []string{"", "fuse=false"} {
+	for i, config := range []string{"", "optimize=false"} {
 		be := mustBackend(t, config)
 		op := must[backends.Op](t)
 		bld := be.Builder("fused")
@@ -232,7 +232,7 @@ func TestNotImplementedNamesTheOp(t *testing.T) {
 
 // A bad option is a one-line error that lists the valid ones.
 func TestBadConfig(t *testing.T) {
-	for _, c := range []string{"threads=0", "threads=x", "speed=11", "fuse=maybe", "bf16dot=maybe", "amx=maybe"} {
+	for _, c := range []string{"threads=0", "threads=x", "speed=11", "optimize=maybe", "fuse=maybe", "bf16dot=maybe", "amx=maybe"} {
 		if _, err := New(c); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("config %q: error %v", c, err)
 		}
@@ -299,14 +299,14 @@ func TestMatmulSharedA(t *testing.T) {
 
 // Identical subexpressions (the same Erf of the same input, four times over, with constants
 // made separately but equal) are computed once; different constants are not merged; the
-// results equal those of the unmerged graph (fuse=false keeps every node). Erf, because it is not
+// results equal those of the unmerged graph (optimize=false keeps every node). Erf, because it is not
 // fusable (a fusable op read once would join the sum's fused tree and have no step to count).
 func TestCommonSubexpressionsMerged(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	x := randomBuffer(t, mustBackend(t, ""), r, 4, 300)
 	flat := append([]float32(nil), typed[float32](x.data)...)
 	var results [2][]float32
-	for i, config := range []string{"", "fuse=false"} {
+	for i, config := range []string{"", "optimize=false"} {
 		be := mustBackend(t, config)
 		op := must[backends.Op](t)
 		bld := be.Builder("cse")
@@ -332,7 +332,7 @@ func TestCommonSubexpressionsMerged(t *testing.T) {
 				erf++
 			}
 		}
-		if want := map[string]int{"": 2, "fuse=false": 4}[config]; erf != want {
+		if want := map[string]int{"": 2, "optimize=false": 4}[config]; erf != want {
 			t.Errorf("%q: %d Erf steps, want %d", config, erf, want)
 		}
 		in := must[backends.Buffer](t)(be.BufferFromFlatData(0, flat, s))
@@ -410,5 +410,19 @@ func TestOrderKeepingTransposeIsFree(t *testing.T) {
 				idx[i] = 0
 			}
 		}
+	}
+}
+
+// "fuse", the former name of the option optimize, still sets it (callers' configs use it).
+func TestOptimizeOptionAlias(t *testing.T) {
+	for config, want := range map[string]bool{"": true, "optimize=false": false, "fuse=false": false, "fuse=true": true} {
+		be, err := New(config)
+		if err != nil {
+			t.Fatalf("New(%q): %v", config, err)
+		}
+		if be.optimize != want {
+			t.Errorf("New(%q): optimize = %v, want %v", config, be.optimize, want)
+		}
+		be.Finalize()
 	}
 }

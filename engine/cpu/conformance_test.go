@@ -16,7 +16,7 @@ package cpu_test
 //
 // The backend under test is POSFORMER_TEST_BACKEND, a backends.NewWithConfig string such as
 // "cpu:threads=1"; "go" runs simplego against itself (to check the harness). Unset, the table
-// runs on "cpu", "cpu:fuse=false" and "cpu:threads=3", the other tests on "cpu".
+// runs on "cpu", "cpu:optimize=false" and "cpu:threads=3", the other tests on "cpu".
 //
 // Tolerances (got: the backend under test; want: the reference):
 //
@@ -102,7 +102,7 @@ func confConfigs() []string {
 	if config := os.Getenv(confEnvBackend); config != "" {
 		return []string{config}
 	}
-	return []string{cpu.BackendName, cpu.BackendName + ":fuse=false", cpu.BackendName + ":threads=3"}
+	return []string{cpu.BackendName, cpu.BackendName + ":optimize=false", cpu.BackendName + ":threads=3"}
 }
 
 // confBackends returns the backend under test (configured by config, or the first of

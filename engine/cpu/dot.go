@@ -9,9 +9,9 @@ package cpu
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 )
 
@@ -322,8 +322,8 @@ func (mm *matmul) runSharedA(a, b, c []float32) {
 	if mm.transA {
 		lda = mm.M
 	}
-	buf := getFloats(kernels.PackedASize(mm.M, mm.K))
-	defer putFloats(buf)
+	buf := floats.Get(kernels.PackedASize(mm.M, mm.K))
+	defer floats.Put(buf)
 	pa := kernels.PackA(mm.transA, mm.M, mm.K, 1, a, lda, buf)
 	mm.pool.run(mm.nt, func(t int) {
 		n0 := t * mm.nSize
@@ -341,30 +341,7 @@ func (mm *matmul) runSharedA(a, b, c []float32) {
 
 // floats are scratch buffers (packed operands), reused across calls and kept across garbage
 // collections, like the GEMM's own packing buffers.
-var floats struct {
-	sync.Mutex
-	free [][]float32
-}
-
-func getFloats(n int) []float32 {
-	floats.Lock()
-	defer floats.Unlock()
-	for i, f := range floats.free {
-		if cap(f) >= n {
-			floats.free = slices.Delete(floats.free, i, i+1)
-			return f[:n]
-		}
-	}
-	return make([]float32, n)
-}
-
-func putFloats(f []float32) {
-	floats.Lock()
-	defer floats.Unlock()
-	if len(floats.free) < 8 {
-		floats.free = append(floats.free, f)
-	}
-}
+var floats = freelist.New(freelist.Config[float32]{Max: 8})
 
 // task computes tile task%tiles of batch item task/tiles.
 func (mm *matmul) task(task int, a, b, c []float32) {

@@ -3,10 +3,10 @@ package cpu
 import (
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 )
 
 // Finalize implements backends.Executable.
@@ -28,12 +28,12 @@ func (e *Executable) newFrame() *frame {
 	return f
 }
 
-// arenaPool lends arenas to calls. Executables of one backend share them, so a model with
-// dozens of compiled graphs (shape buckets, cache windows) holds about one arena per concurrent
-// call, the largest it needed, rather than one per graph.
-type arenaPool struct {
-	mu   sync.Mutex
-	free [][]byte
+// newArenaPool returns the free list that lends arenas to calls. Executables of one backend
+// share it, so a model with dozens of compiled graphs (shape buckets, cache windows) holds about
+// one arena per concurrent call, the largest it needed, rather than one per graph. A call takes
+// the smallest arena that fits.
+func newArenaPool() *freelist.List[byte] {
+	return freelist.New(freelist.Config[byte]{Max: maxIdleArenas, Budget: maxIdleArenaBytes, KeepLargest: true, Alloc: alloc})
 }
 
 // maxIdleArenas and maxIdleArenaBytes bound the arenas kept between calls: the largest is always
@@ -44,40 +44,6 @@ const (
 	maxIdleArenas     = 4
 	maxIdleArenaBytes = 1 << 30
 )
-
-func (p *arenaPool) get(n int) []byte {
-	p.mu.Lock()
-	best := -1
-	for i, a := range p.free {
-		if len(a) >= n && (best < 0 || len(a) < len(p.free[best])) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		a := p.free[best]
-		p.free = slices.Delete(p.free, best, best+1)
-		p.mu.Unlock()
-		return a
-	}
-	p.mu.Unlock()
-	return alloc(n)
-}
-
-func (p *arenaPool) put(a []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.free = append(p.free, a)
-	// Keep the largest ones: a larger arena serves every caller a smaller one served.
-	slices.SortFunc(p.free, func(x, y []byte) int { return len(y) - len(x) })
-	total := len(p.free[0])
-	keep := 1
-	for keep < len(p.free) && keep < maxIdleArenas && total+len(p.free[keep]) <= maxIdleArenaBytes {
-		total += len(p.free[keep])
-		keep++
-	}
-	clear(p.free[keep:]) // let the collector have them
-	p.free = p.free[:keep]
-}
 
 // Execute implements backends.Executable. Donated inputs belong to the executable from here on:
 // they become outputs (updated in place) or are recycled.
@@ -99,7 +65,7 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 	donated := func(i int) bool { return i < len(donate) && donate[i] }
 
 	f := e.getFrame()
-	f.arena = e.backend.arenas.get(e.arenaSize)
+	f.arena = e.backend.arenas.Get(e.arenaSize)
 	for i, s := range e.slots {
 		if s.kind == slotArena {
 			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]
@@ -162,7 +128,7 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 			f.slots[i] = nil
 		}
 	}
-	e.backend.arenas.put(f.arena)
+	e.backend.arenas.Put(f.arena)
 	f.arena = nil
 	e.framesMu.Lock()
 	e.frames = append(e.frames, f)

@@ -217,9 +217,9 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 		p.parallelFor(blocks, max(1, elementwiseGrain/fuseBlock), func(lo, hi int) {
 			// Reused registers, not fresh ones per chunk: garbage here grows the heap into
 			// fresh pages between collections, and faulting them in is slow (compile.go).
-			regs := getFloats(nRegs * fuseBlock)
+			regs := floats.Get(nRegs * fuseBlock)
 			evalBlocks(prog, regs, leaves, modes, size, lo, hi, dst)
-			putFloats(regs)
+			floats.Put(regs)
 		})
 	}
 }

@@ -10,7 +10,7 @@ package cpu
 // Run op by op, that writes the whole float32 matrix at every call, four times the bytes the
 // product then reads. When such a W is the right operand of x·Wᵀ and nothing else reads the
 // intermediate values, Compile rewrites the product to read the stored parts directly
-// (rewriteQuantDots): a few rows of x go through kernels that widen the weights in registers;
+// (fuseQuantizedProducts): a few rows of x go through kernels that widen the weights in registers;
 // many rows dequantize a panel of W at a time into cache-sized scratch for the blocked GEMM.
 // Any other use of the same ops still runs op by op, so the match only changes the speed.
 
@@ -18,11 +18,11 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/models/quant"
 )
@@ -38,10 +38,10 @@ type quantDotAttr struct {
 // quantDotsCompiled counts the products rewritten so far (for tests).
 var quantDotsCompiled atomic.Int64
 
-// rewriteQuantDots finds the products whose right operand is a dequantized matrix and makes
+// fuseQuantizedProducts finds the products whose right operand is a dequantized matrix and makes
 // them read its stored parts; the dequantizing nodes then are dead unless something else reads
 // them.
-func rewriteQuantDots(nodes []*node, outs []*node) int {
+func fuseQuantizedProducts(nodes []*node, outs []*node) int {
 	uses := make([]int, len(nodes))
 	for _, n := range nodes {
 		for _, in := range n.inputs {
@@ -237,27 +237,7 @@ func constScalar(n *node) float64 {
 const panelFloats = 32 << 10
 
 // panels are the dequantization scratch buffers, reused across calls and threads.
-var panels = struct {
-	sync.Mutex
-	free [][]float32
-}{}
-
-func getPanel() []float32 {
-	panels.Lock()
-	defer panels.Unlock()
-	if n := len(panels.free); n > 0 {
-		p := panels.free[n-1]
-		panels.free = panels.free[:n-1]
-		return p
-	}
-	return make([]float32, panelFloats)
-}
-
-func putPanel(p []float32) {
-	panels.Lock()
-	panels.free = append(panels.free, p)
-	panels.Unlock()
-}
+var panels = freelist.New(freelist.Config[float32]{Max: freelist.PerCPU})
 
 // lowerQuantDot lowers a rewritten product: x [M, K] (after moving its axes) times Wᵀ.
 func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
@@ -287,7 +267,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	sa := -1
 	if act {
 		lw.e.backend.actUsed.Store(true)
-		sa = lw.scratch(M * actRowBytes(K))
+		sa = lw.scratch(M * kernels.ActRowBytes(K))
 	}
 	stored := quantMatrix{typ: qa.typ, K: K}
 	pool := lw.e.backend.pool
@@ -321,17 +301,17 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		c.M, c.N, c.K, c.rows, c.act, c.noPack = M, N, K, rows, act, noPack
 		c.xa, c.layout = nil, false
 		if act {
-			c.xa, c.layout = f.slots[sa], asmVNNI()
+			c.xa, c.layout = f.slots[sa], kernels.VNNI()
 			for i := range M {
 				// Lengths are fixed at compile time, so quantizing cannot fail.
-				quantizeAct(qa.typ, c.x[i*K:i*K+K], c.xa[i*actRowBytes(K):], c.layout)
+				kernels.QuantizeAct(qa.typ, c.x[i*K:i*K+K], c.xa[i*kernels.ActRowBytes(K):], c.layout)
 			}
 		}
 		c.pa = kernels.PackedA{}
 		if M > 4 && !noPack {
 			// x is packed once; every panel of W is multiplied by it.
-			buf := getFloats(kernels.PackedASize(M, K))
-			defer putFloats(buf)
+			buf := floats.Get(kernels.PackedASize(M, K))
+			defer floats.Put(buf)
 			c.pa = kernels.PackA(false, M, K, 1, c.x, K, buf)
 		}
 		if M*N*K < minParallelQuantMACs || pool.threads() == 1 {
@@ -375,7 +355,7 @@ func (c *quantCall) task(t int) {
 		c.w.mulRows(M, c.x, c.y, N, n0, n1)
 		return
 	}
-	panel := getPanel()
+	panel := panels.Get(panelFloats)
 	for p0 := n0; p0 < n1; p0 += panelFloats / K {
 		p1 := min(n1, p0+panelFloats/K)
 		c.w.dequant(p0, p1, panel)
@@ -385,7 +365,7 @@ func (c *quantCall) task(t int) {
 			kernels.SgemmPacked(c.pa, true, p1-p0, panel, K, 0, c.y[p0:], N)
 		}
 	}
-	putPanel(panel)
+	panels.Put(panel)
 }
 
 // minParallelQuantMACs is the least work worth splitting over threads for a quantized product:
@@ -408,44 +388,44 @@ func (w quantMatrix) mulRows(m int, x, y []float32, N, n0, n1 int) {
 	case quant.BF16:
 		wb := typed[uint16](w.q)
 		if m == 1 {
-			dotRowsBF16(wb[n0*K:n1*K], K, x[:K], y[n0:n1])
+			kernels.DotRowsBF16(wb[n0*K:n1*K], K, x[:K], y[n0:n1])
 			return
 		}
-		matMulNTBF16(m, n1-n0, K, x, K, wb[n0*K:], K, y[n0:], N)
+		kernels.MatMulNTBF16(m, n1-n0, K, x, K, wb[n0*K:], K, y[n0:], N)
 	case quant.Q8_0:
 		q := typed[int8](w.q)
 		if m == 1 {
-			dotRowsQ8_0(q[n0*K:n1*K], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
+			kernels.DotRowsQ8_0(q[n0*K:n1*K], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
 			return
 		}
-		matMulNTQ8_0(m, n1-n0, K, x, K, q[n0*K:n1*K], w.d[n0*nb:n1*nb], y[n0:], N)
+		kernels.MatMulNTQ8_0(m, n1-n0, K, x, K, q[n0*K:n1*K], w.d[n0*nb:n1*nb], y[n0:], N)
 	case quant.Q4_0:
 		q := w.q
 		if m == 1 {
-			dotRowsQ4_0(q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
+			kernels.DotRowsQ4_0(q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], K, x[:K], y[n0:n1])
 			return
 		}
-		matMulNTQ4_0(m, n1-n0, K, x, K, q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], y[n0:], N)
+		kernels.MatMulNTQ4_0(m, n1-n0, K, x, K, q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], y[n0:], N)
 	}
 }
 
 // mulRowsAct computes y[i, n0:n1] = x[i]·W[n0:n1]ᵀ for the m rows of x quantized in xa by
-// quantizeAct (Q8_0 or Q4_0 weights), a block of weight rows at a time so that it stays in L2
+// kernels.QuantizeAct (Q8_0 or Q4_0 weights), a block of weight rows at a time so that it stays in L2
 // across the rows of x.
 func (w quantMatrix) mulRowsAct(m int, xa []byte, layout bool, y []float32, N, n0, n1 int) {
 	K, nb := w.K, w.K/32
-	var rows [4]actRow
+	var rows [4]kernels.ActRow
 	for i := range m {
-		rows[i] = actView(xa[i*actRowBytes(K):], K, layout)
+		rows[i] = kernels.ActView(xa[i*kernels.ActRowBytes(K):], K, layout)
 	}
 	rowBytes := K // Q8_0: one int8 per value
 	if w.typ == quant.Q4_0 {
 		rowBytes = K / 2
 	}
-	for r0 := n0; r0 < n1; r0 += quantRowBlock {
-		r1 := min(n1, r0+quantRowBlock)
+	for r0 := n0; r0 < n1; r0 += kernels.QuantRowBlock {
+		r1 := min(n1, r0+kernels.QuantRowBlock)
 		for i := range m {
-			actDotRows(w.typ, w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb], K, &rows[i], y[i*N+r0:i*N+r1])
+			kernels.ActDotRows(w.typ, w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb], K, &rows[i], y[i*N+r0:i*N+r1])
 		}
 	}
 }
@@ -456,10 +436,10 @@ func (w quantMatrix) dequant(n0, n1 int, dst []float32) {
 	dst = dst[:(n1-n0)*K]
 	switch w.typ {
 	case quant.BF16:
-		dequantBF16(typed[uint16](w.q)[n0*K:n1*K], dst)
+		kernels.DequantBF16(typed[uint16](w.q)[n0*K:n1*K], dst)
 	case quant.Q8_0:
-		dequantQ8_0(typed[int8](w.q)[n0*K:n1*K], w.d[n0*nb:n1*nb], dst)
+		kernels.DequantQ8_0(typed[int8](w.q)[n0*K:n1*K], w.d[n0*nb:n1*nb], dst)
 	case quant.Q4_0:
-		dequantQ4_0(w.q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], dst)
+		kernels.DequantQ4_0(w.q[n0*K/2:n1*K/2], w.d[n0*nb:n1*nb], dst)
 	}
 }

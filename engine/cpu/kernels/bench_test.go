@@ -109,8 +109,6 @@ func BenchmarkVector(b *testing.B) {
 		name string
 		f    func()
 	}{
-		{"Dot", func() { sink += Dot(a, c) }},
-		{"Axpy", func() { Axpy(0.5, a, out) }},
 		{"Add", func() { Add(a, c, out) }},
 		{"MulScalar", func() { MulScalar(a, 0.5, out) }},
 		{"Sum", func() { sink += Sum(a) }},
@@ -170,22 +168,13 @@ func BenchmarkDotRowsHeads(b *testing.B) {
 }
 
 // BenchmarkVecMat is one head's q·k against keys cached transposed [headDim 48, slots 256]
-// (the 15M shape), as VecMat and as the headDim Axpy passes it replaced.
+// (the 15M shape).
 func BenchmarkVecMat(b *testing.B) {
 	const k, n = 48, 256
 	x, m, y := randSlice(k), randSlice(k*n), make([]float32, n)
 	forEachPathB(b, "/VecMat", func(b *testing.B) {
 		for b.Loop() {
 			VecMat(x, m, n, y)
-		}
-		b.ReportMetric(float64(4*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-	})
-	forEachPathB(b, "/Axpy", func(b *testing.B) {
-		for b.Loop() {
-			clear(y)
-			for p := range k {
-				Axpy(x[p], m[p*n:(p+1)*n], y)
-			}
 		}
 		b.ReportMetric(float64(4*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 	})

@@ -35,13 +35,6 @@ func dotGo(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func axpyGo(alpha float32, x, y []float32) {
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += alpha * v
-	}
-}
-
 func vecMatGo(x, b []float32, ldb int, y []float32) {
 	clear(y)
 	for p, v := range x {

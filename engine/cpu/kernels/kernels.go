@@ -3,7 +3,10 @@
 // reductions. Every kernel exists three times: AVX-512 and AVX2+FMA assembly (amd64, generated
 // by internal/gen with avo) and portable Go (the only one elsewhere). The best set the CPU has
 // is chosen at start-up; $POSFORMER_KERNELS or SetPath can force another. SgemmBF16 (bf16.go)
-// is Sgemm with bfloat16 operands, on AVX512_BF16 where the CPU has it.
+// is Sgemm with bfloat16 operands, on AVX512_BF16 where the CPU has it. The products with
+// quantized weights (quant.go: BF16, Q8_0 and Q4_0 rows against float32 x; vnni.go: against x
+// quantized to int8) are hand-written assembly with a portable Go path, chosen by the same
+// kernel set.
 //
 // This file holds the exported API: it checks every length and stride (a bad call panics with
 // a message instead of reading or writing out of bounds) and hands the work to the selected set.
@@ -106,28 +109,6 @@ func span(n, rows, cols, ld int) bool {
 	return cols <= n
 }
 
-// Dot returns Σ a[i]·b[i]; len(a) == len(b).
-func Dot(a, b []float32) float32 {
-	if !(len(a) == len(b)) {
-		fail("Dot: lengths %d and %d differ", len(a), len(b))
-	}
-	if len(a) == 0 {
-		return 0
-	}
-	return dot(a, b)
-}
-
-// Axpy does y[i] += alpha·x[i]; len(x) == len(y).
-func Axpy(alpha float32, x, y []float32) {
-	if !(len(x) == len(y)) {
-		fail("Axpy: lengths %d and %d differ", len(x), len(y))
-	}
-	if len(x) == 0 {
-		return
-	}
-	axpy(alpha, x, y)
-}
-
 // DotRows is a matrix-vector product with the matrix stored [rows, k] (PyTorch's weight
 // layout [out, in]): y[r] = Σ_j w[r·ldw+j]·x[j] for r < len(y), j < len(x). Several rows go
 // through each pass over x (8 on amd64), so x is read once per group of rows.
@@ -149,7 +130,7 @@ func DotRows(w []float32, ldw int, x []float32, y []float32) {
 // VecMat is a row vector times a matrix stored row-major [k, n]: y[j] = Σ_p x[p]·b[p·ldb+j]
 // for j < len(y), p < len(x). A decoding step's q·k against keys cached transposed
 // [headDim, slots] is one VecMat per head: a block of y stays in registers while the rows of b
-// go by, where len(x) Axpy passes would load and store all of y each time.
+// go by, where len(x) passes of y += x[p]·b[p] would load and store all of y each time.
 func VecMat(x []float32, b []float32, ldb int, y []float32) {
 	k, n := len(x), len(y)
 	if !(span(len(b), k, n, ldb)) {

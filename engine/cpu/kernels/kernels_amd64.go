@@ -30,27 +30,6 @@ func supported(lv int32) bool {
 
 func ptr(s []float32) *float32 { return unsafe.SliceData(s) }
 
-func dot(a, b []float32) float32 {
-	switch level.Load() {
-	case lvAVX512:
-		return dotAVX512(ptr(a), ptr(b), len(a))
-	case lvAVX2:
-		return dotAVX2(ptr(a), ptr(b), len(a))
-	}
-	return dotGo(a, b)
-}
-
-func axpy(alpha float32, x, y []float32) {
-	switch level.Load() {
-	case lvAVX512:
-		axpyAVX512(alpha, ptr(x), ptr(y), len(x))
-	case lvAVX2:
-		axpyAVX2(alpha, ptr(x), ptr(y), len(x))
-	default:
-		axpyGo(alpha, x, y)
-	}
-}
-
 func vecMat(x, b []float32, ldb int, y []float32) {
 	switch level.Load() {
 	case lvAVX512:

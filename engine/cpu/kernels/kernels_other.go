@@ -6,8 +6,6 @@ package kernels
 
 func supported(lv int32) bool { return lv == lvGeneric }
 
-func dot(a, b []float32) float32                           { return dotGo(a, b) }
-func axpy(alpha float32, x, y []float32)                   { axpyGo(alpha, x, y) }
 func sum(a []float32) float32                              { return sumGo(a) }
 func maxOf(a []float32) float32                            { return maxGo(a) }
 func binary(o op, a, b, out []float32)                     { binaryGo(o, a, b, out) }

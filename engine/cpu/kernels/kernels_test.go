@@ -111,51 +111,6 @@ func TestSetPath(t *testing.T) {
 
 func bestLevelName() string { return names[bestLevel()] }
 
-func TestDot(t *testing.T) {
-	forEachPath(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(1, 2))
-		for _, n := range lengths() {
-			for off := range 3 {
-				a, b := guarded(r, n, off), guarded(r, n, 2-off)
-				var want, mag float64
-				for i := range n {
-					p := float64(a[i]) * float64(b[i])
-					want += p
-					mag += math.Abs(p)
-				}
-				if got := Dot(a, b); !near(got, want, mag) {
-					t.Fatalf("Dot n=%d off=%d: %g, want %g", n, off, got, want)
-				}
-			}
-		}
-	})
-}
-
-func TestAxpy(t *testing.T) {
-	forEachPath(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(3, 4))
-		for _, n := range lengths() {
-			off := n % 3
-			x := guarded(r, n, off)
-			y, ok := output(n, 1+off)
-			y0 := make([]float32, n)
-			for i := range y {
-				y[i] = r.Float32()*2 - 1
-				y0[i] = y[i]
-			}
-			alpha := float32(-1.75)
-			Axpy(alpha, x, y)
-			ok(t)
-			for i := range n {
-				want := float64(y0[i]) + float64(alpha)*float64(x[i])
-				if !near(y[i], want, math.Abs(float64(y0[i]))+math.Abs(float64(alpha*x[i]))) {
-					t.Fatalf("Axpy n=%d: y[%d] = %g, want %g", n, i, y[i], want)
-				}
-			}
-		}
-	})
-}
-
 func TestSum(t *testing.T) {
 	forEachPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(5, 6))
@@ -598,8 +553,6 @@ func TestMatMulNT(t *testing.T) {
 // TestBoundsPanic: calls whose slices are too short panic with a message, before any access.
 func TestBoundsPanic(t *testing.T) {
 	calls := map[string]func(){
-		"Dot":          func() { Dot(make([]float32, 3), make([]float32, 4)) },
-		"Axpy":         func() { Axpy(1, make([]float32, 5), make([]float32, 4)) },
 		"DotRows":      func() { DotRows(make([]float32, 10), 4, make([]float32, 4), make([]float32, 3)) },
 		"DotRows ldw":  func() { DotRows(make([]float32, 100), 3, make([]float32, 4), make([]float32, 3)) },
 		"MatMulNT x":   func() { MatMulNT(2, 2, 4, make([]float32, 7), 4, make([]float32, 8), 4, make([]float32, 4), 2) },
@@ -640,8 +593,6 @@ func TestNoAllocs(t *testing.T) {
 		var a, b, out [100]float32
 		var w [100 * 40]float32
 		n := testing.AllocsPerRun(10, func() {
-			Dot(a[:], b[:])
-			Axpy(2, a[:], b[:])
 			Add(a[:], b[:], out[:])
 			MulScalar(a[:], 3, out[:])
 			Exp(a[:], out[:])

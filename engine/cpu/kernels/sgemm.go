@@ -9,8 +9,9 @@ package kernels
 // all four transpose combinations; tiles that stick out of C go through a small buffer.
 
 import (
-	"sync"
 	"unsafe"
+
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 )
 
 const (
@@ -22,27 +23,23 @@ const (
 )
 
 // scratch holds the packing buffers for reuse (blockM·blockK + blockK·blockN floats, 64-byte
-// aligned, then the edge tile of maxMR·maxNR: see scratchParts). A mutex-guarded free list rather than a sync.Pool: a pool is emptied by every
-// garbage collection, and under a tight memory limit each call would then allocate 600 KB
-// afresh. It holds at most as many buffers as there were concurrent calls.
-var scratch struct {
-	sync.Mutex
-	free [][]float32
-}
+// aligned, then the edge tile of maxMR·maxNR: see scratchParts). A free list rather than a
+// sync.Pool: a pool is emptied by every garbage collection, and under a tight memory limit each
+// call would then allocate 600 KB afresh. It holds at most as many buffers as there were
+// concurrent calls, up to freelist.PerCPU.
+var scratch = freelist.New(freelist.Config[float32]{Max: freelist.PerCPU, Alloc: allocScratch})
 
-func getScratch() []float32 {
-	scratch.Lock()
-	if n := len(scratch.free); n > 0 {
-		s := scratch.free[n-1]
-		scratch.free = scratch.free[:n-1]
-		scratch.Unlock()
-		return s
-	}
-	scratch.Unlock()
-	const size = blockM*blockK + blockK*blockN + maxMR*maxNR
-	raw := make([]float32, size+16)
+const scratchSize = blockM*blockK + blockK*blockN + maxMR*maxNR
+
+func getScratch() []float32 { return scratch.Get(scratchSize) }
+
+func putScratch(s []float32) { scratch.Put(s) }
+
+// allocScratch returns n floats starting on a 64-byte boundary.
+func allocScratch(n int) []float32 {
+	raw := make([]float32, n+16)
 	off := (64 - int(uintptr(unsafe.Pointer(&raw[0]))%64)) % 64 / 4
-	return raw[off : off+size : off+size]
+	return raw[off : off+n : off+n]
 }
 
 // scratchParts cuts a scratch buffer into the panels of A and B and the tile the micro-kernel
@@ -53,12 +50,6 @@ func getScratch() []float32 {
 func scratchParts(sp []float32) (ap, bp, edge []float32) {
 	const a, b = blockM * blockK, blockK * blockN
 	return sp[:a:a], sp[a : a+b : a+b], sp[a+b:]
-}
-
-func putScratch(s []float32) {
-	scratch.Lock()
-	scratch.free = append(scratch.free, s)
-	scratch.Unlock()
 }
 
 func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {

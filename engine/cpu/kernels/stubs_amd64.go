@@ -3,16 +3,6 @@
 
 package kernels
 
-// dotAVX512 returns Σ a[i]·b[i] for i < n.
-//
-//go:noescape
-func dotAVX512(a *float32, b *float32, n int) float32
-
-// axpyAVX512 does y[i] += alpha·x[i] for i < n.
-//
-//go:noescape
-func axpyAVX512(alpha float32, x *float32, y *float32, n int)
-
 // sumAVX512 returns Σ a[i] for i < n.
 //
 //go:noescape
@@ -137,16 +127,6 @@ func mmnt7AVX512(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, 
 //
 //go:noescape
 func mmnt8AVX512(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, n int, k int)
-
-// dotAVX2 returns Σ a[i]·b[i] for i < n.
-//
-//go:noescape
-func dotAVX2(a *float32, b *float32, n int) float32
-
-// axpyAVX2 does y[i] += alpha·x[i] for i < n.
-//
-//go:noescape
-func axpyAVX2(alpha float32, x *float32, y *float32, n int)
 
 // sumAVX2 returns Σ a[i] for i < n.
 //

@@ -165,8 +165,6 @@ func mem(param string) Mem { return Mem{Base: Load(Param(param), GP64())} }
 func main() {
 	data()
 	for _, s := range []isa{avx512, avx2} {
-		dot(s)
-		axpy(s)
 		sum(s)
 		maxf(s)
 		for _, op := range binaryOps {

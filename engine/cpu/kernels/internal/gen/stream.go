@@ -1,7 +1,7 @@
 package main
 
-// Kernels that stream through one or a few vectors element by element: dot, axpy, sum, max and
-// the elementwise operations. They share one loop shape (stream.emit).
+// Kernels that stream through one or a few vectors element by element: sum, max and the
+// elementwise operations. They share one loop shape (stream.emit).
 
 import (
 	"fmt"
@@ -89,75 +89,6 @@ func addAll(acc []VecVirtual, op func(a, b, dst Op)) {
 }
 
 func vadd(a, b, dst Op) { VADDPS(a, b, dst) }
-
-func dot(s isa) {
-	TEXT("dot"+s.name, NOSPLIT, "func(a, b *float32, n int) float32")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("dot%s returns Σ a[i]·b[i] for i < n.", s.name))
-	a, b := mem("a"), mem("b")
-	n := loadGP("n")
-	acc := s.zeros(4)
-	var res VecVirtual
-	stream{
-		s: s, n: n, ptrs: []GPVirtual{a.Base.(GPVirtual), b.Base.(GPVirtual)}, unroll: 4,
-		block: func(u, off int) {
-			t := s.vec()
-			VMOVUPS(a.Offset(off), t)
-			VFMADD231PS(b.Offset(off), t, acc[u])
-		},
-		masked: func(k OpmaskVirtual) {
-			t := s.vec()
-			VMOVUPS_Z(a, k, t)
-			VFMADD231PS(b, t, k, acc[0])
-		},
-		reduce: func() {
-			addAll(acc, vadd)
-			res = s.hsum(acc[0])
-		},
-		scalar: func() {
-			t := XMM()
-			VMOVSS(a, t)
-			VFMADD231SS(b, t, res)
-		},
-	}.emit()
-	Store(res, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
-}
-
-func axpy(s isa) {
-	TEXT("axpy"+s.name, NOSPLIT, "func(alpha float32, x, y *float32, n int)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("axpy%s does y[i] += alpha·x[i] for i < n.", s.name))
-	ax := Load(Param("alpha"), XMM())
-	x, y := mem("x"), mem("y")
-	n := loadGP("n")
-	av := s.vec()
-	VBROADCASTSS(ax, av)
-	stream{
-		s: s, n: n, ptrs: []GPVirtual{x.Base.(GPVirtual), y.Base.(GPVirtual)}, unroll: 4,
-		block: func(u, off int) {
-			t := s.vec()
-			VMOVUPS(x.Offset(off), t)
-			VFMADD213PS(y.Offset(off), av, t)
-			VMOVUPS(t, y.Offset(off))
-		},
-		masked: func(k OpmaskVirtual) {
-			t := s.vec()
-			VMOVUPS_Z(x, k, t)
-			VFMADD213PS_Z(y, av, k, t)
-			VMOVUPS(t, k, y)
-		},
-		scalar: func() {
-			t := XMM()
-			VMOVSS(x, t)
-			VFMADD213SS(y, ax, t)
-			VMOVSS(t, y)
-		},
-	}.emit()
-	VZEROUPPER()
-	RET()
-}
 
 func sum(s isa) {
 	TEXT("sum"+s.name, NOSPLIT, "func(a *float32, n int) float32")

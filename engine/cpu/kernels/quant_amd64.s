@@ -1,4 +1,4 @@
-// AVX-512 kernels for products with quantized weights (quantkern.go): rows of Q8_0, Q4_0 or
+// AVX-512 kernels for products with quantized weights (quant.go): rows of Q8_0, Q4_0 or
 // bfloat16 weights against float32 x, the weights widened in registers. Hand-written; each
 // block of 32 weights: load the values, widen to int32, convert to float32, multiply by x,
 // then scale the block's sum by its d (two independent accumulators hide the FMA latency).

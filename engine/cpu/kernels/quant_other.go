@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package cpu
+package kernels
 
 const haveQuantAsm = false
 

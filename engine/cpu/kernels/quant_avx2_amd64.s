@@ -1,5 +1,5 @@
-// AVX2+FMA kernels for products with quantized weights (quantkern.go): the same five functions
-// as the AVX-512 ones in quantkern_amd64.s, for CPUs (and the forced "avx2" kernel set) without
+// AVX2+FMA kernels for products with quantized weights (quant.go): the same five functions
+// as the AVX-512 ones in quant_amd64.s, for CPUs (and the forced "avx2" kernel set) without
 // AVX-512. Without them such CPUs dequantize a few rows at a time into a float32 panel in Go and
 // multiply that, writing and reading every weight as four bytes: about ten times slower than
 // widening the weights in registers, which is what these do. Hand-written.
@@ -9,7 +9,7 @@
 // they need, so no shuffles), converted to float and multiplied by x into a temporary that the
 // block's scale then adds to an accumulator. Two blocks are in flight with an accumulator each
 // (four accumulators for bf16, which has no per-block step), so the adds chained through an
-// accumulator do not limit the loop. The Go wrappers (quantkern_amd64.go) check every length.
+// accumulator do not limit the loop. The Go wrappers (quant_amd64.go) check every length.
 
 #include "textflag.h"
 

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels for products with int8 activations (quantvnni.go): rows of Q8_0 or Q4_0
+// AVX-512 VNNI kernels for products with int8 activations (vnni.go): rows of Q8_0 or Q4_0
 // weights against one row of x quantized to Q8_0 and laid out by layoutAct. Hand-written.
 //
 // A pair of blocks (64 weights) fills a zmm of bytes. One vpdpbusd adds the products of each

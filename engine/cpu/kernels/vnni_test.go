@@ -1,16 +1,11 @@
-package cpu
+package kernels
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
-	. "github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
-	"github.com/posformer/posformer/engine/cpu/kernels"
-	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models/quant"
 )
 
@@ -101,8 +96,8 @@ func (c actCase) reference() (want, mag []float64) {
 // either end is caught).
 func (c actCase) run(t *testing.T, layout bool) []float32 {
 	t.Helper()
-	buf := make([]byte, actRowBytes(c.k))
-	a, err := quantizeAct(c.typ, c.x, buf, layout)
+	buf := make([]byte, ActRowBytes(c.k))
+	a, err := QuantizeAct(c.typ, c.x, buf, layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +107,7 @@ func (c actCase) run(t *testing.T, layout bool) []float32 {
 		back[i] = canary
 	}
 	y := back[4 : 4+c.rows]
-	actDotRows(c.typ, c.q, c.d, c.k, &a, y)
+	ActDotRows(c.typ, c.q, c.d, c.k, &a, y)
 	for i, v := range back {
 		if (i < 4 || i >= 4+c.rows) && v != canary {
 			t.Fatalf("write out of bounds at %d of y[4:%d]", i, 4+c.rows)
@@ -128,7 +123,7 @@ var actRows = []int{1, 2, 3, 4, 5, 7, 8, 9, 33}  // groups of four and every rem
 // computed independently from models/quant in float64: the integer sums are exact, so the only
 // difference is the float32 rounding of d_x·d_w and of the sum over blocks (1e-5 of Σ|terms|).
 func TestActDotRowsPortableMatchesReference(t *testing.T) {
-	withKernels(t, kernels.Generic)
+	withKernels(t, Generic)
 	r := rand.New(rand.NewPCG(1, 2))
 	forEachActCase(t, r, func(t *testing.T, c actCase) {
 		got := c.run(t, false)
@@ -146,21 +141,21 @@ func TestActDotRowsPortableMatchesReference(t *testing.T) {
 // lanes and blocks in another order, so they agree to float32 rounding of Σ|terms| (1e-5 of it;
 // the observed gap is a few ulps), and exactly on rows of x that are all zeros.
 func TestActDotRowsAssemblyMatchesPortable(t *testing.T) {
-	if !haveVNNIAsm || !vnniCPU || !kernelsHave(kernels.AVX512) {
+	if !haveVNNIAsm || !vnniCPU || !kernelsHave(AVX512) {
 		t.Skip("no AVX-512 VNNI on this CPU")
 	}
-	withKernels(t, kernels.AVX512)
+	withKernels(t, AVX512)
 	r := rand.New(rand.NewPCG(3, 4))
 	worst := 0.0
 	forEachActCase(t, r, func(t *testing.T, c actCase) {
 		got := c.run(t, true)
-		a, err := quantizeAct(c.typ, c.x, make([]byte, actRowBytes(c.k)), false)
+		a, err := QuantizeAct(c.typ, c.x, make([]byte, ActRowBytes(c.k)), false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := make([]float32, c.rows)
 		if c.typ == quant.Q8_0 {
-			q8ActDotRowsGo(typed[int8](c.q), c.d, a.q, a.d, want)
+			q8ActDotRowsGo(bytesAs[int8](c.q), c.d, a.q, a.d, want)
 		} else {
 			q4ActDotRowsGo(c.q, c.d, a.q, a.d, want)
 		}
@@ -201,11 +196,11 @@ func forEachActCase(t *testing.T, r *rand.Rand, f func(t *testing.T, c actCase))
 
 // A row of x that is all zeros quantizes to d = 0 (no division by it) and gives exact zeros.
 func TestActZeroRow(t *testing.T) {
-	for _, p := range kernels.Paths() {
+	for _, p := range Paths() {
 		t.Run(p, func(t *testing.T) {
 			withKernels(t, p)
 			c := newActCase(rand.New(rand.NewPCG(5, 6)), quant.Q8_0, 96, 5, false, 0)
-			for i, v := range c.run(t, asmVNNI()) {
+			for i, v := range c.run(t, VNNI()) {
 				if v != 0 {
 					t.Fatalf("y[%d] = %g, want 0", i, v)
 				}
@@ -217,13 +212,13 @@ func TestActZeroRow(t *testing.T) {
 // A row of x holding a NaN or an infinity gives products that are not finite, on both paths
 // (a NaN must not be quantized into a plausible number).
 func TestActNonFiniteRow(t *testing.T) {
-	for _, p := range kernels.Paths() {
+	for _, p := range Paths() {
 		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
 			t.Run(fmt.Sprintf("%s/%g", p, bad), func(t *testing.T) {
 				withKernels(t, p)
 				c := newActCase(rand.New(rand.NewPCG(15, 16)), quant.Q8_0, 96, 5, false, 1)
 				c.x[40] = bad
-				for i, v := range c.run(t, asmVNNI()) {
+				for i, v := range c.run(t, VNNI()) {
 					if !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
 						t.Fatalf("y[%d] = %g with %g in x, want a NaN or an infinity", i, v, bad)
 					}
@@ -255,7 +250,7 @@ func TestLayoutAct(t *testing.T) {
 					x[0] = 127
 				}
 				name := fmt.Sprintf("%v/k=%d/x=%g", typ, k, xs)
-				plain, err := quantizeAct(typ, x, make([]byte, actRowBytes(k)), false)
+				plain, err := QuantizeAct(typ, x, make([]byte, ActRowBytes(k)), false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -266,7 +261,7 @@ func TestLayoutAct(t *testing.T) {
 				if !asm {
 					continue
 				}
-				got, err := quantizeAct(typ, x, make([]byte, actRowBytes(k)), true)
+				got, err := QuantizeAct(typ, x, make([]byte, ActRowBytes(k)), true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -285,7 +280,7 @@ func TestLayoutAct(t *testing.T) {
 	}
 }
 
-func checkLayout(t *testing.T, name string, typ quant.Type, k int, a actRow, vq []int8, vc []int32, vd []float32) {
+func checkLayout(t *testing.T, name string, typ quant.Type, k int, a ActRow, vq []int8, vc []int32, vd []float32) {
 	t.Helper()
 	nb := k / 32
 	seen := make([]int, k)
@@ -295,7 +290,7 @@ func checkLayout(t *testing.T, name string, typ quant.Type, k int, a actRow, vq 
 	}
 	for p := range actPairs(k) {
 		for i := range 64 {
-			// Where the kernel's register holds element e of block b (quantvnni_amd64.s).
+			// Where the kernel's register holds element e of block b (vnni_amd64.s).
 			b, e := 2*p+i/32, i%32
 			if typ == quant.Q4_0 {
 				b, e = 2*p+(i/16)%2, i%16+16*(i/32)
@@ -332,141 +327,11 @@ func checkLayout(t *testing.T, name string, typ quant.Type, k int, a actRow, vq 
 	}
 }
 
-// With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights with up to four rows of x equals the int8
-// product ggml's formats define (reference above) for every row; with more rows (prefill) and
-// for bf16 it is the exact product, as without the option. Under both kernel sets.
-func TestActQ8Product(t *testing.T) {
-	be := mustBackend(t, "actq8=true")
-	r := rand.New(rand.NewPCG(9, 10))
-	for _, p := range kernels.Paths() {
-		if p == kernels.AVX2 {
-			continue // the int8 path is assembly with AVX-512 VNNI, Go otherwise
-		}
-		t.Run(p, func(t *testing.T) {
-			withKernels(t, p)
-			const N = 37
-			for _, K := range []int{96, 128} {
-				wf := make([]float32, N*K)
-				for i := range wf {
-					wf[i] = float32(r.NormFloat64())
-				}
-				for _, typ := range []quant.Type{quant.BF16, quant.Q8_0, quant.Q4_0} {
-					parts, deq := quantParts(t, typ, wf, N, K)
-					for _, M := range []int{1, 3, 4, 7} {
-						t.Run(fmt.Sprintf("%v/k=%d/m=%d", typ, K, M), func(t *testing.T) {
-							xf := make([]float32, M*K)
-							for i := range xf {
-								xf[i] = float32(r.NormFloat64())
-							}
-							if M >= 3 {
-								clear(xf[(M-1)*K:]) // a row of zeros among others
-							}
-							exe := MustNewExec(be, func(in []*Node) []*Node {
-								return []*Node{layers.QuantizedWeight(typ, N, K, in[1:]...).MulT(in[0])}
-							})
-							args := append([]any{tensors.FromFlatDataAndDimensions(xf, M, K)}, anySlice(parts)...)
-							got := tensors.MustCopyFlatData[float32](exe.MustExec(args...)[0])
-							int8Path := typ != quant.BF16 && M <= 4
-							for i := range M {
-								want, mag := make([]float64, N), make([]float64, N)
-								if int8Path {
-									c := actCase{typ: typ, k: K, rows: N, x: xf[i*K : i*K+K]}
-									c.q, c.d = splitParts(t, parts)
-									want, mag = c.reference()
-								} else {
-									for j := range N {
-										for p := range K {
-											v := float64(xf[i*K+p]) * float64(deq[j*K+p])
-											want[j] += v
-											mag[j] += math.Abs(v)
-										}
-									}
-								}
-								for j := range N {
-									if d := math.Abs(float64(got[i*N+j]) - want[j]); d > 1e-5*mag[j] || math.IsNaN(float64(got[i*N+j])) {
-										t.Fatalf("y[%d][%d] = %g, want %g (int8 path %v)", i, j, got[i*N+j], want[j], int8Path)
-									}
-								}
-							}
-						})
-					}
-				}
-			}
-		})
-	}
-}
-
-// splitParts returns the stored values and scales of a Q8_0 or Q4_0 weight's tensors as bytes.
-func splitParts(t *testing.T, parts []*tensors.Tensor) ([]byte, []float32) {
-	t.Helper()
-	var q []byte
-	parts[0].ConstBytes(func(b []byte) { q = append([]byte(nil), b...) })
-	return q, tensors.MustCopyFlatData[float32](parts[1])
-}
-
-// The option parses and defaults to on exactly where the int8 kernels are assembly; the summary
-// says "int8 activations" once a product takes them, not before; a bad value says which values
-// are valid.
-func TestActQ8Option(t *testing.T) {
-	if be := mustBackend(t, ""); be.actq8 != asmVNNI() {
-		t.Errorf("default actq8 = %v, want %v (int8 kernels in assembly: %v)", be.actq8, asmVNNI(), asmVNNI())
-	}
-	be := mustBackend(t, "threads=1,actq8=true")
-	if !be.actq8 {
-		t.Errorf("actq8=true left the option off")
-	}
-	if s := be.Summary(); strings.Contains(s, "int8") {
-		t.Errorf("Summary() = %q before any quantized product", s)
-	}
-	// decode runs one Q8_0 product of one row on a backend.
-	decode := func(be *Backend) {
-		exe := MustNewExec(be, func(in []*Node) []*Node {
-			return []*Node{layers.QuantizedWeight(quant.Q8_0, 4, 32, in[1:]...).MulT(in[0])}
-		})
-		parts, _ := quantParts(t, quant.Q8_0, make([]float32, 4*32), 4, 32)
-		exe.MustExec(append([]any{tensors.FromFlatDataAndDimensions(make([]float32, 32), 1, 32)}, anySlice(parts)...)...)
-	}
-	decode(be)
-	if s := be.Summary(); !strings.Contains(s, "int8 activations") {
-		t.Errorf("Summary() = %q after a Q8_0 product, want it to say int8 activations", s)
-	}
-	off := mustBackend(t, "actq8=false")
-	decode(off)
-	if s := off.Summary(); strings.Contains(s, "int8") {
-		t.Errorf("Summary() = %q with actq8=false", s)
-	}
-	if _, err := New("actq8=maybe"); err == nil || !strings.Contains(err.Error(), "actq8") || !strings.Contains(err.Error(), "true or false") {
-		t.Errorf(`New("actq8=maybe") = %v, want an error naming actq8 and its values`, err)
-	}
-	if _, err := New("act8=true"); err == nil || !strings.Contains(err.Error(), "actq8=true|false") {
-		t.Errorf(`New("act8=true") = %v, want the valid options listed`, err)
-	}
-}
-
-// withKernels selects a kernel set for the rest of the test.
-func withKernels(t testing.TB, p string) {
-	t.Helper()
-	saved := kernels.Path()
-	if err := kernels.SetPath(p); err != nil {
-		t.Skipf("kernel set %s: %v", p, err)
-	}
-	t.Cleanup(func() { kernels.SetPath(saved) })
-}
-
-func kernelsHave(p string) bool {
-	for _, q := range kernels.Paths() {
-		if q == p {
-			return true
-		}
-	}
-	return false
-}
-
-// The kernels on one thread: float32 x (quantkern) against int8 x (this file's), bytes of
+// The kernels on one thread: float32 x (quant.go) against int8 x (this file's), bytes of
 // weights per second, over 2048 weight rows (in L2: the compute), the 15M model's output head,
 // 32000 rows of 288 (9 MB as Q8_0: in L3), and 200000 rows (65 MB: streamed from memory).
 //
-//	go test ./engine/cpu -run XXX -bench 'ActDotRows|QuantizeAct'
+//	go test ./engine/cpu/kernels -run XXX -bench 'ActDotRows|QuantizeAct'
 func BenchmarkActDotRows(b *testing.B) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
@@ -478,18 +343,18 @@ func BenchmarkActDotRows(b *testing.B) {
 				b.SetBytes(int64(len(c.q) + 4*len(c.d)))
 				for b.Loop() {
 					if typ == quant.Q8_0 {
-						dotRowsQ8_0(typed[int8](c.q), c.d, k, c.x, y)
+						DotRowsQ8_0(bytesAs[int8](c.q), c.d, k, c.x, y)
 					} else {
-						dotRowsQ4_0(c.q, c.d, k, c.x, y)
+						DotRowsQ4_0(c.q, c.d, k, c.x, y)
 					}
 				}
 			})
 			b.Run(fmt.Sprintf("%v/%dx%d/int8-x", typ, rows, k), func(b *testing.B) {
-				buf := make([]byte, actRowBytes(k))
+				buf := make([]byte, ActRowBytes(k))
 				b.SetBytes(int64(len(c.q) + 4*len(c.d)))
 				for b.Loop() {
-					a, _ := quantizeAct(typ, c.x, buf, asmVNNI())
-					actDotRows(typ, c.q, c.d, k, &a, y)
+					a, _ := QuantizeAct(typ, c.x, buf, VNNI())
+					ActDotRows(typ, c.q, c.d, k, &a, y)
 				}
 			})
 		}
@@ -504,11 +369,30 @@ func BenchmarkQuantizeAct(b *testing.B) {
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
 		}
-		buf := make([]byte, actRowBytes(k))
+		buf := make([]byte, ActRowBytes(k))
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
 			for b.Loop() {
-				quantizeAct(quant.Q8_0, x, buf, true)
+				QuantizeAct(quant.Q8_0, x, buf, true)
 			}
 		})
 	}
+}
+
+// withKernels selects a kernel set for the rest of the test.
+func withKernels(t testing.TB, p string) {
+	t.Helper()
+	saved := Path()
+	if err := SetPath(p); err != nil {
+		t.Skipf("kernel set %s: %v", p, err)
+	}
+	t.Cleanup(func() { SetPath(saved) })
+}
+
+func kernelsHave(p string) bool {
+	for _, q := range Paths() {
+		if q == p {
+			return true
+		}
+	}
+	return false
 }

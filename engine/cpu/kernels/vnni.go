@@ -1,4 +1,4 @@
-package cpu
+package kernels
 
 // Products with int8 activations (the backend option actq8=true): x·Wᵀ with W stored as Q8_0
 // or Q4_0, where each row of x is first quantized to Q8_0 blocks as llama.cpp does (ggml's
@@ -8,9 +8,9 @@ package cpu
 //	y = Σ_b d_x[b]·d_w[b] · Σ_{j in b} q_x[j]·q_w[j]
 //
 // This changes the numbers (x loses its low bits, as in llama.cpp's Q8_0 path); the
-// float32-activation kernels (quantkern.go) stay available with actq8=false. With AVX-512
+// float32-activation kernels (quant.go) stay available with actq8=false. With AVX-512
 // VNNI (vpdpbusd: 64 int8 multiply-adds per instruction) the integer dot runs in
-// quantvnni_amd64.s; elsewhere, or with the portable kernels forced, in Go below.
+// vnni_amd64.s; elsewhere, or with the portable kernels forced, in Go below.
 //
 // vpdpbusd multiplies unsigned bytes by signed bytes. The kernels make the unsigned operand
 // non-negative by an offset whose correction depends on x only, so it is computed once per
@@ -25,24 +25,25 @@ package cpu
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/posformer/posformer/models/quant"
 	cpuid "golang.org/x/sys/cpu"
 )
 
-// vnniCPU reports whether the CPU has the instructions of quantvnni_amd64.s.
+// vnniCPU reports whether the CPU has the instructions of vnni_amd64.s.
 var vnniCPU = cpuid.X86.HasAVX512F && cpuid.X86.HasAVX512BW && cpuid.X86.HasAVX512VNNI
 
-// asmVNNI reports whether the int8 kernels run in assembly: the CPU has VNNI and the AVX-512
-// kernel set is in use (kernels.SetPath("generic") or $POSFORMER_KERNELS=generic selects the Go
+// VNNI reports whether the int8 kernels run in assembly: the CPU has VNNI and the AVX-512
+// kernel set is in use (SetPath("generic") or $POSFORMER_KERNELS=generic selects the Go
 // integer path, as it selects the portable float32 kernels).
-func asmVNNI() bool { return haveVNNIAsm && vnniCPU && quantKernels() == quantAVX512 }
+func VNNI() bool { return haveVNNIAsm && vnniCPU && quantKernels() == quantAVX512 }
 
-// actRow is one row of x quantized to Q8_0, in one of two forms: q and d in ggml's order, which
+// ActRow is one row of x quantized to Q8_0, in one of two forms: q and d in ggml's order, which
 // the portable path reads, or (when the assembly runs) vq, vc and vd, the same values laid out
 // for it in pairs of blocks (see layoutAct). The form is chosen once, when x is quantized, so a
 // call finishes on the kernels it started with even if the kernel set changes meanwhile.
-type actRow struct {
+type ActRow struct {
 	q  []int8
 	d  []float32
 	vq []int8
@@ -53,45 +54,45 @@ type actRow struct {
 // actPairs is the number of 64-value pairs of blocks of a row of k (the last one may be half).
 func actPairs(k int) int { return (k/32 + 1) / 2 }
 
-// actRowBytes is the scratch one row of x of k needs (k a multiple of 32), in either form; every
+// ActRowBytes is the scratch one row of x of k needs (k a multiple of 32), in either form; every
 // part keeps the 64-byte alignment of the slot it starts in.
-func actRowBytes(k int) int {
+func ActRowBytes(k int) int {
 	return max(align64(k)+align64(4*k/32), 3*64*actPairs(k))
 }
 
 func align64(n int) int { return (n + 63) &^ 63 }
 
-// actView is the row of x of k quantized in buf (actRowBytes(k) bytes), in the form of the
+// ActView is the row of x of k quantized in buf (ActRowBytes(k) bytes), in the form of the
 // assembly when layout is set. It only slices buf, so a step can take views without allocating.
-func actView(buf []byte, k int, layout bool) actRow {
-	var a actRow
+func ActView(buf []byte, k int, layout bool) ActRow {
+	var a ActRow
 	off := 0
 	take := func(n int) []byte { b := buf[off : off+n]; off += align64(n); return b }
 	if layout {
 		np := actPairs(k)
-		a.vq = typed[int8](take(64 * np))
-		a.vc = typed[int32](take(64 * np))
-		a.vd = typed[float32](take(64 * np))
+		a.vq = bytesAs[int8](take(64 * np))
+		a.vc = bytesAs[int32](take(64 * np))
+		a.vd = bytesAs[float32](take(64 * np))
 	} else {
-		a.q = typed[int8](take(k))
-		a.d = typed[float32](take(4 * k / 32))
+		a.q = bytesAs[int8](take(k))
+		a.d = bytesAs[float32](take(4 * k / 32))
 	}
 	return a
 }
 
-// quantizeAct quantizes x (one row of k, a multiple of 32) into buf (actRowBytes(k) bytes) for
+// QuantizeAct quantizes x (one row of k, a multiple of 32) into buf (ActRowBytes(k) bytes) for
 // products with typ weights: with models/quant's rounding in Go, or when layout is set (only
-// where asmVNNI) by the assembly straight into its layout, with the same rounding bit for bit
-// (quantvnni_amd64.s; tested against layoutAct). That holds for finite x: a row holding an
+// where VNNI) by the assembly straight into its layout, with the same rounding bit for bit
+// (vnni_amd64.s; tested against layoutAct). That holds for finite x: a row holding an
 // infinity or NaN gets an infinite scale, and its products are not finite on either path.
-func quantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (actRow, error) {
+func QuantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (ActRow, error) {
 	k := len(x)
-	a := actView(buf, k, layout)
+	a := ActView(buf, k, layout)
 	if layout {
 		actQuantize(typ, x, &a)
 		return a, nil
 	}
-	if err := quant.QuantizeSplit(quant.Q8_0, x, typed[byte](buf[:k]), a.d); err != nil {
+	if err := quant.QuantizeSplit(quant.Q8_0, x, bytesAs[byte](buf[:k]), a.d); err != nil {
 		return a, fmt.Errorf("quantizing activations: %w", err)
 	}
 	return a, nil
@@ -143,22 +144,22 @@ func layoutAct(typ quant.Type, q []int8, d []float32, vq []int8, vc []int32, vd 
 	}
 }
 
-// actDotRows computes y[r] = x·W[r] for the rows of y, x quantized (a), W a stored Q8_0 (q as
+// ActDotRows computes y[r] = x·W[r] for the rows of y, x quantized (a), W a stored Q8_0 (q as
 // int8) or Q4_0 (q as nibble bytes) matrix with rows of k and scales d.
-func actDotRows(typ quant.Type, q []byte, d []float32, k int, a *actRow, y []float32) {
+func ActDotRows(typ quant.Type, q []byte, d []float32, k int, a *ActRow, y []float32) {
 	if len(y) == 0 {
 		return
 	}
 	if a.vq != nil {
 		if typ == quant.Q8_0 {
-			q8ActDotRows(typed[int8](q), d, a, y, k/32)
+			q8ActDotRows(bytesAs[int8](q), d, a, y, k/32)
 		} else {
 			q4ActDotRows(q, d, a, y, k/32)
 		}
 		return
 	}
 	if typ == quant.Q8_0 {
-		q8ActDotRowsGo(typed[int8](q), d, a.q, a.d, y)
+		q8ActDotRowsGo(bytesAs[int8](q), d, a.q, a.d, y)
 	} else {
 		q4ActDotRowsGo(q, d, a.q, a.d, y)
 	}
@@ -199,4 +200,13 @@ func q4ActDotRowsGo(q []uint8, d []float32, xq []int8, xd []float32, y []float32
 		}
 		y[r] = s
 	}
+}
+
+// bytesAs views a byte buffer as a slice of T (the scratch a row of x is quantized into).
+func bytesAs[T any](data []byte) []T {
+	if len(data) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*T)(unsafe.Pointer(&data[0])), len(data)/int(unsafe.Sizeof(z)))
 }

@@ -1,6 +1,6 @@
-package cpu
+package kernels
 
-// Go declarations of quantkern_amd64.s (AVX-512) and quantkern_avx2_amd64.s (AVX2+FMA), and
+// Go declarations of quant_amd64.s (AVX-512) and quant_avx2_amd64.s (AVX2+FMA), and
 // the checked wrappers that call the set asked for.
 
 import "fmt"

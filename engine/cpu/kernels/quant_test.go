@@ -1,21 +1,19 @@
-package cpu
+package kernels
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/models/quant"
 )
 
 // Each kernel set runs the assembly it should: AVX-512 and AVX2 their own files, generic the Go
 // panel path (so the tests below, run under every set, test each of them).
 func TestQuantKernelsFollowKernelSet(t *testing.T) {
-	want := map[string]quantAsm{kernels.AVX512: quantAVX512, kernels.AVX2: quantAVX2, kernels.Generic: noQuantAsm}
-	for _, p := range kernels.Paths() {
+	want := map[string]quantAsm{AVX512: quantAVX512, AVX2: quantAVX2, Generic: noQuantAsm}
+	for _, p := range Paths() {
 		t.Run(p, func(t *testing.T) {
 			withKernels(t, p)
 			w := want[p]
@@ -38,7 +36,7 @@ func TestQuantKernelsFollowKernelSet(t *testing.T) {
 // and the scales are followed by NaNs, so a write or read out of bounds shows.
 func TestQuantDotRowsMatchReference(t *testing.T) {
 	const tol = 2e-6 // float32 sums of at most 768 terms, each rounded once: observed < 2e-7
-	for _, p := range kernels.Paths() {
+	for _, p := range Paths() {
 		t.Run(p, func(t *testing.T) {
 			withKernels(t, p)
 			r := rand.New(rand.NewPCG(21, 22))
@@ -63,9 +61,9 @@ func TestQuantDotRowsMatchReference(t *testing.T) {
 									c := newActCase(r, typ, k, rows, raw, xs)
 									y := withCanaries(t, rows, func(y []float32) {
 										if typ == quant.Q8_0 {
-											dotRowsQ8_0(typed[int8](c.q), c.d, k, c.x, y)
+											DotRowsQ8_0(bytesAs[int8](c.q), c.d, k, c.x, y)
 										} else {
-											dotRowsQ4_0(c.q, c.d, k, c.x, y)
+											DotRowsQ4_0(c.q, c.d, k, c.x, y)
 										}
 									})
 									want, mag := blockReference(c)
@@ -86,7 +84,7 @@ func TestQuantDotRowsMatchReference(t *testing.T) {
 						for i := range x {
 							x[i] = float32(r.NormFloat64())
 						}
-						y := withCanaries(t, rows, func(y []float32) { dotRowsBF16(w, k, x, y) })
+						y := withCanaries(t, rows, func(y []float32) { DotRowsBF16(w, k, x, y) })
 						want, mag := make([]float64, rows), make([]float64, rows)
 						for i := range rows {
 							for p := range k {
@@ -156,7 +154,7 @@ func storedValue(c actCase, r, j int) int {
 // kernel set, for odd and even block counts, writing nothing past the panel and reading no scale
 // past the last block.
 func TestDequantMatchesFormat(t *testing.T) {
-	for _, p := range kernels.Paths() {
+	for _, p := range Paths() {
 		t.Run(p, func(t *testing.T) {
 			withKernels(t, p)
 			r := rand.New(rand.NewPCG(23, 24))
@@ -171,9 +169,9 @@ func TestDequantMatchesFormat(t *testing.T) {
 						}
 						dst := back[:n]
 						if typ == quant.Q8_0 {
-							dequantQ8_0(typed[int8](c.q), c.d, dst)
+							DequantQ8_0(bytesAs[int8](c.q), c.d, dst)
 						} else {
-							dequantQ4_0(c.q, c.d, dst)
+							DequantQ4_0(c.q, c.d, dst)
 						}
 						for i, v := range back[n:] {
 							if v != -1 {
@@ -198,10 +196,10 @@ func TestDequantMatchesFormat(t *testing.T) {
 // and scales) per second: the 15M model's output head, 32000 rows of 288 (9 MB as Q8_0: in L3
 // here), and a 768×288 matrix (the feed-forward's W2 shape transposed: in L2).
 //
-//	go test ./engine/cpu -run XXX -bench QuantDotRows
+//	go test ./engine/cpu/kernels -run XXX -bench QuantDotRows
 func BenchmarkQuantDotRows(b *testing.B) {
 	r := rand.New(rand.NewPCG(25, 26))
-	for _, p := range kernels.Paths() {
+	for _, p := range Paths() {
 		for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0, quant.BF16} {
 			for _, shape := range [][2]int{{32000, 288}, {768, 288}} {
 				rows, k := shape[0], shape[1]
@@ -213,7 +211,7 @@ func BenchmarkQuantDotRows(b *testing.B) {
 					raw, _ := quant.Quantize(quant.BF16, normals(r, rows*k))
 					w = make([]uint16, rows*k)
 					for i := range w {
-						w[i] = binary.LittleEndian.Uint16(raw[2*i:])
+						w[i] = uint16(raw[2*i]) | uint16(raw[2*i+1])<<8 // little-endian
 					}
 				} else {
 					c = newActCase(r, typ, k, rows, false, 1)
@@ -228,11 +226,11 @@ func BenchmarkQuantDotRows(b *testing.B) {
 					for b.Loop() {
 						switch typ {
 						case quant.Q8_0:
-							dotRowsQ8_0(typed[int8](c.q), c.d, k, c.x, y)
+							DotRowsQ8_0(bytesAs[int8](c.q), c.d, k, c.x, y)
 						case quant.Q4_0:
-							dotRowsQ4_0(c.q, c.d, k, c.x, y)
+							DotRowsQ4_0(c.q, c.d, k, c.x, y)
 						default:
-							dotRowsBF16(w, k, c.x, y)
+							DotRowsBF16(w, k, c.x, y)
 						}
 					}
 				})

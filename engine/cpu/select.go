@@ -1,0 +1,87 @@
+package cpu
+
+// select.go: Where (pick from two operands by a bool mask) and Clamp (bound an operand between
+// two others); each operand is a scalar or of the output's shape.
+
+// Where: cond, onTrue and onFalse are each either a scalar or of the output's shape.
+func lowerWhere(lw *lowering) (stepFn, error) {
+	n := lw.n
+	sc, st, sf := 1, 1, 1
+	if n.inputs[0].shape.IsScalar() {
+		sc = 0
+	}
+	if n.inputs[1].shape.IsScalar() {
+		st = 0
+	}
+	if n.inputs[2].shape.IsScalar() {
+		sf = 0
+	}
+	size := n.shape.DType.Size()
+	ic, it, iff, io := lw.in[0], lw.in[1], lw.in[2], lw.out
+	p := lw.e.backend.pool
+	return func(f *frame) {
+		c, t, fa, out := typed[bool](f.slots[ic]), f.slots[it], f.slots[iff], f.slots[io]
+		if size == 4 && len(out) < 4*elementwiseGrain {
+			// int32 and float32 (the attention mask and the cache's positions): no copy calls.
+			t, fa, out := typed[uint32](t), typed[uint32](fa), typed[uint32](out)
+			for i := range out {
+				if c[i*sc] {
+					out[i] = t[i*st]
+				} else {
+					out[i] = fa[i*sf]
+				}
+			}
+			return
+		}
+		p.parallelFor(len(out)/max(size, 1), elementwiseGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				src, j := fa, i*sf
+				if c[i*sc] {
+					src, j = t, i*st
+				}
+				copy(out[i*size:(i+1)*size], src[j*size:(j+1)*size])
+			}
+		})
+	}, nil
+}
+
+// Clamp: the bounds are scalars or of the operand's shape.
+type clampStep struct{ lw *lowering }
+
+func clampStepT[T number](lw *lowering) (stepFn, error) {
+	n := lw.n
+	slo, shi := 1, 1
+	if n.inputs[0].shape.IsScalar() {
+		slo = 0
+	}
+	if n.inputs[2].shape.IsScalar() {
+		shi = 0
+	}
+	ilo, ix, ihi, io := lw.in[0], lw.in[1], lw.in[2], lw.out
+	return func(f *frame) {
+		lo, x, hi, out := typed[T](f.slots[ilo]), typed[T](f.slots[ix]), typed[T](f.slots[ihi]), typed[T](f.slots[io])
+		for i := range out {
+			out[i] = min(max(x[i], lo[i*slo]), hi[i*shi])
+		}
+	}, nil
+}
+
+func (s clampStep) f32() (stepFn, error) { return clampStepT[float32](s.lw) }
+
+func (s clampStep) f64() (stepFn, error) { return clampStepT[float64](s.lw) }
+
+func (s clampStep) i8() (stepFn, error) { return clampStepT[int8](s.lw) }
+
+func (s clampStep) i16() (stepFn, error) { return clampStepT[int16](s.lw) }
+
+func (s clampStep) i32() (stepFn, error) { return clampStepT[int32](s.lw) }
+
+func (s clampStep) i64() (stepFn, error) { return clampStepT[int64](s.lw) }
+
+func (s clampStep) u8() (stepFn, error) { return clampStepT[uint8](s.lw) }
+
+func (s clampStep) u16() (stepFn, error) { return clampStepT[uint16](s.lw) }
+
+func (s clampStep) u32() (stepFn, error) { return clampStepT[uint32](s.lw) }
+
+func (s clampStep) u64() (stepFn, error) { return clampStepT[uint64](s.lw) }
