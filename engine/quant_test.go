@@ -21,7 +21,7 @@ func TestQuantizedWeightsMatchDequantized(t *testing.T) {
 	dir := filepath.Join("..", "weights", "rope-decoder")
 	tokens := [][]int{{10, 40, 101, 32, 117, 110, 99, 116, 105, 111, 110, 40, 41, 32, 123, 10}}
 	positions := [][]int{iotaFrom(0, len(tokens[0]))}
-	for _, backend := range []string{"cpu:actq8=false", "cpu:fuse=false,actq8=false", "go"} {
+	for _, backend := range []string{"cpu:actq8=false", "cpu:optimize=false,actq8=false", "go"} {
 		for _, typ := range []quant.Type{quant.BF16, quant.Q8_0, quant.Q4_0} {
 			t.Run(fmt.Sprintf("%s/%v", backend, typ), func(t *testing.T) {
 				q, err := LoadAs(dir, backend, 64, typ)

@@ -50,8 +50,7 @@ var _ backends.Backend = (*Backend)(nil)
 // New returns a backend; config is a comma-separated list of options: "threads=N" (default
 // GOMAXPROCS), "optimize=false" (compile the graph as recorded: no merging of identical nodes,
 // no products reading quantized weights' stored bytes, elementwise chains run op by op; to
-// measure what the passes give, and as the reference they are tested against; "fuse=false",
-// its former name, is still accepted),
+// measure what the passes give, and as the reference they are tested against),
 // "actq8=true|false" (decoding's products with Q8_0 or Q4_0 weights take x quantized to int8
 // blocks, as llama.cpp's do: faster, and no longer what the graph says to float rounding; see
 // kernels/vnni.go. The default is true where the int8 kernels run in assembly, AVX-512 VNNI, and
@@ -78,10 +77,10 @@ func New(config string) (*Backend, error) {
 				return nil, fmt.Errorf("backend %s: threads=%q: want a positive integer", BackendName, val)
 			}
 			threads = n
-		case "optimize", "fuse": // fuse: the option's former name, still used by callers' configs
+		case "optimize":
 			v, err := strconv.ParseBool(val)
 			if err != nil {
-				return nil, fmt.Errorf("backend %s: %s=%q: want true or false", BackendName, key, val)
+				return nil, fmt.Errorf("backend %s: optimize=%q: want true or false", BackendName, val)
 			}
 			optimize = v
 		case "actq8":

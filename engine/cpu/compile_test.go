@@ -413,9 +413,10 @@ func TestOrderKeepingTransposeIsFree(t *testing.T) {
 	}
 }
 
-// "fuse", the former name of the option optimize, still sets it (callers' configs use it).
-func TestOptimizeOptionAlias(t *testing.T) {
-	for config, want := range map[string]bool{"": true, "optimize=false": false, "fuse=false": false, "fuse=true": true} {
+// optimize turns the rewriting passes on (the default) or off; the option's former name, fuse, is
+// an unknown option like any other.
+func TestOptimizeOption(t *testing.T) {
+	for config, want := range map[string]bool{"": true, "optimize=false": false, "optimize=true": true} {
 		be, err := New(config)
 		if err != nil {
 			t.Fatalf("New(%q): %v", config, err)
@@ -424,5 +425,8 @@ func TestOptimizeOptionAlias(t *testing.T) {
 			t.Errorf("New(%q): optimize = %v, want %v", config, be.optimize, want)
 		}
 		be.Finalize()
+	}
+	if _, err := New("fuse=false"); err == nil {
+		t.Error("New(\"fuse=false\"): the option's former name is accepted")
 	}
 }

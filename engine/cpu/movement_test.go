@@ -31,7 +31,7 @@ var (
 
 func mvRefBackend(t *testing.T) backends.Backend {
 	t.Helper()
-	mvBackendOnce.Do(func() { mvBackend, mvBackendErr = simplego.New("") })
+	mvBackendOnce.Do(func() { mvBackend, mvBackendErr = simplego.New("ops_sequential") }) // its parallel op scheduling races
 	if mvBackendErr != nil {
 		t.Fatalf("simplego backend: %v", mvBackendErr)
 	}
