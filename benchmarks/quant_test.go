@@ -7,7 +7,7 @@ import (
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/engine/train/corpus"
 	"github.com/posformer/posformer/engine/train/tasks"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // What quantization costs the shipped RoPE decoder: bits per byte on held-out Go source (the

@@ -16,9 +16,9 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/speed"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
-	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
 )
 

@@ -16,11 +16,11 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	_ "github.com/posformer/posformer/models/gguf"  // registers the format
 	_ "github.com/posformer/posformer/models/hf"    // registers the format
 	"github.com/posformer/posformer/models/llama2c" // registers the format, and IsLlama2C
-	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // TestFormatOf checks which registered format claims each kind of path, and that a path none

@@ -9,8 +9,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // A model held quantized computes what the float32 model computes with each matrix replaced by

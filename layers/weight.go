@@ -1,7 +1,7 @@
 package layers
 
 // Weight matrices kept in a narrower type than float32 (bfloat16, or ggml's Q8_0 and Q4_0
-// blocks, see models/quant), for inference.
+// blocks, see layers/quant), for inference.
 //
 // The graph says what the numbers mean, and nothing else: a quantized matrix is its stored
 // parts (int8 or packed nibbles, and one float32 scale per block of 32 weights) followed by the
@@ -26,7 +26,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/ml/context"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // weightTypeParam holds the weight type of an inference context (see SetWeightType).

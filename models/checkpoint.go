@@ -18,8 +18,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models/atomicfile"
-	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/models/safetensors"
 )
 

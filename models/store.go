@@ -16,11 +16,11 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // StoreTensor stores the checkpoint tensor name of the given shape, whose values raw holds in
-// type t (ggml's layouts, see models/quant), as ctx holds it: blocks of the context's own
+// type t (ggml's layouts, see layers/quant), as ctx holds it: blocks of the context's own
 // type are kept as they are (not requantized, so a Q8_0 file runs exactly its stored numbers),
 // anything else is widened to float32 and goes through SetParam.
 func StoreTensor(ctx *context.Context, backend backends.Backend, name string, shape []int, t quant.Type, raw []byte) error {

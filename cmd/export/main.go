@@ -24,11 +24,11 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/models/llama2c"
-	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/tokenizer"
 )
 

@@ -27,9 +27,9 @@ import (
 	"github.com/posformer/posformer/cmd/internal/weightflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/gguf"
-	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/tokenizer"
 )
 

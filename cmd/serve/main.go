@@ -36,8 +36,8 @@ import (
 	"github.com/posformer/posformer/cmd/internal/weightflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/engine/serve"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // serveSlack is the memory allowed, above the weights, two KV caches and the logits of a few

@@ -11,7 +11,7 @@ import (
 
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/engine/cpu/kernels"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // Greedy decoding of the shipped RoPE decoder held as Q8_0 or Q4_0, with int8 activations,

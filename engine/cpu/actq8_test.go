@@ -14,7 +14,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/layers"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights with up to four rows of x equals the int8
@@ -139,7 +139,7 @@ func withKernels(t testing.TB, p string) {
 }
 
 // actCase and its reference are kernels/vnni_test.go's, for the products of TestActQ8Product:
-// what ggml's formats say x·Wᵀ is, computed from models/quant alone.
+// what ggml's formats say x·Wᵀ is, computed from layers/quant alone.
 // actCase is one product of the int8-activation tests: weights in posformer's split layout,
 // one row of x, and what ggml's formats say the product is.
 type actCase struct {
@@ -151,7 +151,7 @@ type actCase struct {
 	x    []float32
 }
 
-// reference is the product the way ggml's formats define it, from models/quant alone: x stored
+// reference is the product the way ggml's formats define it, from layers/quant alone: x stored
 // as Q8_0 and read back (d_x·q_x per value), each weight d_w·q_w, summed in float64. It also
 // returns Σ|terms| per row, the scale of float32 rounding.
 func (c actCase) reference() (want, mag []float64) {

@@ -24,7 +24,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // quantDotAttr replaces the dotAttr of a DotGeneral rewritten to x·Wᵀ with W stored as typ;

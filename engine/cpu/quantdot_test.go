@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/layers"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // x·Wᵀ with W held as bf16, Q8_0 or Q4_0 (the layers' dequantizing graph) is rewritten into one

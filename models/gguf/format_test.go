@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // sampleFile is a small file with every value type and every tensor type.

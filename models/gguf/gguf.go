@@ -10,7 +10,7 @@
 //
 // where a string is a uint64 length and that many bytes. Dims are innermost first (ggml's ne):
 // a PyTorch/posformer matrix [out, in] is stored with dims (in, out), and its bytes are the same
-// row-major rows. Tensors are F32, F16, BF16, Q8_0 or Q4_0 (ggml's block layouts, models/quant);
+// row-major rows. Tensors are F32, F16, BF16, Q8_0 or Q4_0 (ggml's block layouts, layers/quant);
 // a file holding any other type is refused, naming the type and the tensor.
 //
 // Reading treats the file as hostile: every count and length is checked against the bytes left
@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // Magic is "GGUF" as the first four bytes of a file.

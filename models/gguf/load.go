@@ -29,10 +29,10 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/families"
 	"github.com/posformer/posformer/models/hf"
-	"github.com/posformer/posformer/models/quant"
 	"github.com/posformer/posformer/positional"
 )
 

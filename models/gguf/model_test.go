@@ -18,10 +18,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/llama2c"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // Configurations of every shape the exporter writes.

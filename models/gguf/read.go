@@ -9,7 +9,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // TensorInfo describes one tensor of a file.

@@ -7,8 +7,8 @@ import (
 	"io"
 	"math"
 
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models/atomicfile"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // Tensor is a tensor to write.

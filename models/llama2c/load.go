@@ -10,8 +10,8 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // NormEps is the epsilon run.c adds inside every RMSNorm; the format has no field for it.

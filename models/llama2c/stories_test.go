@@ -16,9 +16,9 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/llama2c"
-	"github.com/posformer/posformer/models/quant"
 )
 
 // refModel holds a version 0 file's weights in float64, sliced as run.c maps them.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // Name is the flag's name.

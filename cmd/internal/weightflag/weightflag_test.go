@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // The shipped checkpoint directory stores float32; a given type overrides it; a type the

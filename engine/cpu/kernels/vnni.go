@@ -2,7 +2,7 @@ package kernels
 
 // Products with int8 activations (the backend option actq8=true): x·Wᵀ with W stored as Q8_0
 // or Q4_0, where each row of x is first quantized to Q8_0 blocks as llama.cpp does (ggml's
-// reference rounding, models/quant: d = max|x|/127, q = round(x/d)), so that every block of 32
+// reference rounding, layers/quant: d = max|x|/127, q = round(x/d)), so that every block of 32
 // is an exact integer dot product, scaled once by d_x·d_w:
 //
 //	y = Σ_b d_x[b]·d_w[b] · Σ_{j in b} q_x[j]·q_w[j]
@@ -27,7 +27,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 	cpuid "golang.org/x/sys/cpu"
 )
 
@@ -81,7 +81,7 @@ func ActView(buf []byte, k int, layout bool) ActRow {
 }
 
 // QuantizeAct quantizes x (one row of k, a multiple of 32) into buf (ActRowBytes(k) bytes) for
-// products with typ weights: with models/quant's rounding in Go, or when layout is set (only
+// products with typ weights: with layers/quant's rounding in Go, or when layout is set (only
 // where VNNI) by the assembly straight into its layout, with the same rounding bit for bit
 // (vnni_amd64.s; tested against layoutAct). That holds for finite x: a row holding an
 // infinity or NaN gets an infinite scale, and its products are not finite on either path.

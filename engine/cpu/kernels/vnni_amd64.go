@@ -5,7 +5,7 @@ package kernels
 import (
 	"fmt"
 
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 const haveVNNIAsm = true

@@ -2,7 +2,7 @@
 
 package kernels
 
-import "github.com/posformer/posformer/models/quant"
+import "github.com/posformer/posformer/layers/quant"
 
 const haveVNNIAsm = false
 

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/posformer/posformer/models/quant"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 // actCase is one product of the int8-activation tests: weights in posformer's split layout,
@@ -21,7 +21,7 @@ type actCase struct {
 }
 
 // newActCase makes random weights (rawQ8: any byte, −128 included, as a file could hold;
-// otherwise quantized from normal values by models/quant) and a random row of x, scaled by
+// otherwise quantized from normal values by layers/quant) and a random row of x, scaled by
 // xScale (0 gives a row of zeros).
 func newActCase(r *rand.Rand, typ quant.Type, k, rows int, rawQ8 bool, xScale float64) actCase {
 	c := actCase{typ: typ, k: k, rows: rows}
@@ -56,7 +56,7 @@ func newActCase(r *rand.Rand, typ quant.Type, k, rows int, rawQ8 bool, xScale fl
 	return c
 }
 
-// reference is the product the way ggml's formats define it, from models/quant alone: x stored
+// reference is the product the way ggml's formats define it, from layers/quant alone: x stored
 // as Q8_0 and read back (d_x·q_x per value), each weight d_w·q_w, summed in float64. It also
 // returns Σ|terms| per row, the scale of float32 rounding.
 func (c actCase) reference() (want, mag []float64) {
@@ -120,7 +120,7 @@ var actDepths = []int{32, 64, 96, 288, 320, 768} // odd and even block counts, t
 var actRows = []int{1, 2, 3, 4, 5, 7, 8, 9, 33}  // groups of four and every remainder
 
 // The portable integer path (the generic kernel set) equals the product ggml's formats define,
-// computed independently from models/quant in float64: the integer sums are exact, so the only
+// computed independently from layers/quant in float64: the integer sums are exact, so the only
 // difference is the float32 rounding of d_x·d_w and of the sum over blocks (1e-5 of Σ|terms|).
 func TestActDotRowsPortableMatchesReference(t *testing.T) {
 	withKernels(t, Generic)
@@ -230,7 +230,7 @@ func TestActNonFiniteRow(t *testing.T) {
 
 // The laid-out form holds every quantized value once, where the kernels expect it, with the
 // offset correction of its lane and the scale of its block (layoutAct, checked against that
-// definition), and the assembly quantizer writes exactly layoutAct's bytes from models/quant's
+// definition), and the assembly quantizer writes exactly layoutAct's bytes from layers/quant's
 // rounding: rows of ordinary values, of exact halves (ties round away from zero), of values whose
 // scale is a subnormal half float or rounds to zero, of zeros, and large ones.
 func TestLayoutAct(t *testing.T) {
@@ -361,7 +361,7 @@ func BenchmarkActDotRows(b *testing.B) {
 	}
 }
 
-// Quantizing one row of x (models/quant's rounding, then the kernels' layout).
+// Quantizing one row of x (layers/quant's rounding, then the kernels' layout).
 func BenchmarkQuantizeAct(b *testing.B) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, k := range []int{288, 768} {
