@@ -20,6 +20,10 @@ const DefaultBackend = "cpu"
 // xlaBackend is set by backend_xla.go when the binary is built with XLA support.
 var xlaBackend func(plugin string) (backends.Backend, error)
 
+// BackendUsage is the help text of a --backend flag: every value BackendNames lists, and what
+// each is.
+const BackendUsage = "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda"
+
 // BackendNames lists the accepted --backend values.
 func BackendNames() []string { return []string{"cpu", "go", "xla:cpu", "xla:cuda"} }
 

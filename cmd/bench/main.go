@@ -32,11 +32,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/posformer/posformer/benchmarks/recipe"
+	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/intlist"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine/train/tasks"
 )
@@ -101,7 +102,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.ship, "ship", "weights/bench", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained; \"\" for none (never with -steps)")
 	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
 	fs.IntVar(&o.slidingStride, "sliding-stride", 0, "with -m and -task lm: slide the sliding-window row by this many tokens (1 to L) instead of L/2")
-	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
+	backendflag.Var(fs, &o.backend, "")
 	userRope = ropeflags.Register(fs)
 	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per (task, scheme) (0: the recipe's, 3)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "with --full: cells run at once, each on NumCPU/jobs cores (small models train faster one per core)")
@@ -189,16 +190,14 @@ func parseLengths(s string) ([]int, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("-lengths %q: want comma-separated token counts, e.g. 64,256,1024", s)
-		}
+	out, _, ok := intlist.Parse(s, nil)
+	if !ok {
+		return nil, fmt.Errorf("-lengths %q: want comma-separated token counts, e.g. 64,256,1024", s)
+	}
+	for _, n := range out {
 		if n < 1 {
 			return nil, fmt.Errorf("-lengths: %d is below 1; lengths are token counts, e.g. 64,256,1024", n)
 		}
-		out = append(out, n)
 	}
 	return out, nil
 }

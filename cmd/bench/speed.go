@@ -18,10 +18,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/posformer/posformer/benchmarks/speed"
+	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/intlist"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/layers"
 )
@@ -42,7 +43,7 @@ func speedFlags(o *speedOptions) *flag.FlagSet {
 	fs.StringVar(&o.batches, "batches", "1,2,4,8", "batch sizes for batched decode")
 	fs.IntVar(&o.ctxSize, "c", 0, "context size, the KV-cache capacity (0: the model's max_seq_len)")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each prefill measurement (the fastest is kept)")
-	fs.StringVar(&o.backend, "backend", "", "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
+	backendflag.Var(fs, &o.backend, "")
 	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory: "+layers.WeightTypes+" (default: as the checkpoint stores them)")
 	fs.StringVar(&o.out, "o", "", "directory for speed.csv, speed-positions.csv and speed.png (default: none written)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to FILE (with several models: FILE.<model>)")
@@ -174,13 +175,9 @@ func measureChild(o speedOptions, prompts, batches []int) error {
 }
 
 func parseInts(flagName, s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("%s: want comma-separated positive integers, got %q", flagName, s)
-		}
-		out = append(out, v)
+	out, _, ok := intlist.Parse(s, func(v int) bool { return v >= 1 })
+	if !ok {
+		return nil, fmt.Errorf("%s: want comma-separated positive integers, got %q", flagName, s)
 	}
 	return out, nil
 }

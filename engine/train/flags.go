@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/positional"
 )
@@ -57,7 +58,7 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 	fs.StringVar(&o.Scheme, "scheme", o.Scheme, "positional scheme: "+strings.Join(positional.Names(), ", "))
 	fs.Var(positional.OptionFlag(o.PE), "pe", "scheme option key=value (repeatable), e.g. -pe base=10000 -pe layout=interleaved")
 	fs.StringVar(&o.Out, "o", o.Out, "checkpoint directory to write (required)")
-	fs.StringVar(&o.Backend, "backend", o.Backend, "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda")
+	fs.StringVar(&o.Backend, "backend", o.Backend, engine.BackendUsage)
 	fs.IntVar(&o.Dim, "dim", o.Dim, "model width")
 	fs.IntVar(&o.Layers, "layers", o.Layers, "transformer blocks")
 	fs.IntVar(&o.Heads, "heads", o.Heads, "attention heads")

@@ -10,13 +10,17 @@
 // options); one on the global flag set passes flag.CommandLine.
 package backendflag
 
-import "flag"
+import (
+	"flag"
+
+	"github.com/posformer/posformer/engine"
+)
 
 // Name is the flag's name.
 const Name = "backend"
 
 // Usage is the flag's help text: every value engine.BackendNames lists, and what each is.
-const Usage = "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go (GoMLX pure Go), xla:cpu or xla:cuda"
+const Usage = engine.BackendUsage
 
 // ShortUsage is Usage without what go is, for a command whose help is long already (cmd/serve).
 const ShortUsage = "cpu (default, or $GOMLX_BACKEND; cpu:threads=N), go, xla:cpu or xla:cuda"
