@@ -17,6 +17,7 @@ import (
 type Model struct {
 	Config Config
 	Scheme positional.Scheme
+	SSMax  *positional.SSMax // scalable softmax ("ssmax": true in the positional block), or nil
 }
 
 // New validates cfg and builds its positional scheme.
@@ -29,7 +30,11 @@ func New(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{Config: cfg, Scheme: s}, nil
+	ss, err := positional.NewSSMax(cfg.Positional, cfg.Arch())
+	if err != nil {
+		return nil, err
+	}
+	return &Model{Config: cfg, Scheme: s, SSMax: ss}, nil
 }
 
 // Scope is the context scope that holds the model's variables; optimizers keep theirs elsewhere.
@@ -90,7 +95,7 @@ func (m *Model) hidden(ctx *context.Context, tokens, pos, valid *Node, cache *Ca
 	c := m.Config
 	ctx = ctx.In(Scope)
 	block := c.Block()
-	pe := layers.Positional{Scheme: m.Scheme, Ctx: ctx.In("positional")}
+	pe := layers.Positional{Scheme: m.Scheme, Ctx: ctx.In("positional"), SSMax: m.SSMax}
 
 	table := layers.EmbeddingTable(ctx.In("tok_embeddings"), tokens.Graph(), c.VocabSize, c.Dim, DType)
 	x := layers.Embed(table, tokens)

@@ -39,6 +39,16 @@ func New(name string, raw map[string]any, arch Arch) (Scheme, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown positional scheme %q (valid: %s)", name, strings.Join(Names(), ", "))
 	}
+	if _, ok := raw[SSMaxOption]; ok {
+		// An option of every scheme, read by NewSSMax: the scheme itself does not see it.
+		rest := make(map[string]any, len(raw))
+		for k, v := range raw {
+			if k != SSMaxOption {
+				rest[k] = v
+			}
+		}
+		raw = rest
+	}
 	opts := NewOptions(raw)
 	s, err := c(opts, arch)
 	// A mistyped option is often why the constructor failed (it saw the default), so the
