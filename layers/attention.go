@@ -85,8 +85,8 @@ func fromHeads(y *Node) *Node {
 // Attention is multi-head attention with grouped queries (n_kv_heads <= n_heads, each key/value
 // head shared by n_heads/n_kv_heads query heads, Ainslie et al. 2023) and the four positional
 // hooks, called in this order: QueryKey on the new q and k, Scores (when present) instead of q·k,
-// Relative on q and all keys, Bias after scaling; then the scalable softmax's factor when the
-// model has one. It returns the attention output and, when cached, the layer's updated cache.
+// Relative on q and all keys, Bias after scaling, Contextual on the finished logits; then the
+// scalable softmax's factor when the model has one. It returns the attention output and, when cached, the layer's updated cache.
 func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, x *Node, in AttentionInput, outStd float64) (*Node, *LayerCache) {
 	dims := x.Shape().Dimensions
 	batch, seq := dims[0], dims[1]
@@ -155,6 +155,9 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	mask := in.Mask
 	if mask == nil {
 		mask = MaskBias(cfg.Causal, h, relPos, relKeyPos, keyValid)
+	}
+	if hook, ok := pe.Scheme.(positional.Contextual); ok {
+		logits = Add(logits, hook.ContextualLogits(pe.Ctx, layer, q, logits, positional.VisibleKeys(mask)))
 	}
 	if pe.SSMax != nil {
 		// Before the mask: a hidden key's logit must stay hidden whatever the factor.

@@ -9,7 +9,9 @@
 //	Bias      bias[h,i,j] = b(qPos_i, kPos_j)  added to the scaled logits (ALiBi)
 //
 // A scheme may instead replace the q·k product (Scores), when a key's transform depends on the
-// query too (dynamic NTK RoPE); LogitScale replaces 1/sqrt(headDim).
+// query too (dynamic NTK RoPE); LogitScale replaces 1/sqrt(headDim). A scheme whose positions
+// come from content (CoPE) reads the finished logits and which keys each query sees, and adds
+// to them (Contextual), last.
 //
 // Positions are data: every hook receives explicit int32 position tensors of shape [batch, seq],
 // never an implied iota. That makes KV-cache decoding, padding and packed sequences one code path.
@@ -62,6 +64,18 @@ type Relative interface {
 	// RelativeValues returns extra attention output [batch, heads, seq_q, headDim] from the
 	// attention probabilities [batch, heads, seq_q, seq_k], or nil when the scheme has none.
 	RelativeValues(ctx *context.Context, layer int, probs, qPos, kPos *Node) *Node
+}
+
+// Contextual is implemented by schemes whose positions are computed from the attention itself,
+// such as CoPE, which counts the keys a query's gates let through. It is called last, on the
+// logits every other hook has produced, scaled, with the keys each query sees.
+type Contextual interface {
+	Scheme
+	// ContextualLogits returns logits [batch, heads, seq_q, seq_k] to add to logits (the same
+	// shape, already scaled), from q [batch, heads, seq_q, headDim] and visible [batch, heads or
+	// 1, seq_q, seq_k] (true where the query sees the key). Keys are in the order they were
+	// written (a cache's slot order, which is position order in decoding).
+	ContextualLogits(ctx *context.Context, layer int, q, logits, visible *Node) *Node
 }
 
 // Scores replaces the q·k dot product itself, for schemes whose transform of a key depends on
