@@ -157,7 +157,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 		mask = MaskBias(cfg.Causal, h, relPos, relKeyPos, keyValid)
 	}
 	if hook, ok := pe.Scheme.(positional.Contextual); ok {
-		logits = Add(logits, hook.ContextualLogits(pe.Ctx, layer, q, logits, positional.VisibleKeys(mask)))
+		logits = Add(logits, hook.ContextualLogits(pe.Ctx, layer, q, logits, positional.VisibleKeys(mask), in.Pos, keyPos))
 	}
 	if pe.SSMax != nil {
 		// Before the mask: a hidden key's logit must stay hidden whatever the factor.

@@ -56,7 +56,7 @@ func (c *CoPE) table(ctx *context.Context, layer int, g *Graph) *Node {
 }
 
 // ContextualLogits implements Contextual.
-func (c *CoPE) ContextualLogits(ctx *context.Context, layer int, q, logits, visible *Node) *Node {
+func (c *CoPE) ContextualLogits(ctx *context.Context, layer int, q, logits, visible, _, _ *Node) *Node {
 	dims := logits.Shape().Dimensions
 	vis := BroadcastToDims(visible, dims...)
 	gates := Where(vis, Sigmoid(logits), ZerosLike(logits))

@@ -66,16 +66,18 @@ type Relative interface {
 	RelativeValues(ctx *context.Context, layer int, probs, qPos, kPos *Node) *Node
 }
 
-// Contextual is implemented by schemes whose positions are computed from the attention itself,
-// such as CoPE, which counts the keys a query's gates let through. It is called last, on the
-// logits every other hook has produced, scaled, with the keys each query sees.
+// Contextual is implemented by schemes whose positional term depends on the attention itself:
+// CoPE counts the keys a query's gates let through, DAPE adapts a bias to the logits. It is
+// called last, on the logits every other hook has produced, scaled, with the keys each query
+// sees.
 type Contextual interface {
 	Scheme
 	// ContextualLogits returns logits [batch, heads, seq_q, seq_k] to add to logits (the same
-	// shape, already scaled), from q [batch, heads, seq_q, headDim] and visible [batch, heads or
-	// 1, seq_q, seq_k] (true where the query sees the key). Keys are in the order they were
-	// written (a cache's slot order, which is position order in decoding).
-	ContextualLogits(ctx *context.Context, layer int, q, logits, visible *Node) *Node
+	// shape, already scaled), from q [batch, heads, seq_q, headDim], visible [batch, heads or
+	// 1, seq_q, seq_k] (true where the query sees the key) and the positions as the Bias hook
+	// gets them. Keys are in the order they were written (a cache's slot order, which is
+	// position order in decoding).
+	ContextualLogits(ctx *context.Context, layer int, q, logits, visible, qPos, kPos *Node) *Node
 }
 
 // Scores replaces the q·k dot product itself, for schemes whose transform of a key depends on
