@@ -38,6 +38,8 @@ var schemeVariants = []map[string]any{
 	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "longrope", "factor": 4.0, "original_max_position_embeddings": 6,
 		"short_factor": []any{1.0, 1.5, 2.0, 3.0}, "long_factor": []any{2.0, 4.0, 8.0, 16.0}}},
 	{"name": "rope", "p": 0.5},
+	// Self-Extend groups keys 5 or more positions back, in groups of 3.
+	{"name": "rope", "self_extend": map[string]any{"group": 3, "window": 5}},
 }
 
 // testSchemes is every registered scheme with its default options, plus the variants, so a

@@ -61,6 +61,13 @@ func init() {
 		if err := r.checkFrequencies(); err != nil {
 			return nil, err
 		}
+		se, err := parseSelfExtend(opts.Sub("self_extend"), r)
+		if err != nil {
+			return nil, err
+		}
+		if se != nil {
+			return se, nil
+		}
 		if sc != nil && sc.Type == "longrope" {
 			return &LongRoPE{RoPE: r}, nil
 		}

@@ -9,6 +9,8 @@
 //	--yarn-orig-ctx L     the trained context (default: the model's train_seq_len)
 //	--yarn-beta-fast, --yarn-beta-slow   YaRN's ramp ends in turns over L (32, 1)
 //	--yarn-attn-factor A  multiplies YaRN's 0.1·ln(s) + 1, as in llama.cpp
+//	--grp-attn-n G        Self-Extend's group size (1: off), positional/selfextend.go
+//	--grp-attn-w W        Self-Extend's neighbour window (512), as llama.cpp names them
 //
 // As in llama.cpp, a scale without a type means linear.
 package ropeflags
@@ -30,6 +32,7 @@ type Flags struct {
 	Scale, FreqScale, FreqBase   float64
 	OrigCtx                      int
 	BetaFast, BetaSlow, AttnMult float64
+	GroupN, GroupW               int // Self-Extend
 }
 
 // Types are the accepted --rope-scaling values.
@@ -46,6 +49,8 @@ func Register(fs *flag.FlagSet) *Flags {
 	fs.Float64Var(&f.BetaFast, "yarn-beta-fast", 0, "YaRN: pairs turning more than this many times over the original context keep their frequency (32)")
 	fs.Float64Var(&f.BetaSlow, "yarn-beta-slow", 0, "YaRN: pairs turning fewer times are fully interpolated (1)")
 	fs.Float64Var(&f.AttnMult, "yarn-attn-factor", 0, "YaRN: multiplies the attention factor 0.1·ln(s) + 1 (1)")
+	fs.IntVar(&f.GroupN, "grp-attn-n", 0, "Self-Extend: group size G, keys beyond the window attended at positions ⌊p/G⌋ (1: off)")
+	fs.IntVar(&f.GroupW, "grp-attn-w", 0, "Self-Extend: neighbour window W, keys closer than W attended as trained (512)")
 	return f
 }
 
@@ -74,8 +79,36 @@ func (f *Flags) Apply(pe map[string]any) error {
 		return nil
 	}
 	if name, _ := pe["name"].(string); name != "rope" {
-		return fmt.Errorf("the --rope-* and --yarn-* flags need a model with the rope scheme; this one uses %q", name)
+		return fmt.Errorf("the --rope-*, --yarn-* and --grp-attn-* flags need a model with the rope scheme; this one uses %q", name)
 	}
+	if err := f.applyScaling(pe); err != nil {
+		return err
+	}
+	return f.applySelfExtend(pe)
+}
+
+// applySelfExtend writes the self_extend block from --grp-attn-n and --grp-attn-w.
+func (f *Flags) applySelfExtend(pe map[string]any) error {
+	switch {
+	case f.GroupN < 0:
+		return fmt.Errorf("--grp-attn-n must be >= 1, got %d", f.GroupN)
+	case f.GroupW < 0:
+		return fmt.Errorf("--grp-attn-w must be >= 1, got %d", f.GroupW)
+	case f.GroupN <= 1 && f.GroupW > 0:
+		return fmt.Errorf("--grp-attn-w needs --grp-attn-n G > 1 (the group size; 1 is off)")
+	case f.GroupN <= 1:
+		return nil
+	}
+	w := f.GroupW
+	if w == 0 {
+		w = 512 // llama.cpp's default
+	}
+	pe["self_extend"] = map[string]any{"group": f.GroupN, "window": w}
+	return nil
+}
+
+// applyScaling writes the rope_scaling block and the base from the --rope-* and --yarn-* flags.
+func (f *Flags) applyScaling(pe map[string]any) error {
 	s, err := f.factor()
 	if err != nil {
 		return err
@@ -158,6 +191,9 @@ func (f *Flags) Describe() string {
 	}
 	if blk, ok := pe["rope_scaling"].(map[string]any); ok {
 		parts = append(parts, fmt.Sprintf("%v x%v", blk["rope_type"], blk["factor"]))
+	}
+	if blk, ok := pe["self_extend"].(map[string]any); ok {
+		parts = append(parts, fmt.Sprintf("self-extend G=%v W=%v", blk["group"], blk["window"]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -34,6 +34,9 @@ func TestApply(t *testing.T) {
 		{[]string{"--rope-scaling", "yarn", "--rope-scale", "4", "--yarn-beta-fast", "16", "--yarn-beta-slow", "2"}, map[string]any{"name": "rope", "rope_scaling": map[string]any{"rope_type": "yarn", "factor": 4.0, "beta_fast": 16.0, "beta_slow": 2.0}}},
 		{[]string{"--rope-freq-base", "500000"}, map[string]any{"name": "rope", "base": 500000.0}},
 		{[]string{"--rope-scaling", "none"}, map[string]any{"name": "rope"}},
+		{[]string{"--grp-attn-n", "4", "--grp-attn-w", "64"}, map[string]any{"name": "rope", "self_extend": map[string]any{"group": 4, "window": 64}}},
+		{[]string{"--grp-attn-n", "4"}, map[string]any{"name": "rope", "self_extend": map[string]any{"group": 4, "window": 512}}},
+		{[]string{"--grp-attn-n", "1"}, map[string]any{"name": "rope"}},
 	} {
 		pe := map[string]any{"name": "rope"}
 		if c.args != nil && c.args[len(c.args)-1] == "none" {
