@@ -126,7 +126,7 @@ func checkSet(dir string) error {
 	if err != nil {
 		return err
 	}
-	restart := fmt.Sprintf("start again with -force, or fine-tune from these weights with a fresh optimizer: -init %s -o NEW_DIR", dir)
+	restart := fmt.Sprintf("start again with -force in place of -resume, or fine-tune from these weights with a fresh optimizer: -init %s -o NEW_DIR", dir)
 	if !ok {
 		return fmt.Errorf("resuming: %s records no step but its optimizer state (%s) is from step %d, so they are not one checkpoint; %s",
 			weights, StateFile, stateStep, restart)
