@@ -3,7 +3,8 @@
 // positional scheme. Run owns the training loop: the learning-rate schedule (cosine, or the
 // plateau rule's warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
 // train_state.safetensors for the optimizer) every SaveEvery steps and at the end, resuming
-// from one, the loss curve (loss.csv) and the summary (train.json).
+// from one (checkpoint.go: the files' steps must agree), the loss curve (loss.csv) and the
+// summary (train.json).
 //
 // cmd/train is its command line (ParseArgs reads the same flags); the benchmark's grid
 // (benchmarks/grid) calls Run for each of its models, several at once in one process: a run
