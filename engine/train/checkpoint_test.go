@@ -165,4 +165,16 @@ func TestTrainIntoCheckpointFolder(t *testing.T) {
 	if err != nil || len(curve) != 1 || curve[0].Step != 2 {
 		t.Errorf("after -force the loss curve is %v (%v), want the new run's one point", curve, err)
 	}
+	// A first save killed before the optimizer state: the weights alone, nothing to resume;
+	// the error names the flag that starts again, which then does.
+	for _, name := range []string{StateFile, InfoFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed.Steps = 2
+	if _, err := Run(context.Background(), resumed); err == nil || !strings.Contains(err.Error(), "no "+StateFile+" to resume from; train it again with -force in place of -resume") {
+		t.Errorf("-resume without optimizer state or train.json: %v", err)
+	}
+	mustRun(t, forced)
 }

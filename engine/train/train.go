@@ -567,7 +567,7 @@ func makeBatch(kind string, in, tgt [][]int32, maskRate float64, r *rand.Rand, m
 func finishedWithoutState(o Options, logw io.Writer) (Result, error) {
 	data, err := os.ReadFile(filepath.Join(o.Out, InfoFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Result{}, fmt.Errorf("resuming %s: no %s to resume from; train it again without -resume", o.Out, StateFile)
+		return Result{}, fmt.Errorf("resuming %s: no %s to resume from; train it again with -force in place of -resume", o.Out, StateFile)
 	}
 	var info struct {
 		Steps int    `json:"steps"`
