@@ -30,6 +30,7 @@ import (
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/atomicfile"
 	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/models/llama2c"
@@ -96,6 +97,9 @@ func run(o options, log io.Writer) error {
 	if err := checkOverwrite(o.out, o.force); err != nil {
 		return err
 	}
+	if err := removeOrphans(o.out); err != nil {
+		return err
+	}
 	backend, err := engine.NewBackend("")
 	if err != nil {
 		return err
@@ -155,6 +159,18 @@ func checkOverwrite(out string, force bool) error {
 		return fmt.Errorf("-o: %s exists; pass --force to replace it, or name another output", existing)
 	}
 	return nil
+}
+
+// removeOrphans removes the full-size temporary files that an export killed mid-write left
+// beside the files it writes (a Hugging Face folder's shards, named by their count, are
+// left to hf.Export).
+func removeOrphans(out string) error {
+	dir, names := filepath.Dir(out), []string{filepath.Base(out)}
+	if !strings.HasSuffix(strings.ToLower(out), ".gguf") {
+		dir, names = out, []string{hf.ConfigFile, hf.WeightsFile, hf.IndexFile, hf.TokenizerFile}
+	}
+	_, err := atomicfile.RemoveOrphans(dir, names...)
+	return err
 }
 
 // Kinds of model -m names.

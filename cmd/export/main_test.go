@@ -191,7 +191,7 @@ func TestExportRefuses(t *testing.T) {
 
 // An existing output is refused, in one line naming --force, and left as it was: a .gguf file,
 // or a folder holding a Hugging Face export (a folder without one is written into); --force
-// replaces it.
+// replaces it, and removes the temporary files of an export killed there.
 func TestExportRefusesExisting(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "rope.gguf")
@@ -201,6 +201,13 @@ func TestExportRefusesExisting(t *testing.T) {
 	}
 	for _, path := range []string{file, filepath.Join(hfDir, hf.ConfigFile)} {
 		if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a kill during the write of each leaves: removed by the next export there.
+	orphans := []string{filepath.Join(dir, ".rope.gguf.4021.tmp"), filepath.Join(hfDir, "."+hf.WeightsFile+".77.tmp")}
+	for _, path := range orphans {
+		if err := os.WriteFile(path, []byte("half"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,6 +226,11 @@ func TestExportRefusesExisting(t *testing.T) {
 		}
 		if got, _ := os.ReadFile(c.existing); string(got) == "old" {
 			t.Errorf("--force left %s as it was", c.existing)
+		}
+	}
+	for _, path := range orphans {
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s survived the next export", path)
 		}
 	}
 	empty := filepath.Join(dir, "empty")
