@@ -24,7 +24,8 @@ for s in "${schemes[@]}"; do
 		extra=(-steps 600)
 		[ "$kind" = encoder ] && extra=(-steps 1500)
 		[ "$s" = learned ] && extra+=(-pe max_positions=1024)
-		if ! "$out/train" -kind "$kind" -scheme "$s" "${extra[@]}" "${common[@]}" -o "$dir" 2>"$dir.log"; then
+		# -force: a run that did not finish (no train.json) starts again from scratch.
+		if ! "$out/train" -kind "$kind" -scheme "$s" "${extra[@]}" "${common[@]}" -force -o "$dir" 2>"$dir.log"; then
 			echo "$s $kind: $(tail -1 "$dir.log")" >&2
 		fi
 	done

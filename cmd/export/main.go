@@ -11,6 +11,10 @@
 // other models are refused, saying what llama.cpp could not run. The tokenizer goes into the
 // file (tokenizer.ggml.*): -z's, else the model's own (its tokenizer.json, the byte tokenizer, a
 // GGUF file's vocabulary); a llama2.c model without -z is written without one.
+//
+// An -o that exists (a file, or a folder holding an export) is refused unless --force replaces
+// it: llama.cpp's converters overwrite silently, but an export may be the only copy of a model
+// converted from a file since gone, and a typo in -o should not cost it.
 package main
 
 import (
@@ -26,6 +30,7 @@ import (
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/atomicfile"
 	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/hf"
 	"github.com/posformer/posformer/models/llama2c"
@@ -34,7 +39,7 @@ import (
 
 type options struct {
 	model, tokenizer, out, typ, name string
-	noVocab                          bool
+	noVocab, force                   bool
 }
 
 func main() {
@@ -50,9 +55,10 @@ func main() {
 	fs.StringVar(&o.typ, "type", "f32", "type of the weight matrices: f32, f16, bf16, q8_0 or q4_0 (norms and biases stay f32; a Hugging Face directory holds f32, f16 or bf16)")
 	fs.StringVar(&o.name, "name", "", "general.name (default: the model's file or directory name)")
 	fs.BoolVar(&o.noVocab, "no-vocab", false, "write no tokenizer (for tokenizers GGUF cannot describe)")
+	fs.BoolVar(&o.force, "force", false, "replace -o if it exists (a .gguf file, or a folder holding a Hugging Face export); without it an existing -o is refused")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: export -m MODEL [-z TOKENIZER] -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]")
-		fmt.Fprintln(os.Stderr, "       export -m MODEL [-z tokenizer.json] -o HF_DIR [--type f32|f16|bf16]")
+		fmt.Fprintln(os.Stderr, "usage: export -m MODEL [-z TOKENIZER] -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0] [--force]")
+		fmt.Fprintln(os.Stderr, "       export -m MODEL [-z tokenizer.json] -o HF_DIR [--type f32|f16|bf16] [--force]")
 		fs.PrintDefaults()
 	}
 	fs.SetOutput(io.Discard)
@@ -88,6 +94,12 @@ func run(o options, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--type: %w", err)
 	}
+	if err := checkOverwrite(o.out, o.force); err != nil {
+		return err
+	}
+	if err := removeOrphans(o.out); err != nil {
+		return err
+	}
 	backend, err := engine.NewBackend("")
 	if err != nil {
 		return err
@@ -122,6 +134,43 @@ func run(o options, log io.Writer) error {
 	}
 	fmt.Fprintf(log, "export: wrote %s (%s, %v weights, %.1f MB)\n", o.out, describe(m.Config), typ, float64(info.Size())/1e6)
 	return nil
+}
+
+// checkOverwrite refuses an output that exists, unless force: a .gguf file, or a Hugging Face
+// folder's config or weights (a folder that holds neither is written into, as it was).
+func checkOverwrite(out string, force bool) error {
+	if force {
+		return nil
+	}
+	existing := ""
+	if strings.HasSuffix(strings.ToLower(out), ".gguf") {
+		if _, err := os.Stat(out); err == nil {
+			existing = out
+		}
+	} else {
+		for _, name := range []string{hf.ConfigFile, hf.WeightsFile, hf.IndexFile} {
+			if _, err := os.Stat(filepath.Join(out, name)); err == nil {
+				existing = filepath.Join(out, name)
+				break
+			}
+		}
+	}
+	if existing != "" {
+		return fmt.Errorf("-o: %s exists; pass --force to replace it, or name another output", existing)
+	}
+	return nil
+}
+
+// removeOrphans removes the full-size temporary files that an export killed mid-write left
+// beside the files it writes (a Hugging Face folder's shards, named by their count, are
+// left to hf.Export).
+func removeOrphans(out string) error {
+	dir, names := filepath.Dir(out), []string{filepath.Base(out)}
+	if !strings.HasSuffix(strings.ToLower(out), ".gguf") {
+		dir, names = out, []string{hf.ConfigFile, hf.WeightsFile, hf.IndexFile, hf.TokenizerFile}
+	}
+	_, err := atomicfile.RemoveOrphans(dir, names...)
+	return err
 }
 
 // Kinds of model -m names.

@@ -158,10 +158,10 @@ func TestExportHF(t *testing.T) {
 	}
 	// Without its tokenizer.json the directory needs -z or --no-vocab.
 	os.Remove(filepath.Join(dir, hf.TokenizerFile))
-	if err := run(options{model: dir, out: out, typ: "f32"}, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "--no-vocab") {
+	if err := run(options{model: dir, out: out, typ: "f32", force: true}, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "--no-vocab") {
 		t.Errorf("no tokenizer.json: %v", err)
 	}
-	if err := run(options{model: dir, out: out, typ: "f32", noVocab: true}, new(bytes.Buffer)); err != nil {
+	if err := run(options{model: dir, out: out, typ: "f32", noVocab: true, force: true}, new(bytes.Buffer)); err != nil {
 		t.Error(err)
 	}
 }
@@ -186,5 +186,58 @@ func TestExportRefuses(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("files left behind: %v", entries)
+	}
+}
+
+// An existing output is refused, in one line naming --force, and left as it was: a .gguf file,
+// or a folder holding a Hugging Face export (a folder without one is written into); --force
+// replaces it, and removes the temporary files of an export killed there.
+func TestExportRefusesExisting(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rope.gguf")
+	hfDir := filepath.Join(dir, "rope-hf")
+	if err := os.Mkdir(hfDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{file, filepath.Join(hfDir, hf.ConfigFile)} {
+		if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a kill during the write of each leaves: removed by the next export there.
+	orphans := []string{filepath.Join(dir, ".rope.gguf.4021.tmp"), filepath.Join(hfDir, "."+hf.WeightsFile+".77.tmp")}
+	for _, path := range orphans {
+		if err := os.WriteFile(path, []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ out, existing string }{{file, file}, {hfDir, filepath.Join(hfDir, hf.ConfigFile)}} {
+		o := options{model: "../../weights/rope-decoder", out: c.out, typ: "f32"}
+		err := run(o, new(bytes.Buffer))
+		if err == nil || !strings.Contains(err.Error(), c.existing+" exists; pass --force to replace it") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("export onto %s: error %v, want one line naming it and --force", c.out, err)
+		}
+		if got, _ := os.ReadFile(c.existing); string(got) != "old" {
+			t.Errorf("a refused export changed %s", c.existing)
+		}
+		o.force = true
+		if err := run(o, new(bytes.Buffer)); err != nil {
+			t.Fatalf("--force onto %s: %v", c.out, err)
+		}
+		if got, _ := os.ReadFile(c.existing); string(got) == "old" {
+			t.Errorf("--force left %s as it was", c.existing)
+		}
+	}
+	for _, path := range orphans {
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s survived the next export", path)
+		}
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(options{model: "../../weights/rope-decoder", out: empty, typ: "f32"}, new(bytes.Buffer)); err != nil {
+		t.Errorf("export into an empty folder: %v", err)
 	}
 }

@@ -167,3 +167,32 @@ func TestSameSeedSameModel(t *testing.T) {
 		t.Error("-seed 5 and -seed 6 trained the same weights")
 	}
 }
+
+// Training into a folder that holds a checkpoint exits 1 with one line naming -resume and
+// -force; -force replaces the checkpoint, -resume continues it.
+func TestTrainIntoCheckpointFolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	args := []string{"-task", "copy", "-scheme", "rope", "-dim", "16", "-layers", "1", "-heads", "2", "-kv-heads", "1", "-hidden", "16",
+		"-seq", "16", "-batch", "2", "-steps", "2", "-warmup", "1", "-eval-every", "2", "-save-every", "2", "-eval-windows", "2", "-o", dir}
+	if out, code := trainProcess(t, args...); code != 0 {
+		t.Fatalf("training exited %d:\n%s", code, out)
+	}
+	out, code := trainProcess(t, args...)
+	if want := "train: -o " + dir + " holds a checkpoint (model.safetensors): add -resume to continue training it, or -force to replace it\n"; code != 1 || out != want {
+		t.Errorf("training into a trained folder: exit %d, %q; want exit 1, %q", code, out, want)
+	}
+	if out, code := trainProcess(t, append(args, "-force")...); code != 0 || !strings.Contains(out, "train: done") {
+		t.Errorf("-force: exit %d:\n%s", code, out)
+	}
+	var info struct{ Command string }
+	data, _ := os.ReadFile(filepath.Join(dir, "train.json"))
+	if err := json.Unmarshal(data, &info); err != nil || strings.Contains(info.Command, "force") {
+		t.Errorf("train.json records the command %q (%v), want it without -force", info.Command, err)
+	}
+	if out, code := trainProcess(t, append(args, "-steps", "4", "-resume")...); code != 0 || !strings.Contains(out, "train: done") {
+		t.Errorf("-resume: exit %d:\n%s", code, out)
+	}
+}

@@ -79,6 +79,7 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 	fs.IntVar(&o.MaxBytes, "max-bytes", o.MaxBytes, "cap on each corpus split in bytes (0: all of $GOROOT/src)")
 	fs.Float64Var(&o.MaskRate, "mask-rate", o.MaskRate, "encoder: fraction of bytes masked")
 	fs.BoolVar(&o.Resume, "resume", o.Resume, "continue from the checkpoint in -o")
+	fs.BoolVar(&o.Force, "force", o.Force, "replace the checkpoint in -o (without -resume or -force, a folder holding one is refused)")
 	fs.IntVar(&o.RandomPositions, "random-positions", o.RandomPositions, "randomized positions (Ruoss et al. 2023): each training sequence gets a sorted random subset of [0, N); 0 is off")
 	fs.StringVar(&o.NoPELayers, "nope-layers", o.NoPELayers, "comma-separated blocks (from 0) that skip the scheme's attention hooks, e.g. 1,3")
 	fs.IntVar(&o.Plateau, "plateau", o.Plateau, "train until the eval loss has not improved for N evaluations, then cool down (warmup-stable-decay); -steps is the cap. 0: cosine decay over -steps")
@@ -91,16 +92,20 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 	return fs, &o
 }
 
-// WithoutResume is a cmd/train command line without -resume (in any of its flag forms): what
-// trains the model, the same for a resumed run as for an uninterrupted one. train.json records
-// the command so, and the benchmark compares commands so.
+// WithoutResume is a cmd/train command line without -resume and -force (in any of their flag
+// forms), which say what to do with the folder's checkpoint: what is left trains the model, the
+// same for a resumed or replacing run as for an uninterrupted one. train.json records the
+// command so, and the benchmark compares commands so.
 func WithoutResume(args []string) []string {
 	var out []string
 	for _, a := range args {
-		if f := strings.TrimLeft(a, "-"); strings.HasPrefix(a, "-") && (f == "resume" || strings.HasPrefix(f, "resume=")) {
+		if f := strings.TrimLeft(a, "-"); strings.HasPrefix(a, "-") && (isFlag(f, "resume") || isFlag(f, "force")) {
 			continue
 		}
 		out = append(out, a)
 	}
 	return out
 }
+
+// isFlag reports whether f (an argument without its dashes) is the boolean flag name.
+func isFlag(f, name string) bool { return f == name || strings.HasPrefix(f, name+"=") }

@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// A resumed run records the command that trains the model, as an uninterrupted run does.
+// A resumed run, or one that replaced a checkpoint, records the command that trains the model,
+// as an uninterrupted run does.
 func TestWithoutResume(t *testing.T) {
-	got := strings.Join(WithoutResume([]string{"-task", "copy", "-resume", "-steps", "10", "--resume=true", "-o", "resume"}), " ")
-	if want := "-task copy -steps 10 -o resume"; got != want {
+	got := strings.Join(WithoutResume([]string{"-task", "copy", "-resume", "-steps", "10", "--resume=true", "--force", "-force=false", "-o", "resume", "-forced"}), " ")
+	if want := "-task copy -steps 10 -o resume -forced"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -3,7 +3,8 @@
 // positional scheme. Run owns the training loop: the learning-rate schedule (cosine, or the
 // plateau rule's warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
 // train_state.safetensors for the optimizer) every SaveEvery steps and at the end, resuming
-// from one, the loss curve (loss.csv) and the summary (train.json).
+// from one (checkpoint.go: the files' steps must agree), the loss curve (loss.csv) and the
+// summary (train.json).
 //
 // cmd/train is its command line (ParseArgs reads the same flags); the benchmark's grid
 // (benchmarks/grid) calls Run for each of its models, several at once in one process: a run
@@ -33,6 +34,7 @@ import (
 	"github.com/posformer/posformer/engine/train/corpus"
 	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/atomicfile"
 	"github.com/posformer/posformer/positional"
 	"github.com/posformer/posformer/tokenizer"
 )
@@ -54,6 +56,7 @@ type Options struct {
 	EvalWindows, MaxBytes  int
 	MaskRate               float64
 	Resume                 bool
+	Force                  bool // without Resume: replace the checkpoint in Out, which is otherwise refused
 	RandomPositions        int
 	NoPELayers             string
 	Plateau                int     // evaluations without improvement that end the run (0: cosine schedule over Steps)
@@ -120,6 +123,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if _, err := microBatch(o.MicroBatch, o.Batch, o.Seq, false); err != nil {
 		return Result{}, err
 	}
+	held := ""
+	if !o.Resume {
+		if held = heldCheckpoint(o.Out); held != "" && !o.Force {
+			return Result{}, fmt.Errorf("-o %s holds a checkpoint (%s): add -resume to continue training it, or -force to replace it", o.Out, held)
+		}
+	}
 	if o.Task != "" {
 		if err := tasks.Check(o.Task); err != nil {
 			return Result{}, fmt.Errorf("-task: %w", err)
@@ -159,12 +168,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	mctx := mlctx.New()
 	var m *models.Model
 	if o.Resume {
+		if _, err := atomicfile.RemoveOrphans(o.Out, runFiles...); err != nil {
+			return Result{}, fmt.Errorf("resuming: %w", err)
+		}
 		m, mctx, err = models.Load(o.Out, backend)
 		if err != nil {
 			return Result{}, fmt.Errorf("resuming: %w", err)
 		}
 		if _, err := os.Stat(filepath.Join(o.Out, StateFile)); errors.Is(err, fs.ErrNotExist) {
 			return finishedWithoutState(o, logw)
+		}
+		if err := checkSet(o.Out); err != nil {
+			return Result{}, err
 		}
 		if err := loadState(filepath.Join(o.Out, StateFile), mctx); err != nil {
 			return Result{}, fmt.Errorf("resuming: %w", err)
@@ -188,6 +203,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		js, _ := json.Marshal(map[string]int64{"weights_seed": o.Seed})
 		if err := models.WriteFileAtomic(filepath.Join(o.Out, initFile), append(js, '\n')); err != nil {
+			return Result{}, err
+		}
+	}
+	if held != "" {
+		// After -init has read its weights: they may be the very checkpoint replaced.
+		if err := clearRun(o.Out); err != nil {
 			return Result{}, err
 		}
 	}
@@ -323,7 +344,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 		}
 		if done%o.SaveEvery == 0 || done == end {
-			if err := save(o.Out, cfg, mctx); err != nil {
+			if err := save(o.Out, cfg, mctx, done); err != nil {
 				return Result{}, err
 			}
 		}
@@ -546,7 +567,7 @@ func makeBatch(kind string, in, tgt [][]int32, maskRate float64, r *rand.Rand, m
 func finishedWithoutState(o Options, logw io.Writer) (Result, error) {
 	data, err := os.ReadFile(filepath.Join(o.Out, InfoFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Result{}, fmt.Errorf("resuming %s: no %s to resume from; train it again without -resume", o.Out, StateFile)
+		return Result{}, fmt.Errorf("resuming %s: no %s to resume from; train it again with -force in place of -resume", o.Out, StateFile)
 	}
 	var info struct {
 		Steps int    `json:"steps"`

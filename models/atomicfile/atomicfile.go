@@ -4,10 +4,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write creates path with the bytes that write produces. The temporary file is in path's
@@ -15,7 +18,7 @@ import (
 // path is left as it was. Errors are returned as they are, for the caller to wrap.
 func Write(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*"+tmpSuffix)
 	if err != nil {
 		return err
 	}
@@ -51,4 +54,49 @@ func WriteFile(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// tmpSuffix ends every temporary file's name: "." + the target's base name + "." + the random
+// number os.CreateTemp puts in place of its "*" + tmpSuffix.
+const tmpSuffix = ".tmp"
+
+// RemoveOrphans removes from dir the temporary files that Write leaves behind when its process
+// is killed before the rename (a full-size copy of the file it was writing), for the targets
+// named by their base names. It must not run while another process writes those targets in
+// dir: their temporary files would go too. It returns the paths it removed.
+func RemoveOrphans(dir string, names ...string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking for unfinished writes in %s: %w", dir, err)
+	}
+	var removed []string
+	for _, e := range entries {
+		if e.IsDir() || !isTemp(e.Name(), names) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, fmt.Errorf("removing the unfinished write %s: %w", path, err)
+		}
+		removed = append(removed, path)
+	}
+	return removed, nil
+}
+
+// isTemp reports whether file is Write's temporary file for one of the base names.
+func isTemp(file string, names []string) bool {
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(file, "."+name+".")
+		if !ok {
+			continue
+		}
+		random, ok := strings.CutSuffix(rest, tmpSuffix)
+		if ok && random != "" && strings.Trim(random, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }

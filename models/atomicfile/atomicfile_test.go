@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -69,5 +70,46 @@ func assertOnly(t *testing.T, dir, name string) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("directory holds %v, want only %s", names, name)
+	}
+}
+
+// A write killed before its rename leaves ".NAME.<random>.tmp": RemoveOrphans removes those of
+// the names it is given, and nothing else.
+func TestRemoveOrphans(t *testing.T) {
+	dir := t.TempDir()
+	keep := []string{"model.safetensors", ".model.safetensors.tmp", ".model.safetensors.x1.tmp", "model.safetensors.123.tmp",
+		".other.bin.123.tmp", ".model.safetensors.123.tmp.bak"}
+	orphans := []string{".model.safetensors.2604235117.tmp", ".config.json.7.tmp"}
+	for _, name := range append(slices.Clone(keep), orphans...) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A real orphan, of the pattern Write uses: a write whose callback never returns is what a
+	// kill leaves; a failed one is cleaned up, so a pattern change would show here.
+	tmp, err := os.CreateTemp(dir, ".config.json.*"+tmpSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	orphans = append(orphans, filepath.Base(tmp.Name()))
+	removed, err := RemoveOrphans(dir, "model.safetensors", "config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != len(orphans) {
+		t.Errorf("removed %v, want the %d orphans %v", removed, len(orphans), orphans)
+	}
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	slices.Sort(keep)
+	if !slices.Equal(left, keep) {
+		t.Errorf("left %v, want %v", left, keep)
+	}
+	if removed, err := RemoveOrphans(filepath.Join(dir, "missing"), "config.json"); err != nil || removed != nil {
+		t.Errorf("a missing folder: %v, %v; want nothing to do", removed, err)
 	}
 }

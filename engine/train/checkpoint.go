@@ -1,0 +1,211 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/atomicfile"
+	"github.com/posformer/posformer/models/safetensors"
+)
+
+// A checkpoint is three files, each replaced atomically on its own (atomicfile): the weights,
+// the config, then the optimizer state. A kill between two of them leaves a set from two
+// steps, so the step is recorded in both safetensors files' metadata and -resume compares them
+// (checkSet). The config is the same at every save of a run; a run that replaces another
+// (-force) first removes the old set, so that nothing of it can pair with the new one.
+//
+// Recording the step was chosen over writing the set into a fresh folder and swapping it in:
+// the checkpoint folder also holds loss.csv, train.json and init.json, and other programs read
+// model.safetensors in it by name, so a swap would need two renames of the folder (a window of
+// its own) or a change of layout for every reader.
+
+// StateFile holds what resuming needs beyond the weights: optimizer moments, global step.
+const StateFile = "train_state.safetensors"
+
+// stepKey is the safetensors metadata key of the step a weights or state file was saved at.
+const stepKey = "step"
+
+// setFiles are the files of a checkpoint, in the order save writes them.
+var setFiles = []string{models.WeightsFile, models.ConfigFile, StateFile}
+
+// runFiles are all the files a run writes into its folder: the checkpoint and the run's records.
+var runFiles = append(append([]string(nil), setFiles...), CurveFile, InfoFile, initFile)
+
+// save writes the checkpoint of step to dir, first removing the temporary files of writes that
+// a killed run left there.
+func save(dir string, cfg models.Config, ctx *context.Context, step int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	if _, err := atomicfile.RemoveOrphans(dir, runFiles...); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	stamp := strconv.Itoa(step)
+	if err := saveModel(dir, cfg, ctx, stamp); err != nil {
+		return err
+	}
+	var ts []safetensors.Tensor
+	meta := map[string]string{stepKey: stamp} // the other keys are variables, whose names start with "/"
+	for v := range ctx.IterVariables() {
+		if strings.HasPrefix(v.Scope(), "/"+models.Scope) {
+			continue
+		}
+		value, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
+		}
+		var data []float32
+		switch v.DType() {
+		case dtypes.Float32:
+			data = tensors.MustCopyFlatData[float32](value)
+		case dtypes.Int64:
+			// Step counters: exact in float32 up to 2^24 steps.
+			for _, x := range tensors.MustCopyFlatData[int64](value) {
+				data = append(data, float32(x))
+			}
+		default:
+			// The context's random-number state: training draws no in-graph randomness.
+			continue
+		}
+		ts = append(ts, safetensors.Tensor{Name: v.ScopeAndName(), Shape: v.Shape().Dimensions, Data: data})
+		meta[v.ScopeAndName()] = v.DType().String()
+	}
+	if err := safetensors.Write(filepath.Join(dir, StateFile), ts, meta); err != nil {
+		return fmt.Errorf("saving training state: %w", err)
+	}
+	return nil
+}
+
+// saveModel is models.Save with the step in the weights' metadata: the weights, then the config.
+func saveModel(dir string, cfg models.Config, ctx *context.Context, step string) error {
+	var ts []safetensors.Tensor
+	for v := range ctx.In(models.Scope).IterVariablesInScope() {
+		value, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
+		}
+		data, err := tensors.CopyFlatData[float32](value)
+		if err != nil {
+			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
+		}
+		name, shape := models.CheckpointTensor(v)
+		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: data})
+	}
+	meta := map[string]string{"format": "posformer", stepKey: step}
+	if err := safetensors.Write(filepath.Join(dir, models.WeightsFile), ts, meta); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("saving checkpoint config: %w", err)
+	}
+	return models.WriteFileAtomic(filepath.Join(dir, models.ConfigFile), append(data, '\n'))
+}
+
+// checkSet refuses a checkpoint whose weights and optimizer state are from different steps: a
+// save killed between the two files. A state written before steps were recorded has nothing to
+// compare and passes, as such checkpoints always did.
+func checkSet(dir string) error {
+	stateStep, ok, err := savedStep(filepath.Join(dir, StateFile))
+	if err != nil || !ok {
+		return err
+	}
+	weights := filepath.Join(dir, models.WeightsFile)
+	weightsStep, ok, err := savedStep(weights)
+	if err != nil {
+		return err
+	}
+	restart := fmt.Sprintf("start again with -force in place of -resume, or fine-tune from these weights with a fresh optimizer: -init %s -o NEW_DIR", dir)
+	if !ok {
+		return fmt.Errorf("resuming: %s records no step but its optimizer state (%s) is from step %d, so they are not one checkpoint; %s",
+			weights, StateFile, stateStep, restart)
+	}
+	if weightsStep != stateStep {
+		return fmt.Errorf("resuming: %s is from step %d but its optimizer state (%s) from step %d (a save was interrupted between the two); %s",
+			weights, weightsStep, StateFile, stateStep, restart)
+	}
+	return nil
+}
+
+// savedStep is the step recorded in a safetensors file's metadata; ok is false for a file
+// that records none.
+func savedStep(path string) (step int, ok bool, err error) {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("resuming: %w", err)
+	}
+	defer f.Close()
+	s, ok := f.Metadata()[stepKey]
+	if !ok {
+		return 0, false, nil
+	}
+	if step, err = strconv.Atoi(s); err != nil {
+		return 0, false, fmt.Errorf("resuming: %s records step %q, not a number", path, s)
+	}
+	return step, true, nil
+}
+
+// heldCheckpoint is the first file of a checkpoint that dir holds, "" if none.
+func heldCheckpoint(dir string) string {
+	for _, name := range setFiles {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return name
+		}
+	}
+	return ""
+}
+
+// clearRun removes from dir the files of the run that -force replaces (init.json is rewritten
+// by the new run, or ignored by a fine-tune), and the unfinished writes it left.
+func clearRun(dir string) error {
+	if _, err := atomicfile.RemoveOrphans(dir, runFiles...); err != nil {
+		return err
+	}
+	for _, name := range append(append([]string(nil), setFiles...), CurveFile, InfoFile) {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("-force: %w", err)
+		}
+	}
+	return nil
+}
+
+func loadState(path string, ctx *context.Context) error {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	meta := f.Metadata()
+	for _, info := range f.Infos() {
+		data, err := f.ReadFloat32(info.Name)
+		if err != nil {
+			return err
+		}
+		var t *tensors.Tensor
+		switch meta[info.Name] {
+		case dtypes.Int64.String():
+			t = tensors.FromShape(shapes.Make(dtypes.Int64, info.Shape...))
+			tensors.MustMutableFlatData(t, func(flat []int64) {
+				for i, x := range data {
+					flat[i] = int64(x)
+				}
+			})
+		default:
+			t = tensors.FromFlatDataAndDimensions(data, info.Shape...)
+		}
+		scope, name := context.SplitScope(info.Name)
+		ctx.InAbsPath(scope).Checked(false).VariableWithValue(name, t)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package train
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/posformer/posformer/models"
+)
+
+// tinyRun is a copy-task decoder small enough to train in a test, saving every 2 steps.
+func tinyRun(dir string, steps int) Options {
+	return Options{Task: "copy", Scheme: "rope", Out: dir, PE: map[string]any{}, Dim: 16, Layers: 1, Heads: 2, KV: 1,
+		Hidden: 16, Ctx: 64, Steps: steps, Batch: 2, Seq: 16, LR: 1e-3, Warmup: 1, Seed: 1, EvalEvery: 2, SaveEvery: 2,
+		EvalWindows: 2, MaxBytes: 4096, MaskRate: 0.15}
+}
+
+func mustRun(t *testing.T, o Options) Result {
+	t.Helper()
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Both safetensors files of a checkpoint record its step; a set whose weights and optimizer
+// state come from two saves (a kill between the files of one save, made here by putting back
+// one file of the save before) is refused by -resume, in one line naming both steps and what to
+// do, and nothing is trained.
+func TestResumeRefusesMixedSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir, old := t.TempDir(), t.TempDir()
+	mustRun(t, tinyRun(dir, 2))
+	for _, name := range []string{models.WeightsFile, StateFile} {
+		copyFile(t, filepath.Join(dir, name), filepath.Join(old, name))
+	}
+	resumed := tinyRun(dir, 4)
+	resumed.Resume = true
+	if r := mustRun(t, resumed); r.Steps != 4 {
+		t.Fatalf("resumed to step %d, want 4", r.Steps)
+	}
+	for _, name := range []string{models.WeightsFile, StateFile} {
+		if step, ok, err := savedStep(filepath.Join(dir, name)); err != nil || !ok || step != 4 {
+			t.Errorf("%s records step %d (%v, %v), want 4", name, step, ok, err)
+		}
+	}
+	further := tinyRun(dir, 6)
+	further.Resume = true
+	for _, c := range []struct {
+		older                  string
+		weightsStep, stateStep string
+	}{
+		{StateFile, "step 4", "step 2"},          // killed after the weights of step 4
+		{models.WeightsFile, "step 2", "step 4"}, // the other way round
+	} {
+		saved := filepath.Join(t.TempDir(), c.older)
+		copyFile(t, filepath.Join(dir, c.older), saved)
+		copyFile(t, filepath.Join(old, c.older), filepath.Join(dir, c.older))
+		before, _ := os.ReadFile(filepath.Join(dir, models.WeightsFile))
+		_, err := Run(context.Background(), further)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		want := models.WeightsFile + " is from " + c.weightsStep + " but its optimizer state (" + StateFile + ") from " + c.stateStep
+		if !strings.Contains(msg, want) || !strings.Contains(msg, "-force") || !strings.Contains(msg, "-init "+dir) || strings.Contains(msg, "\n") {
+			t.Errorf("resuming with an older %s: error %q\nwant one line with %q, -force and -init", c.older, msg, want)
+		}
+		if after, _ := os.ReadFile(filepath.Join(dir, models.WeightsFile)); string(after) != string(before) {
+			t.Errorf("a refused resume changed the weights")
+		}
+		copyFile(t, saved, filepath.Join(dir, c.older))
+	}
+	if r := mustRun(t, further); r.Steps != 6 {
+		t.Errorf("the set put back together resumed to step %d, want 6", r.Steps)
+	}
+}
+
+// The full-size temporary file a kill leaves mid-write is removed by the next resume, and by
+// the next save of a run into that folder; other files stay.
+func TestOrphanTempFilesRemoved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	orphans := []string{"." + models.WeightsFile + ".2604235117.tmp", "." + StateFile + ".12.tmp", "." + CurveFile + ".3.tmp"}
+	keep := "notes.tmp"
+	for _, name := range append(orphans, keep) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("half a file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, tinyRun(dir, 2))
+	for _, name := range orphans {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s survived the next save", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
+		t.Errorf("%s, not a temporary file of the run's, was removed: %v", keep, err)
+	}
+	orphan := filepath.Join(dir, orphans[0])
+	if err := os.WriteFile(orphan, []byte("half a file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resumed := tinyRun(dir, 2) // finished: the resume loads the folder and saves nothing
+	resumed.Resume = true
+	if r := mustRun(t, resumed); !r.AlreadyFinished {
+		t.Fatalf("resume of a finished run: %+v", r)
+	}
+	if _, err := os.Stat(orphan); err == nil {
+		t.Errorf("%s survived the next resume", orphans[0])
+	}
+}
+
+// A run into a folder holding a checkpoint is refused in one line naming -resume and -force,
+// leaving the folder as it was; -force replaces the checkpoint, its old optimizer state and
+// summary first; -resume continues it.
+func TestTrainIntoCheckpointFolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	mustRun(t, tinyRun(dir, 4))
+	weights := filepath.Join(dir, models.WeightsFile)
+	before, _ := os.ReadFile(weights)
+	_, err := Run(context.Background(), tinyRun(dir, 2))
+	if err == nil || !strings.Contains(err.Error(), "holds a checkpoint ("+models.WeightsFile+")") || !strings.Contains(err.Error(), "-resume to continue") ||
+		!strings.Contains(err.Error(), "-force to replace") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("training into a trained folder: error %v, want one line naming -resume and -force", err)
+	}
+	if after, _ := os.ReadFile(weights); string(after) != string(before) {
+		t.Errorf("a refused run changed the weights")
+	}
+	resumed := tinyRun(dir, 6)
+	resumed.Resume = true
+	if r := mustRun(t, resumed); r.Steps != 6 || r.AlreadyFinished {
+		t.Errorf("-resume: %+v, want 6 steps trained", r)
+	}
+	forced := tinyRun(dir, 2)
+	forced.Force, forced.SaveEvery, forced.EvalEvery = true, 100, 100 // one save, at the end
+	if r := mustRun(t, forced); r.Steps != 2 {
+		t.Errorf("-force: %+v, want a new run of 2 steps", r)
+	}
+	if step, _, _ := savedStep(weights); step != 2 {
+		t.Errorf("after -force the weights are from step %d, want 2", step)
+	}
+	curve, err := ReadCurve(dir, 1<<30)
+	if err != nil || len(curve) != 1 || curve[0].Step != 2 {
+		t.Errorf("after -force the loss curve is %v (%v), want the new run's one point", curve, err)
+	}
+	// A first save killed before the optimizer state: the weights alone, nothing to resume;
+	// the error names the flag that starts again, which then does.
+	for _, name := range []string{StateFile, InfoFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed.Steps = 2
+	if _, err := Run(context.Background(), resumed); err == nil || !strings.Contains(err.Error(), "no "+StateFile+" to resume from; train it again with -force in place of -resume") {
+		t.Errorf("-resume without optimizer state or train.json: %v", err)
+	}
+	mustRun(t, forced)
+}
