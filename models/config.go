@@ -11,11 +11,11 @@ package models
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/models/regular"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -175,7 +175,7 @@ func (c *Config) UsesPositions(layer int) bool {
 // ReadConfig reads and validates dir/config.json.
 func ReadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading model config: %w", err)
 	}

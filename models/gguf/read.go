@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/posformer/posformer/layers/quant"
+	"github.com/posformer/posformer/models/regular"
 )
 
 // TensorInfo describes one tensor of a file.
@@ -58,7 +60,10 @@ type File struct {
 // Open parses the GGUF file at path; Close releases it. Errors do not repeat the path beyond
 // what the operating system says, so that callers wrap them once ("loading PATH: ...").
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return nil, fmt.Errorf("is a directory, not a GGUF file")
+	}
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +71,6 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if info.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("is a directory, not a GGUF file")
 	}
 	g, err := Read(f, info.Size())
 	if err != nil {
@@ -88,12 +89,13 @@ func (f *File) Close() error {
 	return f.closer.Close()
 }
 
-// IsFile reports whether path is a GGUF file: one that starts with the magic "GGUF", or a
-// missing path ending in .gguf (so that its error comes from this package's loader).
+// IsFile reports whether path is a GGUF file: a regular file that starts with the magic
+// "GGUF", or a path ending in .gguf that is missing or no regular file (so that its error
+// comes from this package's loader). A named pipe is never opened here: open(2) would block.
 func IsFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
-		return len(path) > 5 && path[len(path)-5:] == ".gguf"
+		return strings.HasSuffix(path, ".gguf")
 	}
 	defer f.Close()
 	var b [4]byte
