@@ -396,6 +396,19 @@ func (r *rawConfig) Float(key string, def float64) float64 {
 	return f
 }
 
+// NormEps returns a norm epsilon field, or def when absent, recording a value
+// models.CheckNormEps refuses under the field's own name.
+func (r *rawConfig) NormEps(key string, def float64) float64 {
+	if !r.has(key) {
+		return def
+	}
+	eps := r.Float(key, def)
+	if err := models.CheckNormEps(key, eps); err != nil {
+		r.errs = append(r.errs, err.Error())
+	}
+	return eps
+}
+
 // Bool returns a boolean field, or def when absent.
 func (r *rawConfig) Bool(key string, def bool) bool {
 	v, ok := r.m[key]
