@@ -362,6 +362,11 @@ func FuzzRead(f *testing.F) {
 	for _, c := range overlapping() {
 		f.Add(c.data)
 	}
+	// Norm epsilons Config must refuse (TestNormEpsRefused loads whole models with them).
+	for _, eps := range []float32{-1, 0, float32(math.NaN()), float32(math.Inf(1))} {
+		f.Add(encode(f, []KV{{KeyArchitecture, String("llama")}, {"llama.attention.layer_norm_rms_epsilon", Float32(eps)}}, nil))
+		f.Add(encode(f, []KV{{KeyArchitecture, String("gpt2")}, {"gpt2.attention.layer_norm_epsilon", Float32(eps)}}, nil))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Read(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
@@ -381,7 +386,9 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("tensor %s passed Read but does not read: %v", info.Name, err)
 			}
 		}
-		Config(g) // neither may any metadata panic
+		if cfg, err := Config(g); err == nil && !(cfg.NormEps > 0 && cfg.NormEps <= 1) { // neither may any metadata panic
+			t.Fatalf("Config accepted a norm epsilon of %v", cfg.NormEps)
+		}
 		ReadVocab(g)
 	})
 }
