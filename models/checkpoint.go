@@ -146,7 +146,8 @@ func Save(dir string, cfg Config, ctx *context.Context) error {
 // (atomicfile.WriteFile).
 func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }
 
-// CopyFileAtomic copies the file src to dst (WriteFileAtomic), so that dst is never half written.
+// CopyFileAtomic copies the regular file src to dst (WriteFileAtomic), so that dst is never half
+// written.
 func CopyFileAtomic(src, dst string) error {
 	data, err := regular.ReadFile(src)
 	if err != nil {

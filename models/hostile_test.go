@@ -5,6 +5,8 @@ package models
 // one-line error; the hostile files of the other formats are in their packages' tests.
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -132,4 +134,39 @@ func TestFIFORefused(t *testing.T) {
 			t.Errorf("%s a named pipe: %v; want one line with %q", name, err, want)
 		}
 	}
+}
+
+// FuzzReadConfig feeds config.json arbitrary bytes, seeded with the hostile norm epsilons above:
+// a config is refused with a one-line error, or valid, its norm epsilon in (0, MaxNormEps].
+//
+//	go test ./models -run '^$' -fuzz FuzzReadConfig -fuzztime 30s
+func FuzzReadConfig(f *testing.F) {
+	good, err := json.Marshal(testConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	for _, eps := range []string{"-1", "0", "NaN", "1e999", "-0", "2", "1e-300"} {
+		bad := bytes.Replace(good, []byte(`"norm_eps":0,`), []byte(`"norm_eps":`+eps+`,`), 1)
+		if bytes.Equal(bad, good) && eps != "0" {
+			f.Fatalf("no norm_eps in %s", good)
+		}
+		f.Add(bad)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ConfigFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := ReadConfig(dir)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		if !(cfg.NormEps > 0 && cfg.NormEps <= MaxNormEps) {
+			t.Fatalf("ReadConfig accepted norm_eps %v", cfg.NormEps)
+		}
+	})
 }
