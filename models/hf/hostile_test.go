@@ -1,6 +1,8 @@
 package hf_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/hf"
 )
 
 // Each family's norm epsilon key refuses what is not a small positive number, naming itself;
@@ -92,4 +96,45 @@ func TestFIFORefused(t *testing.T) {
 			t.Fatalf("loading %s as a named pipe blocked", c.name)
 		}
 	}
+}
+
+// FuzzReadConfig feeds a Hugging Face config.json arbitrary bytes, seeded with each family's
+// config and the hostile norm epsilons of TestNormEpsRefused: it is refused with a one-line
+// error, or translated into a valid Config whose norm epsilon is in (0, models.MaxNormEps].
+//
+//	go test ./models/hf -run '^$' -fuzz FuzzReadConfig -fuzztime 30s
+func FuzzReadConfig(f *testing.F) {
+	for key, fx := range map[string]fixture{"rms_norm_eps": llamaFixture("llama", false), "layer_norm_epsilon": gpt2Fixture(""), "layer_norm_eps": bertFixture(false)} {
+		for _, eps := range []any{fx.config[key], -1, 0, 2, "PLACEHOLDER"} {
+			config := map[string]any{}
+			for k, v := range fx.config {
+				config[k] = v
+			}
+			config[key] = eps
+			data, err := json.Marshal(config)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(bytes.Replace(data, []byte(`"PLACEHOLDER"`), []byte("NaN"), 1))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := hf.ReadConfig(dir)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		if !(cfg.NormEps > 0 && cfg.NormEps <= models.MaxNormEps) {
+			t.Fatalf("ReadConfig accepted a norm epsilon of %v", cfg.NormEps)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("ReadConfig returned a config Validate refuses: %v", err)
+		}
+	})
 }
