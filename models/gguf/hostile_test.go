@@ -134,6 +134,9 @@ func TestOverlappingModelRefused(t *testing.T) {
 	}
 	infos := f.Tensors
 	a, b, c := infos[0], infos[1], infos[2]
+	if a.Offset != 0 || a.Bytes <= 64 || b.Bytes > a.Bytes-32 {
+		t.Fatalf("the cases below want a first tensor at 0 that holds the second: %+v, %+v", a, b)
+	}
 	allAtZero := map[string]uint64{}
 	for _, info := range infos {
 		allAtZero[info.Name] = 0
@@ -144,7 +147,7 @@ func TestOverlappingModelRefused(t *testing.T) {
 		wants   []string
 	}{
 		{"all at offset 0", allAtZero, []string{`tensor "` + b.Name + `" starts at data offset 0 but tensor "` + a.Name + `" before it ends at`, "overlapping it"}},
-		{"one inside another", map[string]uint64{b.Name: a.Offset}, []string{`tensor "` + b.Name + `" starts at data offset 0`, `tensor "` + a.Name + `" before it`, "overlapping it"}},
+		{"one inside another", map[string]uint64{b.Name: a.Offset + 32}, []string{`tensor "` + b.Name + `" starts at data offset 32`, `tensor "` + a.Name + `" before it`, "overlapping it"}},
 		{"out of order", map[string]uint64{b.Name: c.Offset, c.Name: b.Offset}, []string{`tensor "` + b.Name + `"`, `tensor "` + a.Name + `" before it`, "leaving a gap"}},
 	} {
 		path, err := loadBytes(t, setOffsets(t, good, ts, bad.offsets))
