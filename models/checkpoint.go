@@ -20,6 +20,7 @@ import (
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models/atomicfile"
+	"github.com/posformer/posformer/models/regular"
 	"github.com/posformer/posformer/models/safetensors"
 )
 
@@ -145,9 +146,10 @@ func Save(dir string, cfg Config, ctx *context.Context) error {
 // (atomicfile.WriteFile).
 func WriteFileAtomic(path string, data []byte) error { return atomicfile.WriteFile(path, data) }
 
-// CopyFileAtomic copies the file src to dst (WriteFileAtomic), so that dst is never half written.
+// CopyFileAtomic copies the regular file src to dst (WriteFileAtomic), so that dst is never half
+// written.
 func CopyFileAtomic(src, dst string) error {
-	data, err := os.ReadFile(src)
+	data, err := regular.ReadFile(src)
 	if err != nil {
 		return err
 	}
@@ -185,7 +187,11 @@ func LoadInto(dir string, backend backends.Backend, ctx *context.Context, edits 
 		}
 	}
 	if info, err := os.Stat(filepath.Join(dir, WeightsFile)); err == nil {
-		// Before the graph is built: a config's sizes are not to be trusted.
+		// Before the graph is built: a config's sizes are not to be trusted, nor a file's kind
+		// (a named pipe has size 0 and would block the open).
+		if err := regular.Check(filepath.Join(dir, WeightsFile)); err != nil {
+			return nil, fmt.Errorf("loading weights: %w", err)
+		}
 		if err := cfg.CheckFits(WeightsFile, info.Size()); err != nil {
 			return nil, fmt.Errorf("loading %s: %w", dir, err)
 		}

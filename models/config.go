@@ -11,11 +11,11 @@ package models
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/posformer/posformer/layers"
+	"github.com/posformer/posformer/models/regular"
 	"github.com/posformer/posformer/positional"
 )
 
@@ -26,11 +26,11 @@ type Config struct {
 	Dim           int     `json:"dim"`        // model width
 	NumLayers     int     `json:"n_layers"`
 	NumHeads      int     `json:"n_heads"`
-	NumKVHeads    int     `json:"n_kv_heads"` // grouped-query attention; 0 means n_heads
-	HiddenDim     int     `json:"hidden_dim"` // feed-forward width
-	FFN           string  `json:"ffn"`        // "swiglu", "gelu" (erf, BERT) or "gelu_tanh" (GPT-2)
-	Norm          string  `json:"norm"`       // "rmsnorm" or "layernorm"
-	NormEps       float64 `json:"norm_eps"`
+	NumKVHeads    int     `json:"n_kv_heads"`     // grouped-query attention; 0 means n_heads
+	HiddenDim     int     `json:"hidden_dim"`     // feed-forward width
+	FFN           string  `json:"ffn"`            // "swiglu", "gelu" (erf, BERT) or "gelu_tanh" (GPT-2)
+	Norm          string  `json:"norm"`           // "rmsnorm" or "layernorm"
+	NormEps       float64 `json:"norm_eps"`       // in (0, MaxNormEps]; 0 (or absent) means 1e-5
 	Bias          bool    `json:"bias"`           // biases in the linear projections
 	TieEmbeddings bool    `json:"tie_embeddings"` // the output head reuses the token embedding
 	MaxSeqLen     int     `json:"max_seq_len"`    // default KV-cache capacity (context size)
@@ -142,6 +142,9 @@ func (c *Config) Validate() error {
 	case c.MaxSeqLen < 1:
 		return fmt.Errorf("config: max_seq_len must be >= 1, got %d", c.MaxSeqLen)
 	}
+	if err := CheckNormEps("norm_eps", c.NormEps); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	if err := c.Block().Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -167,6 +170,22 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// MaxNormEps bounds a norm's epsilon. Published models use 1e-5 to 1e-12; an epsilon near the
+// variance of unit-scale activations (1) would swamp it, and a negative, zero or NaN one makes
+// the norm divide by the square root of nothing sensible: the model loads and emits garbage.
+const MaxNormEps = 1.0
+
+// CheckNormEps refuses a norm epsilon that is not positive, finite and at most MaxNormEps;
+// key is what the checkpoint calls it (norm_eps, rms_norm_eps, ...), for the message. Every
+// Config goes through it in Validate; a format whose key has another name checks it as read,
+// so that its message names the key of the file.
+func CheckNormEps(key string, eps float64) error {
+	if eps > 0 && eps <= MaxNormEps { // false for NaN
+		return nil
+	}
+	return fmt.Errorf("%s is %v: a norm epsilon must be positive, finite and at most %g (models use 1e-5, 1e-6 or 1e-12)", key, eps, MaxNormEps)
+}
+
 // UsesPositions reports whether block layer applies the positional scheme's attention hooks.
 func (c *Config) UsesPositions(layer int) bool {
 	return !slices.Contains(c.NoPELayers, layer)
@@ -175,7 +194,7 @@ func (c *Config) UsesPositions(layer int) bool {
 // ReadConfig reads and validates dir/config.json.
 func ReadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading model config: %w", err)
 	}

@@ -254,6 +254,72 @@ func TestHostileInputs(t *testing.T) {
 	}
 }
 
+// placed is a file of f32 vectors of the given lengths at the given data offsets, whatever
+// they are, with data enough for the furthest; Encode only ever writes them contiguous.
+func placed(lengths []uint64, offsets []uint64) []byte {
+	b := new(rawFile).header(3, uint64(len(lengths)), 0)
+	var end uint64
+	for i, n := range lengths {
+		b.tensor(string(rune('a'+i)), 0, offsets[i], n)
+		end = max(end, offsets[i]+4*n)
+	}
+	b.pad(int(alignUp(int64(b.Len()), DefaultAlignment)) - b.Len())
+	return b.pad(int(alignUp(int64(end), DefaultAlignment))).Bytes()
+}
+
+// overlapping are files whose tensor data overlap, are out of order or leave a gap, which
+// llama.cpp refuses; each maps to the error Read gives.
+func overlapping() map[string]struct {
+	data []byte
+	want string
+} {
+	type file = struct {
+		data []byte
+		want string
+	}
+	return map[string]file{
+		"all at offset 0": {placed([]uint64{8, 16, 8}, []uint64{0, 0, 0}),
+			`tensor "b" starts at data offset 0 but tensor "a" before it ends at 32 (32 bytes at 0, padded to the alignment 32), overlapping it`},
+		"one inside another": {placed([]uint64{32, 8}, []uint64{0, 64}),
+			`tensor "b" starts at data offset 64 but tensor "a" before it ends at 128 (128 bytes at 0, padded to the alignment 32), overlapping it`},
+		"out of order": {placed([]uint64{8, 8, 8}, []uint64{0, 64, 32}),
+			`tensor "b" starts at data offset 64 but tensor "a" before it ends at 32 (32 bytes at 0, padded to the alignment 32), leaving a gap of 32 bytes`},
+		"first not at 0": {placed([]uint64{8, 8}, []uint64{32, 0}),
+			`tensor "a" starts at data offset 32 but the first tensor must start at 0`},
+	}
+}
+
+func TestOverlappingTensorsRefused(t *testing.T) {
+	for name, c := range overlapping() {
+		t.Run(name, func(t *testing.T) {
+			_, err := Read(bytes.NewReader(c.data), int64(len(c.data)))
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "contiguous and disjoint, in file order, as llama.cpp requires") {
+				t.Fatalf("error %v\nwant it to contain %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+	// The same tensors laid out as Encode and llama.cpp lay them out read, with their bytes.
+	for _, lengths := range [][]uint64{{8, 16, 8}, {32, 8}, {1, 8, 3}} {
+		offsets := make([]uint64, len(lengths))
+		for i := 1; i < len(lengths); i++ {
+			offsets[i] = uint64(alignUp(int64(offsets[i-1]+4*lengths[i-1]), DefaultAlignment))
+		}
+		data := placed(lengths, offsets)
+		f, err := Read(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatalf("contiguous tensors %v at %v: %v", lengths, offsets, err)
+		}
+		for i, info := range f.Tensors {
+			if info.Offset != offsets[i] || info.Bytes != int64(4*lengths[i]) {
+				t.Errorf("tensor %s: %d bytes at %d; want %d at %d", info.Name, info.Bytes, info.Offset, 4*lengths[i], offsets[i])
+			}
+		}
+	}
+}
+
 // deepArray is a value of arrays nested five deep.
 func deepArray() []byte {
 	b := new(rawFile).header(3, 0, 1).str("k").u32(uint32(TypeArray))
@@ -284,13 +350,23 @@ func TestEncodeRefuses(t *testing.T) {
 }
 
 // FuzzRead feeds Read arbitrary bytes, seeded with files the writer makes: it must return an
-// error or a file whose every tensor reads back, and never panic or allocate past the input.
+// error or a file whose every tensor reads back, none overlapping the one before, and never
+// panic or allocate past the input. The overlapping files TestOverlappingTensorsRefused
+// refuses are seeds too.
 func FuzzRead(f *testing.F) {
 	kvs, ts := sampleFile(f)
 	f.Add(encode(f, kvs, ts))
 	f.Add(encode(f, append([]KV{{KeyAlignment, Uint32(8)}}, kvs[:3]...), ts[3:]))
 	f.Add(encode(f, []KV{{KeyArchitecture, String("gpt2")}}, nil))
 	f.Add(deepArray())
+	for _, c := range overlapping() {
+		f.Add(c.data)
+	}
+	// Norm epsilons Config must refuse (TestNormEpsRefused loads whole models with them).
+	for _, eps := range []float32{-1, 0, float32(math.NaN()), float32(math.Inf(1))} {
+		f.Add(encode(f, []KV{{KeyArchitecture, String("llama")}, {"llama.attention.layer_norm_rms_epsilon", Float32(eps)}}, nil))
+		f.Add(encode(f, []KV{{KeyArchitecture, String("gpt2")}, {"gpt2.attention.layer_norm_epsilon", Float32(eps)}}, nil))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Read(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
@@ -299,7 +375,10 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		for _, info := range g.Tensors {
+		for i, info := range g.Tensors {
+			if i > 0 && info.Offset < g.Tensors[i-1].Offset+uint64(g.Tensors[i-1].Bytes) {
+				t.Fatalf("tensor %s at %d overlaps %s (%d bytes at %d)", info.Name, info.Offset, g.Tensors[i-1].Name, g.Tensors[i-1].Bytes, g.Tensors[i-1].Offset)
+			}
 			if info.Bytes > int64(len(data)) {
 				t.Fatalf("tensor %s claims %d bytes in a file of %d", info.Name, info.Bytes, len(data))
 			}
@@ -307,7 +386,9 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("tensor %s passed Read but does not read: %v", info.Name, err)
 			}
 		}
-		Config(g) // neither may any metadata panic
+		if cfg, err := Config(g); err == nil && !(cfg.NormEps > 0 && cfg.NormEps <= 1) { // neither may any metadata panic
+			t.Fatalf("Config accepted a norm epsilon of %v", cfg.NormEps)
+		}
 		ReadVocab(g)
 	})
 }

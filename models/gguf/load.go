@@ -216,6 +216,18 @@ func (m *meta) float(k string, def float64) float64 {
 	return x
 }
 
+// normEps reads a required norm epsilon, recording a value models.CheckNormEps refuses under
+// the file's key.
+func (m *meta) normEps(k string) float64 {
+	x := m.float(k, math.NaN())
+	if !math.IsNaN(x) { // NaN: missing or not finite, recorded already
+		if err := models.CheckNormEps(m.key(k), x); err != nil {
+			m.errorf("%v", err)
+		}
+	}
+	return x
+}
+
 func (m *meta) str(k, def string) string {
 	v, ok := m.f.Get(m.key(k))
 	if !ok {
@@ -288,7 +300,7 @@ func config(f *File) (models.Config, map[string]models.Source, error) {
 	switch arch {
 	case "llama", "qwen2":
 		c.FFN, c.Norm = "swiglu", "rmsnorm"
-		c.NormEps = m.float("attention.layer_norm_rms_epsilon", math.NaN())
+		c.NormEps = m.normEps("attention.layer_norm_rms_epsilon")
 		layout := "interleaved"
 		if arch == "qwen2" {
 			layout = "half"
@@ -318,7 +330,7 @@ func config(f *File) (models.Config, map[string]models.Source, error) {
 		table = families.Llama.GGUF(c)
 	case "gpt2":
 		c.FFN, c.Norm, c.Bias = "gelu_tanh", "layernorm", true
-		c.NormEps = m.float("attention.layer_norm_epsilon", math.NaN())
+		c.NormEps = m.normEps("attention.layer_norm_epsilon")
 		if c.NumKVHeads != c.NumHeads {
 			m.errorf("%s is %d; gpt2 has no grouped-query attention (head_count %d)", m.key("attention.head_count_kv"), c.NumKVHeads, c.NumHeads)
 		}

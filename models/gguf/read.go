@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/posformer/posformer/layers/quant"
+	"github.com/posformer/posformer/models/regular"
 )
 
 // TensorInfo describes one tensor of a file.
@@ -58,7 +60,10 @@ type File struct {
 // Open parses the GGUF file at path; Close releases it. Errors do not repeat the path beyond
 // what the operating system says, so that callers wrap them once ("loading PATH: ...").
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return nil, fmt.Errorf("is a directory, not a GGUF file")
+	}
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +71,6 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if info.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("is a directory, not a GGUF file")
 	}
 	g, err := Read(f, info.Size())
 	if err != nil {
@@ -88,12 +89,13 @@ func (f *File) Close() error {
 	return f.closer.Close()
 }
 
-// IsFile reports whether path is a GGUF file: one that starts with the magic "GGUF", or a
-// missing path ending in .gguf (so that its error comes from this package's loader).
+// IsFile reports whether path is a GGUF file: a regular file that starts with the magic
+// "GGUF", or a path ending in .gguf that is missing or no regular file (so that its error
+// comes from this package's loader). A named pipe is never opened here: open(2) would block.
 func IsFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
-		return len(path) > 5 && path[len(path)-5:] == ".gguf"
+		return strings.HasSuffix(path, ".gguf")
 	}
 	defer f.Close()
 	var b [4]byte
@@ -318,7 +320,37 @@ func Read(r io.ReaderAt, size int64) (*File, error) {
 				t.Name, t.Shape(), t.Type, t.Bytes, t.Offset, data)
 		}
 	}
+	if err := f.checkContiguous(); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// checkContiguous refuses tensor data that overlaps, or leaves gaps, as llama.cpp's reader
+// (gguf_init_from_file) does: the first tensor starts at data offset 0 and each next one, in
+// file order, where the previous one ends padded to the alignment. Overlapping tensors (all at
+// offset 0, or one inside another) would otherwise load as weights no writer meant, and run
+// as garbage.
+func (f *File) checkContiguous() error {
+	var end uint64 // where the next tensor must start; Read has bounded every extent by the file
+	for i, t := range f.Tensors {
+		if t.Offset == end {
+			end = t.Offset + uint64(alignUp(t.Bytes, f.Alignment))
+			continue
+		}
+		const rule = "GGUF tensor data must be contiguous and disjoint, in file order, as llama.cpp requires (re-convert the model)"
+		if i == 0 {
+			return fmt.Errorf("tensor %q starts at data offset %d but the first tensor must start at 0: %s", t.Name, t.Offset, rule)
+		}
+		prev := f.Tensors[i-1]
+		how := "overlapping it"
+		if t.Offset > end {
+			how = fmt.Sprintf("leaving a gap of %d bytes", t.Offset-end)
+		}
+		return fmt.Errorf("tensor %q starts at data offset %d but tensor %q before it ends at %d (%d bytes at %d, padded to the alignment %d), %s: %s",
+			t.Name, t.Offset, prev.Name, end, prev.Bytes, prev.Offset, f.Alignment, how, rule)
+	}
+	return nil
 }
 
 func alignUp(off, a int64) int64 { return (off + a - 1) / a * a }

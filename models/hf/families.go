@@ -90,7 +90,7 @@ var llama = &family{
 			Kind: models.Decoder, VocabSize: r.Int("vocab_size", -1), Dim: r.Int("hidden_size", -1),
 			NumLayers: r.Int("num_hidden_layers", -1), NumHeads: heads, NumKVHeads: kv,
 			HiddenDim: r.Int("intermediate_size", -1), FFN: "swiglu", Norm: "rmsnorm",
-			NormEps: r.Float("rms_norm_eps", 1e-6), TieEmbeddings: r.Bool("tie_word_embeddings", false),
+			NormEps: r.NormEps("rms_norm_eps", 1e-6), TieEmbeddings: r.Bool("tie_word_embeddings", false),
 		}
 		if act := r.String("hidden_act", "silu"); act != "silu" {
 			r.Errorf("hidden_act %q is not supported (Llama-style models use silu)", act)
@@ -203,7 +203,7 @@ var gpt2 = &family{
 		c := models.Config{
 			Kind: models.Decoder, VocabSize: r.Int("vocab_size", -1), Dim: dim, NumLayers: r.Int("n_layer", -1),
 			NumHeads: r.Int("n_head", -1), HiddenDim: r.Int("n_inner", 4*dim), Norm: "layernorm",
-			NormEps: r.Float("layer_norm_epsilon", 1e-5), Bias: true, TieEmbeddings: r.Bool("tie_word_embeddings", true),
+			NormEps: r.NormEps("layer_norm_epsilon", 1e-5), Bias: true, TieEmbeddings: r.Bool("tie_word_embeddings", true),
 		}
 		c.NumKVHeads = c.NumHeads
 		switch act := r.String("activation_function", "gelu_new"); act {
@@ -281,7 +281,7 @@ var bert = &family{
 			Kind: models.Encoder, VocabSize: r.Int("vocab_size", -1), Dim: r.Int("hidden_size", -1),
 			NumLayers: r.Int("num_hidden_layers", -1), NumHeads: r.Int("num_attention_heads", -1),
 			HiddenDim: r.Int("intermediate_size", -1), Norm: "layernorm", NormPosition: "post",
-			NormEps: r.Float("layer_norm_eps", 1e-12), Bias: true, TieEmbeddings: r.Bool("tie_word_embeddings", true),
+			NormEps: r.NormEps("layer_norm_eps", 1e-12), Bias: true, TieEmbeddings: r.Bool("tie_word_embeddings", true),
 			TokenTypes: r.Int("type_vocab_size", 2), EmbedNorm: true, HeadTransform: true, HeadBias: true,
 		}
 		c.NumKVHeads = c.NumHeads

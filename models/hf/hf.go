@@ -31,6 +31,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/regular"
 	"github.com/posformer/posformer/models/safetensors"
 )
 
@@ -54,7 +55,7 @@ func init() {
 // IsDir reports whether dir holds a Hugging Face config.json (one naming a model_type or
 // architectures, which posformer's own config.json never does).
 func IsDir(dir string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	data, err := regular.ReadFile(filepath.Join(dir, ConfigFile))
 	if err != nil {
 		return false
 	}
@@ -75,7 +76,7 @@ func ReadConfig(dir string) (*models.Config, error) {
 
 func readConfig(dir string) (*models.Config, *family, error) {
 	path := filepath.Join(dir, ConfigFile)
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading Hugging Face config: %w", err)
 	}
@@ -187,7 +188,7 @@ func openCheckpoint(dir string) (*checkpoint, error) {
 	var weightMap map[string]string
 	if _, err := os.Stat(single); err == nil {
 		shards = []string{WeightsFile}
-	} else if data, err := os.ReadFile(index); err == nil {
+	} else if data, err := regular.ReadFile(index); err == nil {
 		var idx struct {
 			WeightMap map[string]string `json:"weight_map"`
 		}
@@ -393,6 +394,19 @@ func (r *rawConfig) Float(key string, def float64) float64 {
 		return def
 	}
 	return f
+}
+
+// NormEps returns a norm epsilon field, or def when absent, recording a value
+// models.CheckNormEps refuses under the field's own name.
+func (r *rawConfig) NormEps(key string, def float64) float64 {
+	if !r.has(key) {
+		return def
+	}
+	eps := r.Float(key, def)
+	if err := models.CheckNormEps(key, eps); err != nil {
+		r.errs = append(r.errs, err.Error())
+	}
+	return eps
 }
 
 // Bool returns a boolean field, or def when absent.

@@ -12,6 +12,7 @@ import (
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/regular"
 )
 
 // NormEps is the epsilon run.c adds inside every RMSNorm; the format has no field for it.
@@ -79,7 +80,10 @@ func Load(path string, backend backends.Backend, edits ...models.Edit) (*models.
 // LoadInto is Load into the given context: an inference context (layers.SetWeightType)
 // receives its matrices in its weight type, converted as they are read.
 func LoadInto(path string, backend backends.Backend, ctx *context.Context, edits ...models.Edit) (*models.Model, error) {
-	f, err := os.Open(path)
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return nil, fmt.Errorf("loading %s: is a directory, not a llama2.c .bin file", path)
+	}
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
@@ -87,9 +91,6 @@ func LoadInto(path string, backend backends.Backend, ctx *context.Context, edits
 	info, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
-	}
-	if info.IsDir() {
-		return nil, fmt.Errorf("loading %s: is a directory, not a llama2.c .bin file", path)
 	}
 	rd, err := NewReader(bufio.NewReaderSize(f, chunkBytes), info.Size())
 	if err != nil {

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"unsafe"
+
+	"github.com/posformer/posformer/models/regular"
 )
 
 // chunkBytes bounds the scratch buffer used to convert bytes to floats.
@@ -281,7 +282,7 @@ type Weights map[string][]float32
 
 // ReadFile reads a whole checkpoint into memory (tests and converters; Load streams instead).
 func ReadFile(path string) (Header, Weights, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return Header{}, nil, fmt.Errorf("loading %s: %w", path, err)
 	}
@@ -312,7 +313,7 @@ func ReadFile(path string) (Header, Weights, error) {
 
 // ReadHeaderFile reads the header of the checkpoint at path.
 func ReadHeaderFile(path string) (Header, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return Header{}, err
 	}

@@ -42,6 +42,9 @@ func FuzzSafetensorsHeader(f *testing.F) {
 	}
 	f.Add(raw(`{"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, make([]byte, 8)))
 	f.Add(raw(`{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"y":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}`, make([]byte, 8)))
+	// Tensors all at offset 0, and one inside another, as the GGUF reader refuses them too.
+	f.Add(raw(`{"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"y":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, make([]byte, 4)))
+	f.Add(raw(`{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, make([]byte, 16)))
 	f.Add(raw(`{"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}`, nil))
 	f.Add(raw(`{"__metadata__":{"k":1}}`, nil))
 	f.Add(raw(`[]`, nil))

@@ -18,10 +18,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 
 	"github.com/posformer/posformer/models/atomicfile"
+	"github.com/posformer/posformer/models/regular"
 )
 
 // maxHeaderLen guards against allocating an absurd buffer when the length
@@ -88,7 +88,7 @@ type headerEntry struct {
 
 // Open opens path and reads and validates its header. Tensor data is not read.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
