@@ -116,6 +116,12 @@ func Try(fn func()) (err error) {
 // Save writes cfg and the model variables of ctx to dir, each file through a temporary file
 // and a rename so that a crash never leaves half a checkpoint.
 func Save(dir string, cfg Config, ctx *context.Context) error {
+	return SaveWithMetadata(dir, cfg, ctx, nil)
+}
+
+// SaveWithMetadata is Save with extra entries in the weights file's safetensors metadata (a
+// trainer records the step there, to tell the files of one save from another's).
+func SaveWithMetadata(dir string, cfg Config, ctx *context.Context, meta map[string]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
@@ -132,7 +138,11 @@ func Save(dir string, cfg Config, ctx *context.Context) error {
 		name, shape := CheckpointTensor(v)
 		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: data})
 	}
-	if err := safetensors.Write(filepath.Join(dir, WeightsFile), ts, map[string]string{"format": "posformer"}); err != nil {
+	all := map[string]string{"format": "posformer"}
+	for k, v := range meta {
+		all[k] = v
+	}
+	if err := safetensors.Write(filepath.Join(dir, WeightsFile), ts, all); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")

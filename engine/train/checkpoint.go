@@ -1,7 +1,6 @@
 package train
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,28 +88,7 @@ func save(dir string, cfg models.Config, ctx *context.Context, step int) error {
 
 // saveModel is models.Save with the step in the weights' metadata: the weights, then the config.
 func saveModel(dir string, cfg models.Config, ctx *context.Context, step string) error {
-	var ts []safetensors.Tensor
-	for v := range ctx.In(models.Scope).IterVariablesInScope() {
-		value, err := v.Value()
-		if err != nil {
-			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
-		}
-		data, err := tensors.CopyFlatData[float32](value)
-		if err != nil {
-			return fmt.Errorf("saving %s: %w", v.ScopeAndName(), err)
-		}
-		name, shape := models.CheckpointTensor(v)
-		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: data})
-	}
-	meta := map[string]string{"format": "posformer", stepKey: step}
-	if err := safetensors.Write(filepath.Join(dir, models.WeightsFile), ts, meta); err != nil {
-		return fmt.Errorf("saving checkpoint: %w", err)
-	}
-	data, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return fmt.Errorf("saving checkpoint config: %w", err)
-	}
-	return models.WriteFileAtomic(filepath.Join(dir, models.ConfigFile), append(data, '\n'))
+	return models.SaveWithMetadata(dir, cfg, ctx, map[string]string{stepKey: step})
 }
 
 // checkSet refuses a checkpoint whose weights and optimizer state are from different steps: a
