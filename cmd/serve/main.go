@@ -19,9 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -52,6 +50,7 @@ type options struct {
 	backend, weights, cpuprofile  string
 	port                          int
 	parallel, queue, batch        int
+	maxConns                      int
 	ctxSize, nPredict             int
 	maxBody                       int64
 	timeout, grace                time.Duration
@@ -86,6 +85,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	for _, name := range []string{"n", "n-predict"} {
 		fs.IntVar(&o.nPredict, name, -1, "max_tokens of requests that give none (-1: up to the context)")
 	}
+	fs.IntVar(&o.maxConns, "max-connections", 256, "connections held at once, idle keep-alive ones included; past it a new connection gets a 503 and is closed")
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "largest request body in bytes (413 past it)")
 	for _, name := range []string{"to", "timeout"} {
 		fs.DurationVar(&o.timeout, name, 10*time.Minute, "longest a request may take, waiting included (504 past it)")
@@ -104,6 +104,8 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 			fs.SetOutput(os.Stderr)
 			fmt.Fprintln(os.Stderr, "usage: serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--temp T] ...")
 			fs.PrintDefaults()
+			fmt.Fprintf(os.Stderr, "Connections: a client has %s to send a request's headers and %s its body, and %s to take each write of the answer (a stream lives as long as it produces); an idle keep-alive connection closes after %s.\n",
+				headerTimeout, bodyTimeout, writeTimeout, idleTimeout)
 			return nil, true, nil
 		}
 		return nil, false, fmt.Errorf("%w (run with -h for the flags)", err)
@@ -129,6 +131,8 @@ func (o *options) check() error {
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
 	case o.nPredict < -1 || o.nPredict == 0:
 		return fmt.Errorf("-n must be -1 or >= 1, got %d", o.nPredict)
+	case o.maxConns < 1:
+		return fmt.Errorf("--max-connections must be >= 1, got %d", o.maxConns)
 	case o.maxBody < 1:
 		return fmt.Errorf("--max-body must be >= 1 byte, got %d", o.maxBody)
 	case o.timeout <= 0:
@@ -158,6 +162,8 @@ func (o *options) config() config {
 		parallel: o.parallel, queue: o.queue, chunk: o.batch, maxBody: o.maxBody, timeout: o.timeout, nPredict: o.nPredict,
 		defaults: o.sampling,
 		seed:     o.seed, stepDelay: o.stepDelay,
+		headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, writeTimeout: writeTimeout, idleTimeout: idleTimeout,
+		maxConns: o.maxConns,
 	}
 }
 
@@ -226,7 +232,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	defer cancelBase()
 	s := newServer(base, m, o.config())
 	defer s.close()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(logw, "serve: ", 0)}
+	srv := s.httpServer(logw)
 	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Name)
 	if m.encoder() {
 		kind = fmt.Sprintf("encoder, embeddings of %d", m.e.Model.Config.Dim)
@@ -235,7 +241,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 		m.name, kind, time.Since(start).Seconds(), ln.Addr(), engine.BackendSummary(m.e.Backend))
 
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(newLimitListener(ln, o.maxConns)) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving: %w", err)
