@@ -6,6 +6,8 @@ package main
 // descriptor and a goroutine for ever.
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -110,9 +112,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// refuse answers c 503 and closes it, off the accepting goroutine. It reads what the client
-// sent (for refuseTimeout at most) before closing: closing a socket with unread input resets
-// the connection, and the client would see the reset instead of the answer.
+// refuse answers c 503 and closes it, off the accepting goroutine, within refuseTimeout. It
+// answers once the request's headers are in (an answer before the request confuses clients:
+// Go's calls it an unsolicited response and fails), and reads what else the client sent before
+// closing: closing a socket with unread input resets the connection, and the client would see
+// the reset instead of the answer.
 func (l *limitListener) refuse(c net.Conn) {
 	select {
 	case l.refusing <- struct{}{}:
@@ -124,13 +128,20 @@ func (l *limitListener) refuse(c net.Conn) {
 		defer func() { <-l.refusing }()
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(refuseTimeout))
+		r := bufio.NewReader(io.LimitReader(c, 64<<10))
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil || len(bytes.TrimSpace(line)) == 0 {
+				break // the blank line after the headers, or no more to wait for
+			}
+		}
 		if _, err := c.Write(l.refusal); err != nil {
 			return
 		}
 		if tc, ok := c.(interface{ CloseWrite() error }); ok {
 			tc.CloseWrite()
 		}
-		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+		io.Copy(io.Discard, r)
 	}()
 }
 
