@@ -3,7 +3,8 @@
 // with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health.
 // Up to --parallel requests are decoded together, one batched step for all of them
 // (continuous batching, engine/serve); more wait in a queue of --queue, and past that the
-// server answers 503.
+// server answers 503. A client that stalls cannot hold a connection (conn.go's deadlines),
+// and at most --max-connections are held at once.
 //
 //	go run ./cmd/serve                                   # the shipped decoder on 127.0.0.1:8080
 //	go run ./cmd/serve -m weights/sinusoidal-encoder     # embeddings
