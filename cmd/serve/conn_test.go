@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,4 +181,50 @@ func TestLongAnswersOutliveTheDeadlines(t *testing.T) {
 	if _, finish := streamText(t, chunks); !done || finish != "length" {
 		t.Errorf("a stream: done %v, finish %q, want [DONE] after finishing at length", done, finish)
 	}
+}
+
+// A client that stops reading a stream frees its handler and its connection once a write has
+// waited past the write deadline (without one, the handler would wait on the write for ever).
+func TestStalledReaderIsClosed(t *testing.T) {
+	const deadline = 200 * time.Millisecond
+	closed := make(chan struct{}, 4)
+	m := loadTestModel(t, decoderPath, true)
+	cfg := testOptions(t, decoderPath).config()
+	cfg.writeTimeout = deadline
+	base, cancel := context.WithCancel(context.Background())
+	s := newServer(base, m, cfg)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = s.httpServer(io.Discard)
+	ts.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			// Small socket buffers on both ends (the client's below): the answer, about 180
+			// bytes an event and a thousand events, soon fills them, and the server's writes
+			// wait, as a longer answer's would with the kernel's own sizes.
+			c.(*net.TCPConn).SetWriteBuffer(4096)
+		case http.StateClosed:
+			closed <- struct{}{}
+		}
+	}
+	ts.Start()
+	t.Cleanup(func() {
+		cancel()
+		ts.Close()
+		s.close()
+	})
+
+	c := dial(t, ts)
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"prompt": "func main() {", "stream": true, "ignore_eos": true}`
+	start := time.Now()
+	io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	select {
+	case <-closed:
+		if took := time.Since(start); took < deadline {
+			t.Errorf("closed after %s, before the write deadline of %s", took, deadline)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still held a connection whose client stopped reading after 10 s")
+	}
+	waitFor(t, "the row to be freed", func() bool { return s.sched.Busy() == 0 })
 }
