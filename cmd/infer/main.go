@@ -11,6 +11,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/posformer/posformer/positional"
@@ -35,6 +36,10 @@ import (
 
 // DefaultModel is the shipped RoPE decoder, relative to the repository root.
 const DefaultModel = "weights/rope-decoder"
+
+// maxCtx is the largest -c (cmd/serve's bound too): past it a typing slip would ask for a
+// cache no machine holds; the memory check after loading (checkContext) is the finer bound.
+const maxCtx = 1 << 24
 
 type options struct {
 	model, prompt, backend, cpuprofile string
@@ -96,6 +101,9 @@ func main() {
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := run(o, fs.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "infer:", err)
+		if errors.As(err, new(flagError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
@@ -107,7 +115,9 @@ func run(o options, args []string) error {
 	case o.n < -1:
 		return fmt.Errorf("-n must be >= -1, got %d", o.n)
 	case o.ctxSize < 0:
-		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
+		return flagError{fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)}
+	case o.ctxSize > maxCtx:
+		return flagError{fmt.Errorf("-c must be at most %d tokens, got %d", maxCtx, o.ctxSize)}
 	}
 	if err := sampleflag.Check(o.sampling); err != nil {
 		return err
@@ -184,8 +194,40 @@ func (o options) load() (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.LoadAs(o.model, o.backend, o.ctxSize, t, o.edits()...)
+	e, err := engine.LoadAs(o.model, o.backend, o.ctxSize, t, o.edits()...)
+	if err != nil {
+		return nil, err
+	}
+	avail, ok := memlimit.Available()
+	if !ok {
+		avail = -1
+	}
+	if err := checkContext(e, o.ctxSize, avail); err != nil {
+		return nil, flagError{err}
+	}
+	return e, nil
 }
+
+// checkContext bounds -c once the model is loaded, before its KV cache exists: by the
+// positions the model's encoding reaches, and by avail, the memory available (< 0: unknown,
+// no check). An encoder holds no cache.
+func checkContext(e *engine.Engine, ctxSize int, avail int64) error {
+	if lim := e.SequenceLimit(); ctxSize > lim {
+		return fmt.Errorf("-c %d is past the %d positions this model's positional encoding reaches; use -c %d or less", ctxSize, lim, lim)
+	}
+	if !e.Model.Config.Causal() || avail < 0 {
+		return nil
+	}
+	if need := e.KVBytes(1) + memlimit.Slack; need > avail {
+		return fmt.Errorf("a context of %d tokens (-c) needs %s for its KV cache but %s is available; lower -c", e.Capacity, memlimit.Size(need), memlimit.Size(avail))
+	}
+	return nil
+}
+
+// flagError is a flag the command refuses with exit 2, as the flag package's own errors.
+type flagError struct{ error }
+
+func (e flagError) Unwrap() error { return e.error }
 
 // edits are the configuration changes the flags ask for (scheme options, RoPE scaling).
 func (o options) edits() []models.Edit {

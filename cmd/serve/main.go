@@ -3,7 +3,8 @@
 // with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health.
 // Up to --parallel requests are decoded together, one batched step for all of them
 // (continuous batching, engine/serve); more wait in a queue of --queue, and past that the
-// server answers 503.
+// server answers 503. A client that stalls cannot hold a connection (conn.go's deadlines),
+// and at most --max-connections are held at once.
 //
 //	go run ./cmd/serve                                   # the shipped decoder on 127.0.0.1:8080
 //	go run ./cmd/serve -m weights/sinusoidal-encoder     # embeddings
@@ -19,9 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -44,6 +43,17 @@ import (
 // steps, for the server's own garbage (see run).
 const serveSlack = 64 << 20
 
+// The largest values the flags take. Past them a typing slip would allocate until the machine
+// runs out of memory (--parallel 100000) or compile graphs for windows no machine holds
+// (-c 1099511627776); the memory check after loading (checkModel) is the finer bound.
+const (
+	maxParallel    = 1024
+	maxQueue       = 4096 // each waiting job holds its request and room for all its tokens
+	maxCtx         = 1 << 24
+	maxBodyBytes   = 64 << 20 // a prompt of maxCtx token ids is about 128 MiB of JSON; of text, a fraction
+	maxConnections = 1 << 16
+)
+
 // DefaultModel is the shipped RoPE decoder, relative to the repository root (as cmd/infer's).
 const DefaultModel = "weights/rope-decoder"
 
@@ -52,6 +62,7 @@ type options struct {
 	backend, weights, cpuprofile  string
 	port                          int
 	parallel, queue, batch        int
+	maxConns                      int
 	ctxSize, nPredict             int
 	maxBody                       int64
 	timeout, grace                time.Duration
@@ -86,6 +97,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	for _, name := range []string{"n", "n-predict"} {
 		fs.IntVar(&o.nPredict, name, -1, "max_tokens of requests that give none (-1: up to the context)")
 	}
+	fs.IntVar(&o.maxConns, "max-connections", 256, "connections held at once, idle keep-alive ones included; past it a new connection gets a 503 and is closed")
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "largest request body in bytes (413 past it)")
 	for _, name := range []string{"to", "timeout"} {
 		fs.DurationVar(&o.timeout, name, 10*time.Minute, "longest a request may take, waiting included (504 past it)")
@@ -104,6 +116,8 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 			fs.SetOutput(os.Stderr)
 			fmt.Fprintln(os.Stderr, "usage: serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--temp T] ...")
 			fs.PrintDefaults()
+			fmt.Fprintf(os.Stderr, "Connections: a client has %.0f s to send a request's headers and %.0f s its body, and %.0f s to take each write of the answer (a stream lives as long as it produces); an idle keep-alive connection closes after %.0f s.\n",
+				headerTimeout.Seconds(), bodyTimeout.Seconds(), writeTimeout.Seconds(), idleTimeout.Seconds())
 			return nil, true, nil
 		}
 		return nil, false, fmt.Errorf("%w (run with -h for the flags)", err)
@@ -121,18 +135,34 @@ func (o *options) check() error {
 		return fmt.Errorf("--port must be in [0, 65535], got %d", o.port)
 	case o.parallel < 1:
 		return fmt.Errorf("--parallel must be >= 1, got %d", o.parallel)
+	case o.parallel > maxParallel:
+		return fmt.Errorf("--parallel must be at most %d, got %d", maxParallel, o.parallel)
 	case o.queue < 0:
 		return fmt.Errorf("--queue must be >= 0, got %d", o.queue)
+	case o.queue > maxQueue:
+		return fmt.Errorf("--queue must be at most %d, got %d", maxQueue, o.queue)
 	case o.batch < 1:
 		return fmt.Errorf("--batch-size must be >= 1, got %d", o.batch)
+	case o.batch > maxCtx:
+		return fmt.Errorf("--batch-size must be at most %d (a prompt chunk is never longer than -c), got %d", maxCtx, o.batch)
 	case o.ctxSize < 0:
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
+	case o.ctxSize > maxCtx:
+		return fmt.Errorf("-c must be at most %d tokens, got %d", maxCtx, o.ctxSize)
 	case o.nPredict < -1 || o.nPredict == 0:
 		return fmt.Errorf("-n must be -1 or >= 1, got %d", o.nPredict)
+	case o.maxConns < 1:
+		return fmt.Errorf("--max-connections must be >= 1, got %d", o.maxConns)
+	case o.maxConns > maxConnections:
+		return fmt.Errorf("--max-connections must be at most %d, got %d", maxConnections, o.maxConns)
 	case o.maxBody < 1:
 		return fmt.Errorf("--max-body must be >= 1 byte, got %d", o.maxBody)
+	case o.maxBody > maxBodyBytes:
+		return fmt.Errorf("--max-body must be at most %d bytes (64 MiB), got %d", maxBodyBytes, o.maxBody)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be > 0, got %s", o.timeout)
+	case o.grace < 0:
+		return fmt.Errorf("--shutdown-grace must be >= 0, got %s", o.grace)
 	}
 	if err := sampleflag.Check(o.sampling); err != nil {
 		return err
@@ -140,6 +170,41 @@ func (o *options) check() error {
 	_, err := o.weightType()
 	return err
 }
+
+// checkModel bounds the flags that depend on the loaded model, before any KV cache exists:
+// -c against the positions the model's encoding reaches, and the memory the server will hold
+// for --parallel rows of -c tokens against avail, the memory available (< 0: unknown, no
+// check). An encoder holds no cache.
+func (o *options) checkModel(e *engine.Engine, avail int64) error {
+	if lim := e.SequenceLimit(); o.ctxSize > lim {
+		return fmt.Errorf("-c %d is past the %d positions this model's positional encoding reaches; use -c %d or less", o.ctxSize, lim, lim)
+	}
+	if !e.Model.Config.Causal() || avail < 0 {
+		return nil
+	}
+	if need := serveMemory(e, o.parallel); need > avail {
+		return fmt.Errorf("--parallel %d rows of %d tokens (-c) need %s (two KV caches of %s while rows move between sessions, and room for the steps) but %s is available; lower --parallel or -c",
+			o.parallel, e.Capacity, memlimit.Size(need), memlimit.Size(e.KVBytes(o.parallel)), memlimit.Size(avail))
+	}
+	return nil
+}
+
+// serveMemory is what the server holds above the weights for parallel rows: two KV caches
+// while the scheduler moves its rows into a larger session, plus room for requests,
+// responses and per-step garbage. With memlimit's own slack alone (16 MiB) the collector ran
+// all the time under 16 clients (4k instead of 9k tok/s on the shipped model). Each step
+// copies every row's logits twice (the engine's AppendLast, the sampler's repeat penalty):
+// room for 32 steps of them.
+func serveMemory(e *engine.Engine, parallel int) int64 {
+	logits := int64(parallel) * int64(e.Model.Config.VocabSize) * 4
+	return 2*e.KVBytes(parallel) + serveSlack + 64*logits
+}
+
+// flagError is a flag refused once the model is loaded (checkModel): the command exits 2, as
+// for the flags refused before.
+type flagError struct{ error }
+
+func (e flagError) Unwrap() error { return e.error }
 
 // weightType parses --weights (default: the type the checkpoint stores).
 func (o *options) weightType() (quant.Type, error) { return weightflag.Type(o.weights, o.model) }
@@ -158,6 +223,8 @@ func (o *options) config() config {
 		parallel: o.parallel, queue: o.queue, chunk: o.batch, maxBody: o.maxBody, timeout: o.timeout, nPredict: o.nPredict,
 		defaults: o.sampling,
 		seed:     o.seed, stepDelay: o.stepDelay,
+		headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, writeTimeout: writeTimeout, idleTimeout: idleTimeout,
+		maxConns: o.maxConns,
 	}
 }
 
@@ -178,6 +245,9 @@ func main() {
 	}()
 	if err := run(ctx, o, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
+		if errors.As(err, new(flagError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
@@ -203,13 +273,14 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Two caches while the scheduler moves its rows into a larger session, plus room for
-	// requests, responses and per-step garbage: with memlimit's own slack alone (16 MiB) the
-	// collector ran all the time under 16 clients (4k instead of 9k tok/s on the shipped model).
-	// Each step copies every row's logits twice (the engine's AppendLast, the sampler's repeat
-	// penalty): room for 32 steps of them.
-	logits := int64(o.parallel) * int64(m.e.Model.Config.VocabSize) * 4
-	memlimit.Set(memlimit.Base(), 2*m.e.KVBytes(o.parallel)+serveSlack+64*logits)
+	avail, ok := memlimit.Available()
+	if !ok {
+		avail = -1
+	}
+	if err := o.checkModel(m.e, avail); err != nil {
+		return flagError{err}
+	}
+	memlimit.Set(memlimit.Base(), serveMemory(m.e, o.parallel))
 	if o.warmup && !m.encoder() {
 		// Every session size the scheduler may use (powers of two up to --parallel).
 		for _, rows := range serve.SessionSizes(o.parallel) {
@@ -226,7 +297,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	defer cancelBase()
 	s := newServer(base, m, o.config())
 	defer s.close()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(logw, "serve: ", 0)}
+	srv := s.httpServer(logw)
 	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Name)
 	if m.encoder() {
 		kind = fmt.Sprintf("encoder, embeddings of %d", m.e.Model.Config.Dim)
@@ -235,7 +306,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 		m.name, kind, time.Since(start).Seconds(), ln.Addr(), engine.BackendSummary(m.e.Backend))
 
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(newLimitListener(ln, o.maxConns)) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving: %w", err)

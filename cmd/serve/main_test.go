@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/posformer/posformer/cmd/internal/memlimit"
 )
 
 // Bad flags are one-line errors naming the flag.
@@ -31,6 +35,16 @@ func TestFlagErrors(t *testing.T) {
 		"-c -5":                "-c",
 		"--top-k -1":           "--top-k",
 		"--parallel notanumbr": "parallel",
+		// Past the bounds, before anything is allocated.
+		"--parallel 100000":         "--parallel must be at most 1024",
+		"-c 1099511627776":          "-c must be at most",
+		"--ctx-size 16777217":       "-c must be at most",
+		"--queue 1000000":           "--queue must be at most",
+		"--max-body 10000000000":    "--max-body must be at most",
+		"--batch-size 99999999":     "--batch-size must be at most",
+		"--max-connections 0":       "--max-connections",
+		"--max-connections 1000000": "--max-connections must be at most",
+		"--shutdown-grace -1s":      "--shutdown-grace",
 	} {
 		_, _, err := parseFlags(strings.Fields(args))
 		if err == nil || !strings.Contains(err.Error(), says) || strings.Contains(err.Error(), "\n") {
@@ -141,4 +155,63 @@ func TestShutdown(t *testing.T) {
 			t.Error("run did not return after the grace period")
 		}
 	})
+}
+
+// The bounds that need the model: -c against the positions a learned table holds, and the
+// memory of --parallel rows of -c tokens against what is available.
+func TestModelBounds(t *testing.T) {
+	o, _, err := parseFlags([]string{"-m", "../../weights/bench/lm/learned", "-c", "3000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := loadModel(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.checkModel(m.e, -1); err == nil || !strings.Contains(err.Error(), "-c 3000 is past the 2048 positions") {
+		t.Errorf("-c 3000 on a table of 2048 positions: %v", err)
+	}
+
+	// The shipped decoder's cache holds 3 layers x 2 KV heads x 24 dims, K and V, float32,
+	// and a position (int32) and a validity flag (a byte) per slot: 1157 bytes a token a row.
+	o, _, err = parseFlags([]string{"-m", decoderPath, "-c", "65536", "--parallel", "64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = loadModel(o); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.e.KVBytes(64), int64(1157*65536*64); got != want {
+		t.Fatalf("KVBytes(64) at -c 65536: %d, want %d", got, want)
+	}
+	need := serveMemory(m.e, 64)
+	err = o.checkModel(m.e, need-1)
+	if err == nil || !strings.Contains(err.Error(), "--parallel 64 rows of 65536 tokens (-c) need 9.1 GiB") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a byte short of the memory needed: %v", err)
+	}
+	for _, avail := range []int64{need, -1} {
+		if err := o.checkModel(m.e, avail); err != nil {
+			t.Errorf("with %d bytes available: %v, want no error", avail, err)
+		}
+	}
+}
+
+// A context no machine holds is refused after loading, before the KV caches and the warm-up
+// (which compiles a graph per window size up to -c), as a flag error (exit 2).
+func TestHugeContextRefusedBeforeWarmup(t *testing.T) {
+	if _, ok := memlimit.Available(); !ok {
+		t.Skip("no /proc/meminfo: the memory check is off")
+	}
+	o, _, err := parseFlags([]string{"-m", decoderPath, "--port", "0", "-c", "16777216", "--parallel", "1024"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = run(context.Background(), o, io.Discard)
+	if !errors.As(err, new(flagError)) || !strings.Contains(err.Error(), "lower --parallel or -c") {
+		t.Errorf("-c 16777216 --parallel 1024 (36 TiB of caches): %v, want a flag error", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("refusing took %s", took)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -62,14 +63,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decodeBody reads a JSON object of at most limit bytes into v, turning every failure into
-// the 4xx a client can act on.
+// the 4xx a client can act on. The body must arrive before the read deadline ServeHTTP set;
+// once it is in, net/http lifts the deadline itself (its background read, which notices a
+// client that goes away, waits as long as the generation takes).
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
+	var netErr net.Error
 	switch {
 	case errors.As(err, &tooLarge):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 			Message: fmt.Sprintf("request body is larger than %d bytes; send a smaller body or raise --max-body", limit)}
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+			Message: "the request body did not arrive in time; send it whole, without pausing"}
 	case err != nil:
 		return invalid("", "reading the request body: %v", err)
 	}

@@ -30,6 +30,10 @@ type config struct {
 	defaults               engine.Sampling
 	seed                   int64         // -1: a request without a seed gets one from the clock
 	stepDelay              time.Duration // tests only: slows each decoding step
+	// Connection bounds (conn.go): the deadlines for a request's headers, its body, each
+	// write of the answer, and an idle keep-alive connection; the connections held at once.
+	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
+	maxConns                                              int
 }
 
 // server serves one model.
@@ -75,7 +79,16 @@ func (s *server) close() {
 }
 
 // ServeHTTP routes by path, answering unknown paths and methods with OpenAI's error object.
+// The request's body must arrive within bodyTimeout, and each write of the answer within
+// writeTimeout. The read deadline also bounds what net/http reads of a body the handler left
+// unread; once a body is read whole, net/http lifts it.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.bodyTimeout > 0 {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
+	}
+	if s.cfg.writeTimeout > 0 {
+		w = newDeadlineWriter(w, s.cfg.writeTimeout)
+	}
 	rt, ok := s.routes[r.URL.Path]
 	switch {
 	case !ok:

@@ -363,11 +363,8 @@ func (s *Scheduler) prefill() error {
 			continue // more prompt to feed
 		}
 		r.pos = len(r.j.prompt)
-		if done, err := s.sample(p, i, last[i]); done || err != nil {
-			if err == nil {
-				err = s.free(p, i)
-			}
-			if err != nil {
+		if finish := s.sample(p, i, last[i]); finish != "" {
+			if err := s.finish(p, i, finish); err != nil {
 				return err
 			}
 			continue
@@ -419,11 +416,8 @@ func (s *Scheduler) decode() error {
 			continue
 		}
 		r.pos++
-		if done, err := s.sample(p, i, last[i]); done || err != nil {
-			if err == nil {
-				err = s.free(p, i)
-			}
-			if err != nil {
+		if finish := s.sample(p, i, last[i]); finish != "" {
+			if err := s.finish(p, i, finish); err != nil {
 				return err
 			}
 		}
@@ -433,23 +427,34 @@ func (s *Scheduler) decode() error {
 
 // sample picks row i's next token from its logits, with engine.Generate's rules in its order,
 // so that a served continuation is the one cmd/infer prints: a stop token ends the job unsent,
-// then the token goes out, then the job ends at max tokens or when the row is full. done
-// reports that the job ended (its final event sent); the caller frees the row.
-func (s *Scheduler) sample(p *pool, i int, logits []float32) (done bool, err error) {
+// then the token goes out, then the job ends at max tokens or when the row is full. A job that
+// ended gets its finish reason ("stop" or "length"), which the caller passes to finish.
+func (s *Scheduler) sample(p *pool, i int, logits []float32) (finish string) {
 	r := p.rows[i]
 	tok := r.j.sampler.Next(logits)
 	if slices.Contains(r.j.stop, tok) {
-		r.j.events <- Event{Finish: "stop"}
-		return true, nil
+		return "stop"
 	}
 	r.j.events <- Event{Token: tok}
 	r.generated++
 	if r.generated >= r.j.max || r.pos >= s.limit {
-		r.j.events <- Event{Finish: "length"}
-		return true, nil
+		return "length"
 	}
 	r.next = tok
-	return false, nil
+	return ""
+}
+
+// finish frees row i of p, then sends its job's final event: a client that reads the event
+// and then asks the server (/health, or its next request) finds the row free already.
+func (s *Scheduler) finish(p *pool, i int, reason string) error {
+	j := p.rows[i].j
+	err := s.free(p, i)
+	if err != nil {
+		j.events <- Event{Err: err}
+		return err
+	}
+	j.events <- Event{Finish: reason}
+	return nil
 }
 
 // shrink moves the decoding rows into a smaller session once three quarters of its rows are

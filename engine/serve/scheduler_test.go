@@ -127,6 +127,39 @@ func TestSchedulerStopAndQueue(t *testing.T) {
 	}
 }
 
+// A job's final event comes after its row is free: a client that reads it and asks the
+// server (/health, its next request) finds the row idle. Both ends are checked: at max tokens
+// (after a decoding step, and right at the prefill's first token) and at a stop token.
+func TestFinalEventAfterRowFreed(t *testing.T) {
+	e := load(t, decoderPath)
+	prompt := tokens("func main() {")
+	var first []int
+	if _, err := e.Generate(prompt, 1, greedy(t), nil, func(tok int) { first = append(first, tok) }); err != nil {
+		t.Fatal(err)
+	}
+	s := NewScheduler(e, Config{Parallel: 2, Queue: 4, Chunk: 256})
+	defer s.Stop()
+	for _, c := range []struct {
+		max    int
+		stop   []int
+		finish string
+	}{{3, nil, "length"}, {1, nil, "length"}, {8, first, "stop"}} {
+		for range 5 {
+			j := NewJob(context.Background(), prompt, c.max, greedy(t), c.stop)
+			if err := s.Submit(j); err != nil {
+				t.Fatal(err)
+			}
+			_, finish, err := collect(j)
+			if err != nil || finish != c.finish {
+				t.Fatalf("max %d, stop %v: finished %q (%v), want %q", c.max, c.stop, finish, err, c.finish)
+			}
+			if b := s.Busy(); b != 0 {
+				t.Fatalf("max %d, stop %v: %d rows busy after the final event, want 0", c.max, c.stop, b)
+			}
+		}
+	}
+}
+
 // A job no row can run is refused at Submit, with an error naming the problem, and the
 // scheduler goes on serving.
 func TestSubmitRefusesBadJobs(t *testing.T) {
