@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"unsafe"
@@ -546,6 +547,9 @@ func (e *Engine) Warmup(batch, maxPrompt int) error {
 		}
 	}
 	for n := 1; n <= e.Capacity; n = nextBoundary(n) {
+		if n < 0 {
+			break // past the largest int: no length is left
+		}
 		if n <= maxPrompt {
 			add(stepKey{Bucket(n) > 1, batch, Bucket(n), e.window(n)}) // a prompt of n tokens
 		}
@@ -565,6 +569,9 @@ func (e *Engine) Warmup(batch, maxPrompt int) error {
 func nextBoundary(n int) int {
 	p := 1
 	for p < n {
+		if p > math.MaxInt/2 {
+			return -1
+		}
 		p *= 2
 	}
 	return p + 1

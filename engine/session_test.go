@@ -261,3 +261,18 @@ func TestReserveStopsAtItsBound(t *testing.T) {
 		t.Errorf("cached vs full logits differ by %g", d)
 	}
 }
+
+// Warmup's lengths: 1, 2, then 2^k + 1, where Bucket or window may change; past the largest
+// power of two an int holds, none (a capacity near the int range must not loop forever).
+func TestNextBoundary(t *testing.T) {
+	var got []int
+	for n := 1; n <= 40; n = nextBoundary(n) {
+		got = append(got, n)
+	}
+	if want := []int{1, 2, 3, 5, 9, 17, 33}; !slices.Equal(got, want) {
+		t.Errorf("lengths %v, want %v", got, want)
+	}
+	if n := nextBoundary(1<<62 + 1); n != -1 {
+		t.Errorf("after 2^62 + 1: %d, want -1 (none)", n)
+	}
+}
