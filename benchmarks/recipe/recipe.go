@@ -33,6 +33,9 @@ type Recipe struct {
 	StepCap            map[string]int // -steps: the cap on a plateau run
 	Batch              int            // sequences per step (also in Optim)
 	Seeds              int
+	// Schemes are the positional schemes the grid trains (a scheme registered later is not part
+	// of a finished recipe, but runs when named with -scheme).
+	Schemes []string
 	// Factors are the evaluation lengths in units of L; BiasFactors are added for BiasSchemes on
 	// lm (ALiBi's claim is about long inputs, and these schemes are cheap to run there).
 	Factors, BiasFactors []int
@@ -66,11 +69,12 @@ type Recipe struct {
 	ShipSeed  int
 }
 
-// V2 is the recipe of issue 17.
+// V2 is the second benchmark's recipe: six tasks, fourteen schemes, three seeds.
 var V2 = Recipe{
-	Name:  "v2",
-	Shape: []string{"-dim", "128", "-layers", "4", "-heads", "4", "-kv-heads", "4", "-hidden", "512", "-ctx", "4096"},
-	Optim: []string{"-batch", "32", "-lr", "1e-3", "-warmup", "200", "-wd", "0.01"},
+	Name:    "v2",
+	Schemes: []string{"none", "sinusoidal", "learned", "multiplicative", "floater", "rope", "xpos", "alibi", "kerple", "fire", "t5", "shaw", "xl", "deberta"},
+	Shape:   []string{"-dim", "128", "-layers", "4", "-heads", "4", "-kv-heads", "4", "-hidden", "512", "-ctx", "4096"},
+	Optim:   []string{"-batch", "32", "-lr", "1e-3", "-warmup", "200", "-wd", "0.01"},
 	// An evaluation every 100 steps on 64 held-out sequences at L; a plateau is five of them
 	// (500 steps) without a 1% improvement.
 	Stop: []string{"-plateau", "5", "-plateau-tol", "0.01", "-eval-every", "100", "-save-every", "200", "-eval-windows", "64"},
@@ -310,7 +314,7 @@ func Schemes() []string {
 	return out
 }
 
-var order = []string{"none", "sinusoidal", "learned", "multiplicative", "floater", "rope", "xpos", "alibi", "kerple", "fire", "t5", "shaw", "xl", "deberta"}
+var order = []string{"none", "sinusoidal", "learned", "multiplicative", "floater", "rope", "xpos", "alibi", "kerple", "fire", "dape", "t5", "shaw", "xl", "deberta", "cope"}
 
 // SchemeOrder is a scheme's place in the tables (baselines first, unknown names last).
 func SchemeOrder(s string) int {

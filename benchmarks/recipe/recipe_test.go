@@ -14,7 +14,7 @@ import (
 // Every model of a task gets the same cmd/train command but for its scheme, seed, folder and
 // its variant's own flag; the grid holds every (task, scheme, seed) and the variants.
 func TestModelsShareOneCommand(t *testing.T) {
-	ms := V2.Models("w", tasks.Names(), Schemes(), 0)
+	ms := V2.Models("w", tasks.Names(), V2.Schemes, 0)
 	count := map[string]int{}
 	strip := func(args []string) string {
 		var keep []string

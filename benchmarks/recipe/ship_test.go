@@ -93,7 +93,7 @@ func TestShip(t *testing.T) {
 // One seed of lm and passkey ships, its variants included; nothing else does.
 func TestShips(t *testing.T) {
 	n := 0
-	for _, m := range V2.Models("w", []string{"lm", "passkey", "copy"}, Schemes(), 0) {
+	for _, m := range V2.Models("w", []string{"lm", "passkey", "copy"}, V2.Schemes, 0) {
 		want := m.Seed == 1 && m.Task != "copy"
 		if V2.Ships(m) != want {
 			t.Errorf("Ships(%s seed %d) = %v", m.ID(), m.Seed, !want)
