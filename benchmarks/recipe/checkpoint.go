@@ -90,8 +90,8 @@ func (ti *TrainInfo) Variant() string {
 
 // CurveEnd reads the last line of a loss curve (cmd/train's loss.csv): its step and its
 // "seconds", the training wall time counted over resumptions; zeros for an empty or header-only
-// curve. train.json's wall_seconds counted only the last resumption before the sixth session, so
-// readers take the larger of the two.
+// curve. In the grid's early checkpoints train.json's wall_seconds counted only the last
+// resumption, so readers take the larger of the two.
 func CurveEnd(data []byte) (step int, seconds float64) {
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if len(lines) < 2 {

@@ -3,7 +3,7 @@
 // trains each of them (identical but for the scheme, the seed and the variant's own flag), and
 // what a finished checkpoint records about its training (train.json).
 //
-// Version 2 (issue 17): 4-layer decoders and encoders of width 128 (about 1.05 M parameters),
+// Version 2: 4-layer decoders and encoders of width 128 (about 1.05 M parameters),
 // L = 64 tokens for the synthetic tasks and 128 bytes for lm and mlm, trained until the held-out
 // loss at L flattens (cmd/train -plateau, with a step cap), three seeds per (task, scheme).
 package recipe
@@ -79,8 +79,8 @@ var V2 = Recipe{
 	// (500 steps) without a 1% improvement.
 	Stop: []string{"-plateau", "5", "-plateau-tol", "0.01", "-eval-every", "100", "-save-every", "200", "-eval-windows", "64"},
 	// mlm's encoders first learn the bytes' frequencies in their context, as a position-blind
-	// model does (2.93 nats by step 600), and only later use positions: in the tenth session's
-	// first mlm cells FLOATER left that plateau at step 1,000, sinusoidal at 500, and learned
+	// model does (2.93 nats by step 600), and only later use positions: in the grid's first mlm
+	// cells FLOATER left that plateau at step 1,000, sinusoidal at 500, and learned
 	// and multiplicative were stopped on it at 960 and 1,200, no better than NoPE. No plateau
 	// counts before half the cap.
 	TaskStop: map[string][]string{tasks.MLM: {"-plateau-min", "2500"}},

@@ -1,4 +1,4 @@
-// Command bench is the extrapolation benchmark (issues 7 and 17): every positional scheme, trained
+// Command bench is the extrapolation benchmark: every positional scheme, trained
 // alike on each task at length L, scored at lengths past L. With --full it trains and evaluates
 // the recipe's whole grid and writes the benchmark's report: benchmarks/results/<task>.csv,
 // PNG plots with 95% intervals and benchmarks/RESULTS.md, all atomically, with a progress bar.

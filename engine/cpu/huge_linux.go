@@ -10,7 +10,7 @@ import (
 // them only to regions that ask). A training step's arena is hundreds of megabytes streamed by
 // every op: with 4 KiB pages each op walks thousands of them, and the first touch of each is a
 // page fault, slow on virtual machines. Measured on the v2-lm training step: the steps' summed
-// time 3.40 → 3.10 s (benchmarks/SPEED.md, fifth session). Errors are ignored: without huge
+// time 3.40 → 3.10 s (benchmarks/SPEED.md, "Memory"). Errors are ignored: without huge
 // pages the buffer works the same.
 func hugePages(b []byte) {
 	lo, hi := hugeRange(uintptr(unsafe.Pointer(unsafe.SliceData(b))), len(b))

@@ -46,7 +46,7 @@ func allocScratch(n int) []float32 {
 // writes at the ragged edges of C. The tile lives here rather than in a local array, which
 // escapes to the heap (it goes through a generic function): a kilobyte of garbage per call
 // that, until the next collection, grows the heap into fresh pages, and faulting fresh pages
-// in is slow on virtual machines (benchmarks/SPEED.md, fifth session).
+// in is slow on virtual machines (benchmarks/SPEED.md, "Memory").
 func scratchParts(sp []float32) (ap, bp, edge []float32) {
 	const a, b = blockM * blockK, blockK * blockN
 	return sp[:a:a], sp[a : a+b : a+b], sp[a+b:]
