@@ -157,3 +157,23 @@ func (c *limitConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// filesReserved are the descriptors the process holds besides its connections: standard
+// streams, the listener, the poller, the model's files while loading, a margin.
+const filesReserved = 32
+
+// fitToFiles lowers a connection cap that the open-file limit could not hold: every held
+// connection and every one being refused takes a descriptor, and a process out of them cannot
+// accept even the connection that would be refused (accept4: too many open files), so clients,
+// health checks included, hang instead of getting a 503. It returns the cap and, when lowered,
+// a line saying so.
+func fitToFiles(maxConns, fileLimit int) (int, string) {
+	if fileLimit <= 0 {
+		return maxConns, ""
+	}
+	fit := max(1, fileLimit-filesReserved-maxRefusing)
+	if maxConns <= fit {
+		return maxConns, ""
+	}
+	return fit, fmt.Sprintf("serve: --max-connections lowered from %d to %d: the process may hold %d open files (ulimit -n); raise that limit to hold more", maxConns, fit, fileLimit)
+}

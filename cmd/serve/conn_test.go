@@ -228,3 +228,20 @@ func TestStalledReaderIsClosed(t *testing.T) {
 	}
 	waitFor(t, "the row to be freed", func() bool { return s.sched.Busy() == 0 })
 }
+
+// A connection cap the open-file limit cannot hold is lowered so that the held connections, the
+// ones being refused and the process's own files fit; an unknown or ample limit leaves it.
+func TestFitToFiles(t *testing.T) {
+	for _, c := range []struct{ conns, limit, want int }{
+		{256, 0, 256},
+		{256, 1 << 20, 256},
+		{256, 128, 128 - filesReserved - maxRefusing},
+		{8, 128, 8},
+		{256, 50, 1},
+	} {
+		got, note := fitToFiles(c.conns, c.limit)
+		if got != c.want || (got != c.conns) != (note != "") {
+			t.Errorf("fitToFiles(%d, %d) = %d, %q; want %d, and a note exactly when lowered", c.conns, c.limit, got, note, c.want)
+		}
+	}
+}

@@ -305,8 +305,12 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	fmt.Fprintf(logw, "serve: %s (%s) ready in %.2f s · listening on http://%s · %s\n",
 		m.name, kind, time.Since(start).Seconds(), ln.Addr(), engine.BackendSummary(m.e.Backend))
 
+	maxConns, note := fitToFiles(o.maxConns, openFileLimit())
+	if note != "" {
+		fmt.Fprintln(logw, note)
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(newLimitListener(ln, o.maxConns)) }()
+	go func() { served <- srv.Serve(newLimitListener(ln, maxConns)) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving: %w", err)

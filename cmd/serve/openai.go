@@ -146,6 +146,8 @@ type genRequest struct {
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	Tools            json.RawMessage `json:"tools"`
+	LogitBias        json.RawMessage `json:"logit_bias"`
+	MinP             *float64        `json:"min_p"` // llama-server's
 }
 
 type completionRequest struct {
@@ -185,6 +187,10 @@ func (r *genRequest) unsupported() error {
 		return invalid("presence_penalty", "presence_penalty is not supported; use repeat_penalty (llama.cpp's)")
 	case len(r.Tools) > 0 && !isJSON(r.Tools, "null", "[]"):
 		return invalid("tools", "tool calls are not supported; leave tools out")
+	case len(r.LogitBias) > 0 && !isJSON(r.LogitBias, "null", "{}"):
+		return invalid("logit_bias", "logit_bias is not supported; leave it out")
+	case r.MinP != nil && *r.MinP != 0:
+		return invalid("min_p", "min_p sampling is not supported; use top_p or top_k")
 	}
 	return nil
 }

@@ -278,6 +278,8 @@ func TestLimitsAndBadRequests(t *testing.T) {
 		{"/v1/completions", map[string]any{"prompt": "abc", "temperature": -1}, 400, "temperature", ">= 0"},
 		{"/v1/completions", map[string]any{"prompt": "abc", "top_p": 0}, 400, "top_p", "(0, 1]"},
 		{"/v1/completions", map[string]any{"prompt": "abc", "logprobs": 2}, 400, "logprobs", "not supported"},
+		{"/v1/completions", map[string]any{"prompt": "abc", "logit_bias": map[string]any{"99": 1}}, 400, "logit_bias", "not supported"},
+		{"/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi"}}, "min_p": 0.1}, 400, "min_p", "not supported"},
 		{"/v1/chat/completions", map[string]any{"messages": "hi"}, 400, "messages", "array"},
 		{"/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "wizard", "content": "hi"}}}, 400, "messages[0].role", "wizard"},
 		{"/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": 7}}}, 400, "messages[0].content", "string"},
