@@ -28,7 +28,7 @@ func LoadGPT2(vocabPath, mergesPath string) (*HF, error) {
 }
 
 func loadGPT2(vocabPath, mergesPath string) (*HF, error) {
-	data, err := os.ReadFile(vocabPath)
+	data, err := readFile(vocabPath)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func loadGPT2(vocabPath, mergesPath string) (*HF, error) {
 	if err := checkVocab(vocab); err != nil {
 		return nil, fmt.Errorf("%s: %w", vocabPath, err)
 	}
-	mergeData, err := os.ReadFile(mergesPath)
+	mergeData, err := readFile(mergesPath)
 	if err != nil {
 		return nil, err
 	}

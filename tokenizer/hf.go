@@ -27,7 +27,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -53,7 +52,7 @@ type HF struct {
 
 // LoadHF loads a Hugging Face tokenizer.json file.
 func LoadHF(path string) (*HF, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading tokenizer.json at %s: %w", path, err)
 	}

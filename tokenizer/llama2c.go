@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 )
 
 // Ids llama2.c fixes: <unk>, <s> (BOS) and </s> (EOS) come first, bytes follow.
@@ -40,7 +39,7 @@ type Llama2C struct {
 // LoadLlama2C reads a tokenizer.bin with n tokens (n <= 0: every token up to the end of the
 // file; run.c reads exactly the model's vocab_size and ignores the rest).
 func LoadLlama2C(path string, n int) (*Llama2C, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading llama2.c tokenizer: %w", err)
 	}

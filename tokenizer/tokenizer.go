@@ -121,6 +121,9 @@ func Load(name string) (Tokenizer, error) {
 // isNonJSONFile reports whether name is a readable file whose first
 // non-space byte is not '{' (a tokenizer.json always starts with one).
 func isNonJSONFile(name string) bool {
+	if checkRegular(name) != nil {
+		return false
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return false
@@ -135,7 +138,7 @@ func isNonJSONFile(name string) bool {
 // loadFile tells a tokenizer.json (an object with a "model") from a GPT-2
 // vocabulary (an object of token ids) by its top-level keys.
 func loadFile(path string) (Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading tokenizer at %s: %w", path, err)
 	}
