@@ -58,6 +58,7 @@ type Options struct {
 	Resume                 bool
 	Force                  bool // without Resume: replace the checkpoint in Out, which is otherwise refused
 	RandomPositions        int
+	PoSE                   int // positional skip-wise training: positions reach up to this length (0: off)
 	NoPELayers             string
 	Plateau                int     // evaluations without improvement that end the run (0: cosine schedule over Steps)
 	PlateauTol             float64 // relative improvement that counts
@@ -115,6 +116,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("-steps, -batch must be >= 1 and -seq >= 2")
 	case o.RandomPositions != 0 && o.RandomPositions < o.Seq:
 		return Result{}, fmt.Errorf("-random-positions %d must be 0 (off) or >= -seq %d: it is the range the %d positions are drawn from", o.RandomPositions, o.Seq, o.Seq)
+	case o.PoSE != 0 && o.PoSE <= o.Seq:
+		return Result{}, fmt.Errorf("-pose %d must be 0 (off) or > -seq %d: it is the length the skipped positions reach", o.PoSE, o.Seq)
+	case o.PoSE != 0 && o.RandomPositions != 0:
+		return Result{}, fmt.Errorf("-pose and -random-positions both place the training positions; give one")
 	case o.Plateau < 0 || o.PlateauTol < 0 || o.PlateauMin < 0:
 		return Result{}, fmt.Errorf("-plateau %d, -plateau-tol %g and -plateau-min %d must be >= 0 (-plateau 0 is off)", o.Plateau, o.PlateauTol, o.PlateauMin)
 	case o.EvalEvery < 1 || o.SaveEvery < 1:
@@ -212,8 +217,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, cfg.TrainSeqLen) > l.Limit() {
-		return Result{}, fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions", cfg.SchemeName(), l.Limit(), l.LimitFix())
+	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, o.PoSE, cfg.TrainSeqLen) > l.Limit() {
+		return Result{}, fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions / -pose", cfg.SchemeName(), l.Limit(), l.LimitFix())
 	}
 	root, err := corpus.GoRoot()
 	if err != nil {
@@ -235,8 +240,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	shared := false
-	if sw, ok := m.Scheme.(positional.SharedWork); ok && o.RandomPositions == 0 {
-		shared = sw.SharedWork() // rows share their positions only without -random-positions
+	if sw, ok := m.Scheme.(positional.SharedWork); ok && o.RandomPositions == 0 && o.PoSE == 0 {
+		shared = sw.SharedWork() // rows share their positions only without -random-positions or -pose
 	}
 	if tr.MicroBatch, err = microBatch(o.MicroBatch, o.Batch, cfg.TrainSeqLen, shared); err != nil {
 		return Result{}, err
@@ -318,6 +323,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if o.RandomPositions > 0 {
 			randomizePositions(b.Positions, o.RandomPositions, posRNG)
 		}
+		if o.PoSE > 0 {
+			skipPositions(b.Positions, o.PoSE, posRNG)
+		}
 		lr := schedule(step, o)
 		if plat != nil {
 			lr = plat.lr(step, o.LR, o.Warmup)
@@ -391,6 +399,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"dim":                cfg.Dim,
 		"layers":             cfg.NumLayers,
 		"random_positions":   o.RandomPositions,
+		"pose":               o.PoSE,
 		"nope_layers":        cfg.NoPELayers,
 	}
 	js, _ := json.MarshalIndent(summary, "", "  ")
@@ -480,6 +489,27 @@ func randomizePositions(pos [][]int32, n int, r *rand.Rand) {
 		slices.Sort(picked)
 		for j, p := range picked {
 			row[j] = int32(p)
+		}
+	}
+}
+
+// skipPositions gives each row of positions PoSE's placement (Zhu et al. 2023, "PoSE: Efficient
+// Context Window Extension of LLMs via Positional Skip-wise Training"): the window of L tokens
+// is cut at a uniform point c in [1, L) into two chunks; the first keeps positions 0..c−1, the
+// second skips ahead by u, uniform in [0, target − L], to c+u..L−1+u. Trained on L tokens, the
+// model sees every distance up to target − 1, while each chunk stays contiguous (the paper's two
+// chunks, the first anchored at 0). Held-out windows keep 0..L−1: PoSE is meant to be read on
+// contiguous positions.
+func skipPositions(pos [][]int32, target int, r *rand.Rand) {
+	for _, row := range pos {
+		l := len(row)
+		c := 1 + r.IntN(l-1)
+		u := r.IntN(target - l + 1)
+		for j := range row {
+			row[j] = int32(j)
+			if j >= c {
+				row[j] += int32(u)
+			}
 		}
 	}
 }
