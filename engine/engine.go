@@ -288,21 +288,11 @@ func (e *Engine) deviceTensor(sh shapes.Shape) (*tensors.Tensor, error) {
 	if !e.Backend.HasSharedBuffers() {
 		return tensors.FromShape(sh), nil
 	}
-	buf, flat, err := e.Backend.NewSharedBuffer(0, sh)
+	buf, err := e.zeroBuffer(sh)
 	if err != nil {
 		return nil, err
 	}
-	t, err := tensors.FromBuffer(e.Backend, buf)
-	if err != nil {
-		return nil, err
-	}
-	// Shared buffers may come from a pool: zero them (empty slots must read as zero).
-	if b, ok := flatBytes(flat); ok {
-		clear(b)
-	} else if err := t.MutableBytes(func(b []byte) { clear(b) }); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return tensors.FromBuffer(e.Backend, buf)
 }
 
 // unpackLogits returns, for each row, the logits of its real (unpadded) tokens.

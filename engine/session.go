@@ -432,13 +432,8 @@ func (s *Session) inputsFor(k stepKey) (*stepInputs, error) {
 	if in := s.inputs[k]; in != nil {
 		return in, nil
 	}
-	in := &stepInputs{seq: k.seq, shapes: s.e.stepArgs(k)}
-	n := 4
-	if k.pick {
-		n = 5
-	}
-	in.shapes = append(in.shapes[:4:4], in.shapes[len(in.shapes)-(n-4):]...)
-	flats := make([]any, n)
+	in := &stepInputs{seq: k.seq, shapes: stepInputShapes(k)}
+	flats := make([]any, len(in.shapes))
 	for i, sh := range in.shapes {
 		if s.e.Backend.HasSharedBuffers() {
 			buf, flat, err := s.e.Backend.NewSharedBuffer(0, sh)

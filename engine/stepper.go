@@ -51,13 +51,19 @@ type stepCall struct {
 // [batch, seq]; the cache (stepKey's window): slot positions, slot validity, then keys and
 // values of every layer; with pick, the index [batch] of each row's token to return.
 func (e *Engine) stepArgs(k stepKey) []shapes.Shape {
+	in := stepInputShapes(k)
+	return append(append(in[:4:4], e.cacheShapes(k.batch, k.window)...), in[4:]...)
+}
+
+// stepInputShapes are the shapes of a step's inputs besides the cache, in stepArgs' order:
+// tokens, positions, validity and slots, then with pick the last-token indices.
+func stepInputShapes(k stepKey) []shapes.Shape {
 	in := shapes.Make(dtypes.Int32, k.batch, k.seq)
-	args := []shapes.Shape{in, in, shapes.Make(dtypes.Bool, k.batch, k.seq), in}
-	args = append(args, e.cacheShapes(k.batch, k.window)...)
+	out := []shapes.Shape{in, in, shapes.Make(dtypes.Bool, k.batch, k.seq), in}
 	if k.pick {
-		args = append(args, shapes.Make(dtypes.Int32, k.batch))
+		out = append(out, shapes.Make(dtypes.Int32, k.batch))
 	}
-	return args
+	return out
 }
 
 // stepperFor returns the stepper of k, building and compiling it on first use. The time spent
