@@ -156,12 +156,16 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	if mask == nil {
 		mask = MaskBias(cfg.Causal, h, relPos, relKeyPos, keyValid)
 	}
-	if hook, ok := pe.Scheme.(positional.Contextual); ok {
-		logits = Add(logits, hook.ContextualLogits(pe.Ctx, layer, q, logits, positional.VisibleKeys(mask), in.Pos, keyPos))
-	}
-	if pe.SSMax != nil {
-		// Before the mask: a hidden key's logit must stay hidden whatever the factor.
-		logits = pe.SSMax.Scale(ctx, logits, positional.VisibleKeys(mask))
+	contextHook, contextual := pe.Scheme.(positional.Contextual)
+	if contextual || pe.SSMax != nil {
+		visible := positional.VisibleKeys(mask)
+		if contextual {
+			logits = Add(logits, contextHook.ContextualLogits(pe.Ctx, layer, q, logits, visible, in.Pos, keyPos))
+		}
+		if pe.SSMax != nil {
+			// Before the mask: a hidden key's logit must stay hidden whatever the factor.
+			logits = pe.SSMax.Scale(ctx, logits, visible)
+		}
 	}
 	logits = Add(logits, mask)
 	var out *Node
