@@ -79,9 +79,9 @@ func (c *CoPE) fromGates(q, gates, e *Node) *Node {
 	w := Sub(pos, lo)
 	hi := MinScalar(AddScalar(lo, 1), float64(c.MaxPositions-1))
 	perRow := DotGeneral(q, []int{3}, nil, ConvertDType(e, q.DType()), []int{0}, nil) // [b, h, s, P]
-	at := func(idx *Node) *Node {                                                     // perRow[b, h, i, idx[b, h, i, j]]
-		rowStart := MulScalar(Iota(g, shapes.Make(dtypes.Int32, b*h*s), 0), float64(c.MaxPositions))
-		flat := Add(Reshape(rowStart, b, h, s, 1), ConvertDType(idx, dtypes.Int32))
+	rowStart := Reshape(MulScalar(Iota(g, shapes.Make(dtypes.Int32, b*h*s), 0), float64(c.MaxPositions)), b, h, s, 1)
+	at := func(idx *Node) *Node { // perRow[b, h, i, idx[b, h, i, j]]
+		flat := Add(rowStart, ConvertDType(idx, dtypes.Int32))
 		picked := Gather(Reshape(perRow, b*h*s*c.MaxPositions, 1), Reshape(flat, b*h*s*t, 1))
 		return Reshape(picked, b, h, s, t)
 	}

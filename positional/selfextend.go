@@ -63,10 +63,10 @@ func (s *SelfExtend) Scores(ctx *context.Context, layer int, q, k, qPos, kPos *N
 	product := func(qp, kp *Node) *Node {
 		return DotGeneral(r.Rotate(q, qp), []int{3}, []int{0, 1}, r.Rotate(k, kp), []int{3}, []int{0, 1})
 	}
-	g := int32(s.Group)
-	shift := int32(s.Window - s.Window/s.Group)
+	// Integer division: positions are int32, so DivScalar floors them (they are >= 0).
+	g, shift := float64(s.Group), float64(s.Window-s.Window/s.Group)
 	near := product(qPos, kPos)
-	far := product(AddScalar(DivScalar(qPos, float64(g)), float64(shift)), DivScalar(kPos, float64(g)))
+	far := product(AddScalar(DivScalar(qPos, g), shift), DivScalar(kPos, g))
 	dims := near.Shape().Dimensions                        // [b, h, s, t]
 	dist := Sub(ExpandAxes(qPos, -1), ExpandAxes(kPos, 1)) // [b, s, t]
 	grouped := GreaterOrEqual(dist, Scalar(qPos.Graph(), dtypes.Int32, s.Window))

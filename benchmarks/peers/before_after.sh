@@ -21,6 +21,7 @@ export LLAMACPP_LIB_DIR=${LLAMACPP_LIB_DIR:-$PEERS/node_modules/@node-llama-cpp/
 cd "$PEERS"
 rate() { "$@" 2>&1 >/dev/null | grep -o "achieved tok/s: [0-9.]*\|decode [0-9.]* tok/s" | grep -o "[0-9][0-9.]*" | head -1; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else printf "%.1f (%.1f-%.1f)\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
+middle() { median | cut -d' ' -f1; } # the median alone
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC') · cpu: $(lscpu | sed -n 's/^Model name: *//p') · $(nproc) vCPUs · load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| model, weights (2 threads, greedy from BOS) | steps | llama.cpp tok/s | posformer before | posformer after | after ÷ before |"
@@ -36,8 +37,8 @@ for m in $MODELS; do
 			b+=("$(rate "$BEFORE" -m "$f" --temp 0 --ignore-eos -n "$n" -p "")")
 			a+=("$(rate "$AFTER" -m "$f" --temp 0 --ignore-eos -n "$n" -p "")")
 		done
-		mb=$(printf '%s\n' "${b[@]}" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-		ma=$(printf '%s\n' "${a[@]}" | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+		mb=$(printf '%s\n' "${b[@]}" | grep . | middle)
+		ma=$(printf '%s\n' "${a[@]}" | grep . | middle)
 		echo "| $m ${q^^} | $n | $(printf '%s\n' "${l[@]}" | grep . | median) | $(printf '%s\n' "${b[@]}" | grep . | median) | $(printf '%s\n' "${a[@]}" | grep . | median) | $(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.2f", a/b}') |"
 	done
 done
