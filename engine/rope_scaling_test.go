@@ -51,9 +51,21 @@ func TestDynamicNTKCacheAcrossBaseChange(t *testing.T) {
 
 	// The base really changes: the same model without scaling agrees inside the original
 	// context and not past it.
-	plainCfg := cfg
-	plainCfg.Positional = map[string]any{"name": "rope"}
-	m, err := models.New(plainCfg)
+	p := forwardWithScheme(t, e, cfg, map[string]any{"name": "rope"}, toks)
+	// Random weights barely use positions, so the difference past L is small in absolute
+	// terms; it must still dwarf the rounding-level difference inside L.
+	inside, past := maxAbsDiff(p[0][orig-1], full[0][orig-1]), maxAbsDiff(p[0][total-1], full[0][total-1])
+	if inside > 1e-5 || past < 100*max(inside, 1e-7) {
+		t.Errorf("dynamic NTK vs plain RoPE: differ by %g inside the original context (want rounding only) and by %g past it (want more)", inside, past)
+	}
+}
+
+// forwardWithScheme runs the full forward pass over toks (at positions 0..) of e's weights
+// under another positional block: the same model but for the scheme's options.
+func forwardWithScheme(t *testing.T, e *Engine, cfg models.Config, pe map[string]any, toks []int) [][][]float32 {
+	t.Helper()
+	cfg.Positional = pe
+	m, err := models.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +73,9 @@ func TestDynamicNTKCacheAcrossBaseChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ref.Forward([][]int{toks}, [][]int{iota(0, total)})
+	p, err := ref.Forward([][]int{toks}, [][]int{iota(0, len(toks))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Random weights barely use positions, so the difference past L is small in absolute
-	// terms; it must still dwarf the rounding-level difference inside L.
-	inside, past := maxAbsDiff(p[0][orig-1], full[0][orig-1]), maxAbsDiff(p[0][total-1], full[0][total-1])
-	if inside > 1e-5 || past < 100*max(inside, 1e-7) {
-		t.Errorf("dynamic NTK vs plain RoPE: differ by %g inside the original context (want rounding only) and by %g past it (want more)", inside, past)
-	}
+	return p
 }

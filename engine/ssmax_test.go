@@ -37,20 +37,7 @@ func TestSSMaxDecoder(t *testing.T) {
 			}
 		}
 
-		plainCfg := cfg
-		plainCfg.Positional = map[string]any{"name": pe["name"]}
-		m, err := models.New(plainCfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, err := New(e.Backend, m, e.Ctx, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := ref.Forward([][]int{toks}, [][]int{iota(0, total)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := forwardWithScheme(t, e, cfg, map[string]any{"name": pe["name"]}, toks)
 		if d := maxAbsDiff(p[0][L-1], full[0][L-1]); d > 1e-5 {
 			t.Errorf("%v: position %d sees L = %d keys, where s·ln n = 1: logits differ from the plain softmax's by %g", pe, L-1, L, d)
 		}
