@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/posformer/posformer/benchmarks/recipe"
@@ -46,6 +47,8 @@ type Row struct {
 	// on (0: off): it is scored on sorted random subsets of [0, RandomPositions) too, as it was
 	// trained, not on 0..n-1, a placement it never saw.
 	RandomPositions int
+	// BOS: the model was trained with a BOS token first (cmd/train -bos) and is scored with it.
+	BOS bool
 }
 
 // randomPlacement is a model scored at sorted random positions of [0, n), a fixed draw.
@@ -84,9 +87,9 @@ type Budget struct {
 
 // Full is the budget of the published tables.
 var Full = Budget{
-	Factors: recipe.V2.Factors, BiasFactors: recipe.V2.BiasFactors,
-	CorpusBytes: 32768, StringN: 100, PasskeyN: 20, Depths: []float64{0, 0.25, 0.5, 0.75, 1}, MQARN: 32, Pairs: []int{4, 8, 16},
-	RopeFactors: recipe.V2.RopeFactors, TokensPerRun: 4096,
+	Factors: recipe.V3.Factors, BiasFactors: recipe.V3.BiasFactors,
+	CorpusBytes: corpus.TestBytes, StringN: 100, PasskeyN: 20, Depths: []float64{0, 0.25, 0.5, 0.75, 1}, MQARN: 32, Pairs: []int{4, 8, 16},
+	RopeFactors: recipe.V3.RopeFactors, TokensPerRun: 4096,
 }
 
 // Quick re-scores the shipped checkpoints in well under a minute: two lengths, a few examples.
@@ -242,16 +245,31 @@ func FindRows(weights, task string, schemes []string, b Budget) ([]Row, error) {
 // and passkey the RoPE-scaling rows at the budget's fixed factors. Only bias schemes are scored
 // past the recipe's largest factor.
 func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
-	base := Row{Model: filepath.Base(dir), Scheme: ti.Scheme, Variant: ti.Variant(), Seed: ti.Seed, TrainLen: ti.SeqLen, TaskVersion: ti.TaskVersion, Dir: dir, RandomPositions: ti.RandomPositions}
-	if base.Variant != "" && ti.Init != "" {
-		// A fine-tune trains at s·L; its L for the tables is the base model's.
-		base.TrainLen = ti.SeqLen / max(1, int(math.Round(factorOf(ti.Positional))))
+	return RowsForModel(task, ti, dir, b, "")
+}
+
+// RowsForModel is RowsFor with the row's label given by the recipe (variant; "" reads it from
+// train.json). A learning-rate sweep's model ("lr=...") gets every row a plain model gets: the
+// sweep's choice becomes the table's seed-1 model.
+func RowsForModel(task string, ti *recipe.TrainInfo, dir string, b Budget, variant string) []Row {
+	if variant == "" {
+		variant = ti.Variant()
 	}
-	if len(b.Factors) > 0 && !slices.Contains(recipe.V2.BiasSchemes, ti.Scheme) {
+	base := Row{Model: filepath.Base(dir), Scheme: ti.Scheme, Variant: variant, Seed: ti.Seed, TrainLen: ti.SeqLen, TaskVersion: ti.TaskVersion, Dir: dir, RandomPositions: ti.RandomPositions, BOS: ti.BOS}
+	if ti.Init != "" {
+		// A fine-tune trains at s·L; its L for the tables is the base model's.
+		s := factorOf(ti.Positional)
+		if s <= 1 {
+			s = float64(recipe.V3.PIFactor) // a fine-tune at s·L without interpolation
+		}
+		base.TrainLen = ti.SeqLen / max(1, int(math.Round(s)))
+	}
+	if len(b.Factors) > 0 && !slices.Contains(recipe.V3.BiasSchemes, ti.Scheme) {
 		base.MaxLength = slices.Max(b.Factors) * base.TrainLen
 	}
 	rows := []Row{base}
-	if task == tasks.LM && base.Variant == "" {
+	plain := base.Variant == "" || strings.HasPrefix(base.Variant, "lr=")
+	if task == tasks.LM && plain {
 		s := base
 		s.Variant, s.Sliding = recipe.SlidingVariant, true
 		if b.SlidingStride > 0 {
@@ -259,7 +277,7 @@ func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
 		}
 		rows = append(rows, s)
 	}
-	if task == tasks.LM && ti.Scheme == "fire" && base.Variant == "" {
+	if task == tasks.LM && ti.Scheme == "fire" && plain {
 		c := base
 		c.Variant = recipe.FIRECapVariant
 		c.Override = func(_ int, cfg *models.Config) error {
@@ -268,20 +286,40 @@ func RowsFor(task string, ti *recipe.TrainInfo, dir string, b Budget) []Row {
 		}
 		rows = append(rows, c)
 	}
-	if ti.Scheme == "rope" && base.Variant == "" && slices.Contains(recipe.V2.RopeTasks, task) && tasks.Kind(task) == models.Decoder {
-		for _, t := range recipe.V2.RopeTypes {
+	if ti.Scheme == "rope" && plain && slices.Contains(recipe.V3.RopeTasks, task) && tasks.Kind(task) == models.Decoder {
+		for _, t := range recipe.V3.RopeTypes {
 			for _, f := range b.RopeFactors {
 				v := base
 				v.Variant = recipe.ScalingVariant(t, f)
 				v.Override = func(_ int, c *models.Config) error {
-					c.Positional["rope_scaling"] = map[string]any{"rope_type": t, "factor": f, "original_max_position_embeddings": float64(base.TrainLen)}
+					c.Positional["rope_scaling"] = scalingBlock(t, f, base.TrainLen, recipe.YaRNBetaFast, recipe.YaRNBetaSlow)
 					return nil
 				}
 				rows = append(rows, v)
 			}
 		}
+		// YaRN with LLaMA's ramp (β = 32), v2's setting: at head dim 32 and this L it
+		// interpolates every pair.
+		for _, f := range b.RopeFactors {
+			v := base
+			v.Variant = recipe.ScalingVariant("yarn β=32", f)
+			v.Override = func(_ int, c *models.Config) error {
+				c.Positional["rope_scaling"] = scalingBlock("yarn", f, base.TrainLen, 32, 1)
+				return nil
+			}
+			rows = append(rows, v)
+		}
 	}
 	return rows
+}
+
+// scalingBlock is a config's rope_scaling block for a RoPE-scaling row; YaRN's ramp is given.
+func scalingBlock(typ string, f float64, L int, betaFast, betaSlow float64) map[string]any {
+	b := map[string]any{"rope_type": typ, "factor": f, "original_max_position_embeddings": float64(L)}
+	if typ == "yarn" {
+		b["beta_fast"], b["beta_slow"] = betaFast, betaSlow
+	}
+	return b
 }
 
 func factorOf(pe map[string]any) float64 {
@@ -298,7 +336,7 @@ func loadRow(backend backends.Backend, r Row, length int) (*engine.Engine, error
 	}
 	edits = append(edits, func(c *models.Config) error {
 		// The engine's context must hold the longest evaluation.
-		c.MaxSeqLen = max(c.MaxSeqLen, length)
+		c.MaxSeqLen = max(c.MaxSeqLen, length+1) // +1: a BOS token
 		return nil
 	})
 	m, ctx, err := models.Load(r.Dir, backend, edits...)
@@ -365,6 +403,9 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 			var f tasks.Forwarder = e
 			if r.RandomPositions > 0 {
 				f = randomPlacement{f: e, n: r.RandomPositions, rng: rand.New(rand.NewPCG(uint64(c.Length), 17))}
+			}
+			if r.BOS {
+				f = tasks.WithBOS(f)
 			}
 			err := tasks.Score(f, exs, batch, r.TrainLen, &s, func(n int) {
 				if progress != nil {
@@ -454,20 +495,49 @@ func Baselines(task string, version int, cells []Cell, train []byte, trainLen in
 	return out, nil
 }
 
-// LoadCorpus reads the corpus splits: the evaluation split for lm, mlm and passkey's hay, the
-// training split for the unigram baseline.
-func LoadCorpus(quick bool) (*corpus.Corpus, error) {
+// Texts are what the benchmark reads: the training split (the unigram baseline), and the
+// held-out validation and test texts (corpus.LoadHeldOut), the test text for lm, mlm and
+// passkey's hay.
+type Texts struct {
+	Train            []byte
+	Validation, Test *corpus.HeldOut
+	GoVersion        string
+}
+
+// ID names the texts in every results line: the Go version and the first 12 hex digits of the
+// test text's SHA-256 (RESULTS.md gives both texts' whole SHA-256), so that results from two
+// Go installations are never averaged together.
+func (t *Texts) ID() string { return t.GoVersion + ":" + t.Test.SHA256()[:12] }
+
+// LoadCorpus reads the texts from the Go installation.
+func LoadCorpus(quick bool) (*Texts, error) {
 	root, err := corpus.GoRoot()
 	if err != nil {
 		return nil, err
 	}
 	maxBytes := 0
 	if quick {
-		// Enough eval text for the quick budget and a unigram estimate a few hundredths of a
-		// bit from the full one, in a fraction of the load time.
+		// A unigram estimate a few hundredths of a bit from the full one, in a fraction of the
+		// load time.
 		maxBytes = 4 << 20
 	}
-	return corpus.Load(root, maxBytes)
+	c, err := corpus.Load(root, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	val, test, err := corpus.LoadHeldOut(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Texts{Train: c.Train, Validation: val, Test: test, GoVersion: corpus.GoVersion(root)}, nil
+}
+
+// Stamp records the texts' ID in every result.
+func Stamp(rs []report.Result, id string) []report.Result {
+	for i := range rs {
+		rs[i].Text = id
+	}
+	return rs
 }
 
 // Group is rows that share their cells: one training length and task version.

@@ -99,11 +99,13 @@ func toBytes(xs []int32) []byte {
 }
 
 // Rows: lm adds a sliding-window row; a RoPE decoder on lm adds five scaling types at each fixed
-// factor; only bias schemes go past the largest factor; a fine-tune is tabled at its base's L.
+// factor and YaRN with LLaMA's ramp beside v3's; only bias schemes go past the largest factor; a
+// fine-tune, with or without interpolation, is tabled at its base's L; a sweep's model gets a
+// plain model's rows.
 func TestRowsFor(t *testing.T) {
 	rope := &recipe.TrainInfo{Task: tasks.LM, Scheme: "rope", SeqLen: 128, Seed: 2, TaskVersion: 1}
 	rows := RowsFor(tasks.LM, rope, "w/lm/rope-seed2", Full)
-	if len(rows) != 2+5*len(Full.RopeFactors) || rows[1].Variant != recipe.SlidingVariant || !rows[1].Sliding || rows[0].MaxLength != 16*128 {
+	if len(rows) != 2+6*len(Full.RopeFactors) || rows[1].Variant != recipe.SlidingVariant || !rows[1].Sliding || rows[0].MaxLength != 16*128 {
 		t.Fatalf("%d rows: %+v", len(rows), rows[:2])
 	}
 	alibi := &recipe.TrainInfo{Task: tasks.LM, Scheme: "alibi", SeqLen: 128}
@@ -134,6 +136,24 @@ func TestRowsFor(t *testing.T) {
 		Positional: map[string]any{"name": "rope", "rope_scaling": map[string]any{"rope_type": "linear", "factor": 4.0}}}
 	if r := RowsFor(tasks.LM, pi, "w/lm/rope-pi4", Full); len(r) != 1 || r[0].TrainLen != 128 || r[0].Variant != "PI s=4 ft" {
 		t.Errorf("PI rows %+v", r)
+	}
+	ft := &recipe.TrainInfo{Task: tasks.LM, Scheme: "rope", SeqLen: 512, Init: "w/lm/rope", Positional: map[string]any{"name": "rope"}}
+	if r := RowsForModel(tasks.LM, ft, "w/lm/rope-ft4", Full, "4L ft"); len(r) != 1 || r[0].TrainLen != 128 || r[0].Variant != "4L ft" {
+		t.Errorf("fine-tune without interpolation: rows %+v", r)
+	}
+	if r := RowsForModel(tasks.LM, rope, "w/lm/rope-lr0.002", Full, recipe.SweepVariant(0.002)); len(r) != len(rows) || r[0].Variant != "lr=0.002" || r[1].Variant != recipe.SlidingVariant {
+		t.Errorf("sweep model: %d rows (want %d), first %q", len(r), len(rows), r[0].Variant)
+	}
+	for _, r := range rows {
+		if r.Variant == recipe.ScalingVariant("yarn", 4) {
+			cfg := models.Config{Positional: map[string]any{"name": "rope"}}
+			if err := r.Override(512, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			if b := cfg.Positional["rope_scaling"].(map[string]any); b["beta_fast"] != recipe.YaRNBetaFast || b["beta_slow"] != recipe.YaRNBetaSlow {
+				t.Errorf("yarn row's ramp %v, want v3's", b)
+			}
+		}
 	}
 }
 

@@ -92,7 +92,7 @@ func Done(out string, c Cell) bool {
 }
 
 // Finished is the set of cells (by ID) that need not run: their results file exists, a shipped
-// cell's checkpoint is in its Ship folder, and, if a cell not yet done starts from them (Needs),
+// cell's checkpoint is in its Ship folder, and, if a cell not yet done starts from them (Init),
 // their trained checkpoint is still there. A base whose checkpoint was lost (the results live
 // in the repository, the weights outside it) is trained again rather than leaving its
 // fine-tune nothing to start from; a shipped one, rather than shipping nothing.
@@ -108,7 +108,7 @@ func Finished(out string, cells []Cell) map[string]bool {
 		byID[c.ID()] = c
 	}
 	for _, c := range cells {
-		if base, ok := byID[c.Task+"/"+c.Needs]; ok && c.Needs != "" && !done[c.ID()] && done[base.ID()] {
+		if base, ok := byID[c.Task+"/"+c.Init]; ok && c.Init != "" && !done[c.ID()] && done[base.ID()] {
 			if _, err := recipe.ReadTrainInfo(base.Dir); err != nil {
 				delete(done, base.ID())
 			}
@@ -142,7 +142,7 @@ type Runner struct {
 	shipMu sync.Mutex
 }
 
-// Run runs every unfinished cell, Jobs at a time, each when the cell it starts from (Needs) is
+// Run runs every unfinished cell, Jobs at a time, each when the cell it starts from (Init) is
 // done. A failed cell does not stop the grid, which may run unattended for hours: the others go
 // on (not those that start from it), and the error at the end names every failed cell and
 // says how to continue.
@@ -190,7 +190,7 @@ func (r *Runner) Run(cells []Cell) error {
 		sort.Strings(what)
 		r.Progress(d, total, strings.Join(what, " · "))
 	}
-	ready := func(c Cell) bool { return c.Needs == "" || finished[c.Task+"/"+c.Needs] }
+	ready := func(c Cell) bool { return c.Init == "" || finished[c.Task+"/"+c.Init] }
 	// pick returns the index of the first unstarted ready cell, -1 if none is ready yet, or
 	// len(todo) when nothing is left (or the grid cannot go on). Called with mu held.
 	pick := func() int {
@@ -203,13 +203,13 @@ func (r *Runner) Run(cells []Cell) error {
 				if started[i] {
 					continue
 				}
-				if c := todo[i]; c.Needs != "" && failed[c.Task+"/"+c.Needs] {
+				if c := todo[i]; c.Init != "" && failed[c.Task+"/"+c.Init] {
 					started[i], failed[c.ID()] = true, true
-					failures = append(failures, fmt.Sprintf("%s: not started, %s/%s failed", c.ID(), c.Task, c.Needs))
+					failures = append(failures, fmt.Sprintf("%s: not started, %s/%s failed", c.ID(), c.Task, c.Init))
 					total -= c.Seconds()
 					continue
 				}
-				if c := todo[i]; !r.Deadline.IsZero() && (skipped[c.Task+"/"+c.Needs] ||
+				if c := todo[i]; !r.Deadline.IsZero() && (skipped[c.Task+"/"+c.Init] ||
 					r.clock().Add(time.Duration(c.Seconds()*float64(time.Second))).After(r.Deadline)) {
 					// It would not finish in time (or starts from a cell that will not run).
 					started[i], skipped[c.ID()] = true, true
@@ -233,7 +233,7 @@ func (r *Runner) Run(cells []Cell) error {
 				// Nothing runs that could make a waiting cell ready: its base is not in the grid.
 				for i := next; i < len(todo); i++ {
 					if !started[i] {
-						firstErr = fmt.Errorf("%s starts from %s/%s, which is neither finished nor in the grid; run its task without -scheme filters", todo[i].ID(), todo[i].Task, todo[i].Needs)
+						firstErr = fmt.Errorf("%s starts from %s/%s, which is neither finished nor in the grid; run its task without -scheme filters", todo[i].ID(), todo[i].Task, todo[i].Init)
 						break
 					}
 				}
@@ -363,8 +363,8 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 func restoreShipped(out string, cells []Cell) error {
 	needed := map[string]bool{}
 	for _, c := range cells {
-		if c.Needs != "" {
-			needed[c.Task+"/"+c.Needs] = true
+		if c.Init != "" {
+			needed[c.Task+"/"+c.Init] = true
 		}
 		if !Done(out, c) {
 			needed[c.ID()] = true
@@ -524,7 +524,7 @@ func LastStep(dir string) int {
 
 // Assemble writes a task's results file from its cells' files (the order of cells), so the
 // report sees one CSV per task. Cells not finished yet are left out.
-func Assemble(out, task string, cells []Cell) error {
+func Assemble(out, task string, cells []Cell, relabel ...func([]report.Result) []report.Result) error {
 	var all []report.Result
 	for _, c := range cells {
 		if c.Task != task {
@@ -538,6 +538,9 @@ func Assemble(out, task string, cells []Cell) error {
 	}
 	if len(all) == 0 {
 		return nil
+	}
+	for _, f := range relabel {
+		all = f(all)
 	}
 	return report.WriteCSV(report.CSVPath(out, task), all)
 }

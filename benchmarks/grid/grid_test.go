@@ -100,8 +100,8 @@ func TestRunTrainsEvaluatesAndRespectsNeeds(t *testing.T) {
 		t.Fatalf("trained %v, evaluated %v, at most %d at once; want 6, 6, 2", f.trained, f.evaluated, f.maxActive)
 	}
 	for _, c := range cells {
-		if c.Needs != "" && !f.startAt[c.ID()].After(f.doneAt["lm/"+c.Needs]) {
-			t.Errorf("%s started before its base %s finished", c.ID(), c.Needs)
+		if c.Init != "" && !f.startAt[c.ID()].After(f.doneAt["lm/"+c.Init]) {
+			t.Errorf("%s started before its base %s finished", c.ID(), c.Init)
 		}
 		if !Done(dir, c) {
 			t.Errorf("%s has no results file", c.ID())

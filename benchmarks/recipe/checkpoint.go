@@ -36,6 +36,10 @@ type TrainInfo struct {
 	Command         string         `json:"command"`
 	Positional      map[string]any `json:"positional"`
 	RandomPositions int            `json:"random_positions"`
+	PoSE            int            `json:"pose"`
+	BOS             bool           `json:"bos"`
+	GoVersion       string         `json:"go_version"`
+	ValidationSHA   string         `json:"validation_sha256"`
 	Init            string         `json:"init"`
 }
 

@@ -67,6 +67,23 @@ type Recipe struct {
 	// ShipTasks at seed ShipSeed are the checkpoints shipped in weights/bench (Ships).
 	ShipTasks []string
 	ShipSeed  int
+
+	// From version 3 (v3.go). SchemeArgs are a scheme's settings scaled to the task's L.
+	SchemeArgs func(task, scheme string, L int) []string
+	Variants   []Variant
+	// FineTunes replace the PI fine-tune of PITasks' RoPE models: each from the same base.
+	FineTunes []FineTune
+	// LRs are the learning rates swept on seed 1 of each scheme on the tasks LRSweeps maps to
+	// themselves; LRSweeps[task] is the task whose sweep chooses task's rate.
+	LRs      []float64
+	LRSweeps map[string]string
+	// Choose is the sweep's choice (nil or !ok: not made yet), set by the grid from the sweep's
+	// finished models.
+	Choose func(task, scheme string) (lr float64, ok bool)
+	// SeedsFor overrides Seeds for a row ("task/label", label as report.Result.Label).
+	SeedsFor map[string]int
+	// First are the schemes each task runs first (the papers' rows), before the rest.
+	First map[string][]string
 }
 
 // V2 is the second benchmark's recipe: six tasks, fourteen schemes, three seeds.
@@ -157,7 +174,11 @@ type Model struct {
 	Name         string   // the checkpoint's folder: <scheme>[-<variant>][-seedN]
 	Dir          string   // <weights>/<task>/<Name>
 	Args         []string // cmd/train's arguments, -o Dir last
-	Needs        string   // the Name of the model this one starts from (-init), "" if none
+	Init         string   // the Name of the model this one starts from (-init), "" if none
+	// After are the IDs of cells whose results set this one's command (a learning-rate sweep);
+	// Waiting says why the command is not final yet ("" when it is).
+	After   []string
+	Waiting string
 	Steps        int      // the step cap, for the estimate
 	TrainSeconds float64  // estimated training time on one core, at the cap (an upper bound)
 	EvalSeconds  float64  // estimated evaluation time on one core
@@ -212,6 +233,9 @@ func (r Recipe) Models(weights string, taskList, schemes []string, seeds int) []
 	if seeds <= 0 {
 		seeds = r.Seeds
 	}
+	if len(r.LRs) > 0 {
+		return r.modelsV3(weights, taskList, schemes, seeds)
+	}
 	var out []Model
 	for seed := 1; seed <= seeds; seed++ {
 		for _, task := range taskList {
@@ -227,7 +251,7 @@ func (r Recipe) Models(weights string, taskList, schemes []string, seeds int) []
 						[]string{"-random-positions", strconv.Itoa(r.RandPosFactor * L)}))
 				}
 				if scheme == "rope" && slices.Contains(r.PITasks, task) {
-					m := Model{Task: task, Scheme: scheme, Variant: PIVariant(r.PIFactor), Seed: seed, Needs: base.Name, Steps: r.PISteps}
+					m := Model{Task: task, Scheme: scheme, Variant: PIVariant(r.PIFactor), Seed: seed, Init: base.Name, Steps: r.PISteps}
 					m.Name = ModelName(scheme, fmt.Sprintf("pi%d", r.PIFactor), seed)
 					m.Dir = filepath.Join(weights, task, m.Name)
 					m.Args = []string{"-task", task, "-init", base.Dir, "--rope-scaling", "linear", "--rope-scale", strconv.Itoa(r.PIFactor),
@@ -332,6 +356,9 @@ func SchemeOrder(s string) int {
 
 // Describe summarizes the recipe in one paragraph, for RESULTS.md and -plan.
 func (r Recipe) Describe() string {
+	if len(r.LRs) > 0 {
+		return r.describe3()
+	}
 	return fmt.Sprintf("Recipe %s: every model `%s %s %s` (about 1.05 M parameters), L = %d tokens for the synthetic tasks and %d bytes for lm and mlm, "+
 		"trained until the held-out loss at L has not improved by 1%% for five evaluations (one per 100 steps%s), then cooled down (caps: %d steps for lm and mlm, %d for the synthetic tasks); "+
 		"%d seeds per (task, scheme); evaluated at %s L (and %s L for %s on lm); %s train with bfloat16 matrix products (float32 sums).",

@@ -53,8 +53,8 @@ func TestModelsShareOneCommand(t *testing.T) {
 		t.Errorf("%d models in the grid", len(ms))
 	}
 	for i, m := range ms {
-		if m.Needs != "" && !slices.ContainsFunc(ms[:i], func(b Model) bool { return b.Task == m.Task && b.Name == m.Needs }) {
-			t.Errorf("%s needs %s, which does not come before it", m.ID(), m.Needs)
+		if m.Init != "" && !slices.ContainsFunc(ms[:i], func(b Model) bool { return b.Task == m.Task && b.Name == m.Init }) {
+			t.Errorf("%s needs %s, which does not come before it", m.ID(), m.Init)
 		}
 	}
 }
@@ -97,9 +97,9 @@ func TestVariantsAndNames(t *testing.T) {
 	if d := V2.Describe(); !strings.Contains(d, "; lm, passkey, mqar and mlm train with bfloat16") {
 		t.Errorf("Describe does not name the bf16 tasks: %s", d)
 	}
-	if pi.Name != "rope-pi4-seed2" || pi.Needs != "rope-seed2" || !strings.Contains(got, "-init "+filepath.Join("w", "lm", "rope-seed2")) ||
+	if pi.Name != "rope-pi4-seed2" || pi.Init != "rope-seed2" || !strings.Contains(got, "-init "+filepath.Join("w", "lm", "rope-seed2")) ||
 		!strings.Contains(got, "--rope-scaling linear --rope-scale 4 -seq 512") {
-		t.Errorf("PI model %s needs %s: %s", pi.Name, pi.Needs, got)
+		t.Errorf("PI model %s needs %s: %s", pi.Name, pi.Init, got)
 	}
 	if n := ModelName("rope", "", 1); n != "rope" {
 		t.Errorf("seed 1 name %q", n)

@@ -31,6 +31,8 @@ type Result struct {
 	Metric                       string
 	Value                        float64
 	N                            int // scored tokens (or sequences, for exact match / accuracy)
+	// Text names the test text that scored it (eval.Texts.ID; "" before version 3).
+	Text string
 }
 
 // Label is what groups seeds into one table row: the scheme, and its variant if any.
@@ -49,9 +51,11 @@ func (r Result) Sub() float64 {
 	return r.Depth
 }
 
-// csvHeader is version 2's; version 1 (the v1 results) lacks "pairs" and is still read.
+// csvHeader is version 3's; version 2 lacks "text" and version 1 (the v1 results) "pairs" too,
+// and both are still read.
 var (
-	csvHeader   = []string{"task", "model", "scheme", "variant", "seed", "train_len", "length", "depth", "pairs", "metric", "value", "n"}
+	csvHeader   = []string{"task", "model", "scheme", "variant", "seed", "train_len", "length", "depth", "pairs", "metric", "value", "n", "text"}
+	csvHeaderV2 = csvHeader[:12]
 	csvHeaderV1 = []string{"task", "model", "scheme", "variant", "seed", "train_len", "length", "depth", "metric", "value", "n"}
 )
 
@@ -66,7 +70,7 @@ func EncodeCSV(rs []Result) []byte {
 			pairs = strconv.Itoa(r.Pairs)
 		}
 		w.Write([]string{r.Task, r.Model, r.Scheme, r.Variant, strconv.Itoa(r.Seed), strconv.Itoa(r.TrainLen), strconv.Itoa(r.Length),
-			DepthString(r.Depth), pairs, r.Metric, strconv.FormatFloat(r.Value, 'g', 6, 64), strconv.Itoa(r.N)})
+			DepthString(r.Depth), pairs, r.Metric, strconv.FormatFloat(r.Value, 'g', 6, 64), strconv.Itoa(r.N), r.Text})
 	}
 	w.Flush()
 	return buf.Bytes()
@@ -92,7 +96,8 @@ func ReadCSV(path string) ([]Result, error) {
 	}
 	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
 	v1 := err == nil && len(recs) > 0 && slices.Equal(recs[0], csvHeaderV1)
-	if err != nil || len(recs) == 0 || !(v1 || slices.Equal(recs[0], csvHeader)) {
+	v2 := err == nil && len(recs) > 0 && slices.Equal(recs[0], csvHeaderV2)
+	if err != nil || len(recs) == 0 || !(v1 || v2 || slices.Equal(recs[0], csvHeader)) {
 		return nil, fmt.Errorf("reading %s: not a results file of this version (delete it and rerun)", path)
 	}
 	var out []Result
@@ -121,6 +126,9 @@ func ReadCSV(path string) ([]Result, error) {
 		errs = append(errs, e)
 		r.N, e = strconv.Atoi(f[11])
 		errs = append(errs, e)
+		if len(f) > 12 {
+			r.Text = f[12]
+		}
 		if err := errors.Join(errs...); err != nil {
 			return nil, fmt.Errorf("reading %s line %d: %w", path, i+2, err)
 		}

@@ -219,7 +219,7 @@ func pickTasks(list string) ([]string, error) {
 
 func pickSchemes(list string) ([]string, error) {
 	if list == "" {
-		return recipe.V2.Schemes, nil
+		return recipe.V3.Schemes, nil
 	}
 	var out []string
 	for _, s := range strings.Split(list, ",") {

@@ -59,13 +59,11 @@ func runEval(o options) error {
 		b = eval.Quick
 	}
 	b.SlidingStride = o.slidingStride
-	var data *corpus.Corpus
+	data := &eval.Texts{Test: &corpus.HeldOut{}}
 	if needsCorpus(o.tasks) {
 		if data, err = eval.LoadCorpus(o.quick); err != nil {
 			return err
 		}
-	} else {
-		data = &corpus.Corpus{}
 	}
 	type work struct {
 		task  string
@@ -92,7 +90,7 @@ func runEval(o options) error {
 			continue
 		}
 		for _, g := range eval.Groups(rows) {
-			cells, err := eval.Plan(task, g.Version, g.TrainLen, b, o.lengths, data.Eval)
+			cells, err := eval.Plan(task, g.Version, g.TrainLen, b, o.lengths, data.Test.Text)
 			if err != nil {
 				return err
 			}
@@ -191,28 +189,38 @@ func printTables(task string, rs []report.Result) {
 // runFull trains and evaluates the recipe's grid, cell by cell, resumably.
 func runFull(o options) error {
 	start := time.Now()
-	r := recipe.V2
+	r := recipe.V3
 	if o.steps > 0 {
 		r.StepCap = cloneCaps(r.StepCap, o.steps)
 	}
-	var cells []grid.Cell
-	for _, m := range r.Models(o.weights, o.tasks, o.schemes, o.seeds) {
-		c := grid.Cell{Model: m}
-		if o.ship != "" && r.Ships(m) {
-			c.Ship = filepath.Join(o.ship, m.Task, m.Name)
+	r.Choose = grid.LRChoice(o.out, r)
+	// The cells are built again between waves: a finished learning-rate sweep settles the
+	// commands of the cells that wait on it.
+	build := func() []grid.Cell {
+		var cells []grid.Cell
+		for _, m := range r.Models(o.weights, o.tasks, o.schemes, o.seeds) {
+			c := grid.Cell{Model: m}
+			if o.ship != "" && r.Ships(m) {
+				c.Ship = filepath.Join(o.ship, m.Task, m.Name)
+			}
+			cells = append(cells, c)
 		}
-		cells = append(cells, c)
+		if len(cells) == 0 {
+			return nil
+		}
+		for _, t := range o.tasks {
+			cells = append(cells, grid.BaselineCell(t))
+		}
+		return cells
 	}
+	cells := build()
 	if len(cells) == 0 {
 		return grid.ErrNothing
-	}
-	for _, t := range o.tasks {
-		cells = append(cells, grid.BaselineCell(t))
 	}
 	if o.reportOnly {
 		// The report so far, from the finished cells (the grid takes several sessions).
 		for _, t := range o.tasks {
-			if err := grid.Assemble(o.out, t, cells); err != nil {
+			if err := grid.Assemble(o.out, t, cells, func(rs []report.Result) []report.Result { return grid.SweepLabels(r, t, rs) }); err != nil {
 				return err
 			}
 		}
@@ -225,10 +233,10 @@ func runFull(o options) error {
 	}
 	cores := runtime.NumCPU()
 	if o.plan {
-		grid.Plan(os.Stdout, o.out, cells, o.jobs, cores, report.Compared())
+		grid.Plan(os.Stdout, o.out, cells, o.jobs, cores, r.First)
 		return nil
 	}
-	grid.Plan(os.Stderr, o.out, cells, o.jobs, cores, report.Compared())
+	grid.Plan(os.Stderr, o.out, cells, o.jobs, cores, r.First)
 	logs := filepath.Join(o.out, "results", "cells", "logs")
 	fmt.Fprintf(os.Stderr, "bench: each model's training log is in %s/<task>-<model>.log\n", logs)
 	data, err := eval.LoadCorpus(false)
@@ -246,7 +254,7 @@ func runFull(o options) error {
 		if c, ok := plans[key]; ok {
 			return c, nil
 		}
-		c, err := eval.Plan(task, version, L, eval.Full, nil, data.Eval)
+		c, err := eval.Plan(task, version, L, eval.Full, nil, data.Test.Text)
 		plans[key] = c
 		return c, err
 	}
@@ -272,7 +280,7 @@ func runFull(o options) error {
 				return nil, err
 			}
 			var out []report.Result
-			for _, g := range eval.Groups(eval.RowsFor(m.Task, ti, m.Dir, eval.Full)) {
+			for _, g := range eval.Groups(eval.RowsForModel(m.Task, ti, m.Dir, eval.Full, m.Variant)) {
 				cs, err := cellsFor(m.Task, g.Version, g.TrainLen)
 				if err != nil {
 					return nil, err
@@ -284,7 +292,7 @@ func runFull(o options) error {
 				}
 				out = append(out, rs...)
 			}
-			return out, nil
+			return eval.Stamp(out, data.ID()), nil
 		},
 		Baselines: func(task string) ([]report.Result, error) {
 			L := r.TrainLen[task]
@@ -292,7 +300,8 @@ func runFull(o options) error {
 			if err != nil {
 				return nil, err
 			}
-			return eval.Baselines(task, tasks.Version(task), cs, data.Train, L)
+			rs, err := eval.Baselines(task, tasks.Version(task), cs, data.Train, L)
+			return eval.Stamp(rs, data.ID()), err
 		},
 		Progress: func(done, total float64, status string) {
 			barMu.Lock()
@@ -307,16 +316,30 @@ func runFull(o options) error {
 	if o.within > 0 {
 		runner.Deadline = start.Add(o.within)
 	}
-	// The run order is grid.Order's; the results keep the recipe's (Assemble, Plan).
-	runErr := runner.Run(grid.Order(cells, report.Compared()))
+	// Wave by wave (grid.Wave): the papers' rows first, each wave in grid.Order; the results
+	// keep the recipe's order (Assemble, Plan).
+	var runErr error
+	for {
+		wave := grid.Wave(o.out, cells, r.First)
+		if wave == nil {
+			break
+		}
+		if runErr = runner.Run(grid.Order(wave, r.First)); runErr != nil || runner.Skipped > 0 {
+			break
+		}
+		cells = build()
+	}
 	if bar != nil {
 		bar.Finish()
+	}
+	if n := grid.Waiting(cells); n > 0 && runErr == nil && runner.Skipped == 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d cells wait on a learning-rate sweep that did not finish (see -plan)\n", n)
 	}
 	if runner.Skipped > 0 {
 		fmt.Fprintf(os.Stderr, "bench: %d cells left for the next run: by their estimates they would not finish within -within %s\n", runner.Skipped, o.within)
 	}
 	for _, t := range o.tasks {
-		if err := grid.Assemble(o.out, t, cells); err != nil && runErr == nil {
+		if err := grid.Assemble(o.out, t, cells, func(rs []report.Result) []report.Result { return grid.SweepLabels(r, t, rs) }); err != nil && runErr == nil {
 			runErr = err
 		}
 	}

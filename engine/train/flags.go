@@ -81,6 +81,7 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 	fs.BoolVar(&o.Resume, "resume", o.Resume, "continue from the checkpoint in -o")
 	fs.BoolVar(&o.Force, "force", o.Force, "replace the checkpoint in -o (without -resume or -force, a folder holding one is refused)")
 	fs.IntVar(&o.PoSE, "pose", o.PoSE, "positional skip-wise training (PoSE, Zhu et al. 2023): each training window's second chunk skips ahead so positions reach this length; 0 is off")
+	fs.BoolVar(&o.BOS, "bos", o.BOS, "start every training sequence with the BOS token at position 0 (the others at 1..L), as Kazemnejad et al. 2023 do; recorded in train.json, and the benchmark scores the model with it")
 	fs.IntVar(&o.RandomPositions, "random-positions", o.RandomPositions, "randomized positions (Ruoss et al. 2023): each training sequence gets a sorted random subset of [0, N); 0 is off")
 	fs.StringVar(&o.NoPELayers, "nope-layers", o.NoPELayers, "comma-separated blocks (from 0) that skip the scheme's attention hooks, e.g. 1,3")
 	fs.IntVar(&o.Plateau, "plateau", o.Plateau, "train until the eval loss has not improved for N evaluations, then cool down (warmup-stable-decay); -steps is the cap. 0: cosine decay over -steps")

@@ -58,6 +58,7 @@ type Options struct {
 	Resume                 bool
 	Force                  bool // without Resume: replace the checkpoint in Out, which is otherwise refused
 	RandomPositions        int
+	BOS                    bool // every sequence starts with the BOS token at position 0 (tasks.PrependBOS)
 	PoSE                   int // positional skip-wise training: positions reach up to this length (0: off)
 	NoPELayers             string
 	Plateau                int     // evaluations without improvement that end the run (0: cosine schedule over Steps)
@@ -217,7 +218,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, o.PoSE, cfg.TrainSeqLen) > l.Limit() {
+	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, o.PoSE, cfg.TrainSeqLen)+boolInt(o.BOS) > l.Limit() {
 		return Result{}, fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions / -pose", cfg.SchemeName(), l.Limit(), l.LimitFix())
 	}
 	root, err := corpus.GoRoot()
@@ -232,6 +233,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
 	}
 	data, err := corpus.Load(root, maxBytes)
+	if err != nil {
+		return Result{}, err
+	}
+	// The held-out loss, and the plateau rule it feeds, read the validation text: never the
+	// test text the benchmark scores (corpus.LoadHeldOut).
+	validation, _, err := corpus.LoadHeldOut(root)
 	if err != nil {
 		return Result{}, err
 	}
@@ -276,7 +283,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	sampler := corpus.NewSampler(data.Train, o.Seed+int64(tr.GlobalStep()))
 	maskRNG := rand.New(rand.NewPCG(uint64(o.Seed), uint64(tr.GlobalStep())))
 	posRNG := rand.New(rand.NewPCG(uint64(o.Seed)+7, uint64(tr.GlobalStep())))
-	evalIn, evalTgt := corpus.Windows(data.Eval, cfg.TrainSeqLen, o.EvalWindows)
+	evalIn, evalTgt := corpus.Windows(validation.Text, cfg.TrainSeqLen, o.EvalWindows)
 	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.MaskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
 	// Synthetic tasks draw their batches from a seeded generator instead of the corpus.
 	var gen *tasks.Generator
@@ -284,7 +291,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if gen, err = tasks.NewGenerator(o.Task, cfg.TrainSeqLen, o.Seed, tr.GlobalStep(), tasks.Haystack(data.Train)); err != nil {
 			return Result{}, err
 		}
-		if evalBatch, err = tasks.EvalBatch(o.Task, cfg.TrainSeqLen, o.EvalWindows, tasks.Haystack(data.Eval)); err != nil {
+		if evalBatch, err = tasks.EvalBatch(o.Task, cfg.TrainSeqLen, o.EvalWindows, tasks.Haystack(validation.Text)); err != nil {
 			return Result{}, err
 		}
 	}
@@ -293,6 +300,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		// trained: on sorted random positions, drawn once. On 0..n-1 a randomized-positions
 		// model sees a placement it was never trained on (64 consecutive positions of 1,024).
 		randomizePositions(evalBatch.Positions, o.RandomPositions, rand.New(rand.NewPCG(99, 98)))
+	}
+	if o.BOS {
+		evalBatch = tasks.PrependBOS(evalBatch)
 	}
 	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes (passes of %d), %s\n",
 		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.Steps, o.Batch, cfg.TrainSeqLen,
@@ -325,6 +335,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		if o.PoSE > 0 {
 			skipPositions(b.Positions, o.PoSE, posRNG)
+		}
+		if o.BOS {
+			b = tasks.PrependBOS(b)
 		}
 		lr := schedule(step, o)
 		if plat != nil {
@@ -400,6 +413,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"layers":             cfg.NumLayers,
 		"random_positions":   o.RandomPositions,
 		"pose":               o.PoSE,
+		"bos":                o.BOS,
+		"go_version":         corpus.GoVersion(root), // the standard library the texts come from
+		"validation_sha256":  validation.SHA256(),
 		"nope_layers":        cfg.NoPELayers,
 	}
 	js, _ := json.MarshalIndent(summary, "", "  ")
@@ -654,4 +670,12 @@ func microBatch(flagValue, batch, seq int, sharedWork bool) (int, error) {
 		return flagValue, nil
 	}
 	return engine.DefaultMicroBatch(batch, seq, sharedWork), nil
+}
+
+// boolInt is 1 for true: BOS takes one position more.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
