@@ -1,13 +1,14 @@
 #!/bin/sh
-# run-all.sh runs the whole v2 grid in the background until it is done or stopped:
+# run-all.sh runs the whole grid of the current recipe (v3) in the background until it is done
+# or stopped:
 #
 #	nohup benchmarks/grid/run-all.sh > grid.log 2>&1 &
 #
-# It builds cmd/bench and runs the whole grid in one command, in grid.Order's order: the cells
-# a previous run stopped mid-way, then every seed of the schemes that RESULTS.md's "against the
-# papers" compares (report.Compared), then the rest seed by seed (mlm's first seed, then every
-# task's second, then third). The command skips the finished cells (their results are in
-# benchmarks/results, committed). Checkpoints go to $WEIGHTS (default weights/grid, ignored by git;
+# It builds cmd/bench and runs the whole grid in one command, wave by wave (grid.Wave): the
+# cells a previous run stopped mid-way and the papers' rows (the recipe's First: their
+# learning-rate sweeps, then every seed, variant and fine-tune), then the rest. A cell whose
+# learning rate waits on a sweep runs in a later wave. The command skips the finished cells
+# (their results are in benchmarks/results, committed). Checkpoints go to $WEIGHTS (default weights/grid, ignored by git;
 # the shipped models to weights/bench) every 200 steps, so a cell that is cut off resumes from its
 # last checkpoint on the next run: the grid runs until it is stopped, and a core is never left
 # idle for want of a cell that would finish in time.
