@@ -161,9 +161,9 @@ var V2 = Recipe{
 	ShipSeed:  1,
 }
 
-// Applies reports whether a scheme can be trained for a task (xPos is decoder-only).
+// Applies reports whether a scheme can be trained for a task (xPos and CoPE are decoder-only).
 func Applies(task, scheme string) bool {
-	return !(scheme == "xpos" && tasks.Kind(task) == models.Encoder)
+	return !((scheme == "xpos" || scheme == "cope") && tasks.Kind(task) == models.Encoder)
 }
 
 // Model is one cell of the grid: a checkpoint to train (or fine-tune) and evaluate.
