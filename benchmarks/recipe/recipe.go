@@ -177,11 +177,11 @@ type Model struct {
 	Init         string   // the Name of the model this one starts from (-init), "" if none
 	// After are the IDs of cells whose results set this one's command (a learning-rate sweep);
 	// Waiting says why the command is not final yet ("" when it is).
-	After   []string
-	Waiting string
-	Steps        int      // the step cap, for the estimate
-	TrainSeconds float64  // estimated training time on one core, at the cap (an upper bound)
-	EvalSeconds  float64  // estimated evaluation time on one core
+	After        []string
+	Waiting      string
+	Steps        int     // the step cap, for the estimate
+	TrainSeconds float64 // estimated training time on one core, at the cap (an upper bound)
+	EvalSeconds  float64 // estimated evaluation time on one core
 }
 
 // Seconds is the model's estimated time on one core.

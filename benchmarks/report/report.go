@@ -99,6 +99,25 @@ func SummaryCSV(rs []Result) []byte {
 	return buf.Bytes()
 }
 
+// OneText is the test text every result was scored on (Result.Text; "" for results from before
+// texts were recorded), or an error naming two texts found: a report never averages scores of
+// different texts (another Go installation's standard library).
+func OneText(byTask map[string][]Result) (string, error) {
+	text, where := "", ""
+	for _, task := range tasks.Names() {
+		for _, r := range byTask[task] {
+			if r.Text == "" || r.Text == text {
+				continue
+			}
+			if text != "" {
+				return "", fmt.Errorf("%s %s was scored on text %s, %s on %s: results of two Go installations; rerun the older cells (delete their results/cells files) on one", task, r.Model, r.Text, where, text)
+			}
+			text, where = r.Text, task+" "+r.Model
+		}
+	}
+	return text, nil
+}
+
 // WriteReport regenerates RESULTS.md and the plots from every task's CSV under out, keeping
 // the hand-written reading between its markers.
 func WriteReport(out string) error {
@@ -119,8 +138,12 @@ func WriteReport(out string) error {
 		}
 		byTask[task] = rs
 	}
+	text, err := OneText(byTask)
+	if err != nil {
+		return err
+	}
 	// The grid keeps every trained model's curve beside its results; v1's report has none.
-	_, err := os.Stat(filepath.Join(out, "results", "curves"))
+	_, err = os.Stat(filepath.Join(out, "results", "curves"))
 	keptCurves := err == nil
 	var b strings.Builder
 	b.WriteString("# Extrapolation benchmark\n\n")
@@ -158,6 +181,9 @@ func WriteReport(out string) error {
 				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share; \"What the grid took\", "+
 				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, secs/3600/2)
 		}
+	}
+	if text != "" {
+		fmt.Fprintf(&b, "Every number was scored on the test text `%s` (Go version : the first digits of its SHA-256; cmd/bench prints both texts' whole hashes).\n\n", text)
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
 	ov := Overview(byTask, overviewMultiples)

@@ -389,3 +389,17 @@ func TestPlotSubGrid(t *testing.T) {
 		t.Errorf("copy has no depths, got a figure (%v)", err)
 	}
 }
+
+// Results scored on two test texts are never reported together; results without a text
+// (before they were recorded) mix with any.
+func TestOneText(t *testing.T) {
+	a := Result{Task: "copy", Model: "rope", Text: "go1.26.8:abc"}
+	old := Result{Task: "copy", Model: "alibi"}
+	if got, err := OneText(map[string][]Result{"copy": {old, a, a}}); err != nil || got != a.Text {
+		t.Errorf("one text: %q, %v", got, err)
+	}
+	b := Result{Task: "lm", Model: "none", Text: "go1.25.0:def"}
+	if _, err := OneText(map[string][]Result{"copy": {a}, "lm": {b}}); err == nil || !strings.Contains(err.Error(), "go1.25.0:def") || !strings.Contains(err.Error(), "go1.26.8:abc") {
+		t.Errorf("two texts: %v", err)
+	}
+}

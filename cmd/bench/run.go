@@ -243,6 +243,8 @@ func runFull(o options) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "bench: texts of %s: test %d documents, %d bytes, SHA-256 %s; validation %d documents, %d bytes, SHA-256 %s\n",
+		data.GoVersion, len(data.Test.Docs), len(data.Test.Text), data.Test.SHA256(), len(data.Validation.Docs), len(data.Validation.Text), data.Validation.SHA256())
 	var (
 		planMu sync.Mutex
 		plans  = map[string][]eval.Cell{}

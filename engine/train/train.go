@@ -59,7 +59,7 @@ type Options struct {
 	Force                  bool // without Resume: replace the checkpoint in Out, which is otherwise refused
 	RandomPositions        int
 	BOS                    bool // every sequence starts with the BOS token at position 0 (tasks.PrependBOS)
-	PoSE                   int // positional skip-wise training: positions reach up to this length (0: off)
+	PoSE                   int  // positional skip-wise training: positions reach up to this length (0: off)
 	NoPELayers             string
 	Plateau                int     // evaluations without improvement that end the run (0: cosine schedule over Steps)
 	PlateauTol             float64 // relative improvement that counts
