@@ -219,17 +219,12 @@ func runFull(o options) error {
 	}
 	if o.reportOnly {
 		// The report so far, from the finished cells (the grid takes several sessions).
-		for _, t := range o.tasks {
-			if err := grid.Assemble(o.out, t, cells, func(rs []report.Result) []report.Result { return grid.SweepLabels(r, t, rs) }); err != nil {
-				return err
-			}
-		}
 		if o.ship != "" {
 			if err := recipe.WriteManifest(o.ship); err != nil {
 				return err
 			}
 		}
-		return report.WriteReport(o.out)
+		return writeGridReport(o, r, cells)
 	}
 	cores := runtime.NumCPU()
 	if o.plan {
@@ -326,7 +321,12 @@ func runFull(o options) error {
 		if wave == nil {
 			break
 		}
-		if runErr = runner.Run(grid.Order(wave, r.First)); runErr != nil || runner.Skipped > 0 {
+		runErr = runner.Run(grid.Order(wave, r.First))
+		// The report after each wave: a grid that runs for days shows what it has.
+		if err := writeGridReport(o, r, cells); err != nil && runErr == nil {
+			runErr = err
+		}
+		if runErr != nil || runner.Skipped > 0 {
 			break
 		}
 		cells = build()
@@ -339,14 +339,6 @@ func runFull(o options) error {
 	}
 	if runner.Skipped > 0 {
 		fmt.Fprintf(os.Stderr, "bench: %d cells left for the next run: by their estimates they would not finish within -within %s\n", runner.Skipped, o.within)
-	}
-	for _, t := range o.tasks {
-		if err := grid.Assemble(o.out, t, cells, func(rs []report.Result) []report.Result { return grid.SweepLabels(r, t, rs) }); err != nil && runErr == nil {
-			runErr = err
-		}
-	}
-	if err := report.WriteReport(o.out); err != nil && runErr == nil {
-		runErr = err
 	}
 	for _, dir := range []string{o.weights, o.ship} {
 		if dir == "" {
@@ -365,6 +357,17 @@ func runFull(o options) error {
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s in %s; wrote %s\n", what, time.Since(start).Round(time.Second), filepath.Join(o.out, "RESULTS.md"))
 	return nil
+}
+
+// writeGridReport assembles each task's results from the finished cells (the sweep's choice
+// relabelling its models) and rewrites RESULTS.md.
+func writeGridReport(o options, r recipe.Recipe, cells []grid.Cell) error {
+	for _, t := range o.tasks {
+		if err := grid.Assemble(o.out, t, cells, func(rs []report.Result) []report.Result { return grid.SweepLabels(r, t, rs) }); err != nil {
+			return err
+		}
+	}
+	return report.WriteReport(o.out)
 }
 
 // parseTrainArgs reads a recipe model's arguments as cmd/train does.
