@@ -5,6 +5,8 @@
 package eval
 
 import (
+	"bytes"
+	"encoding/csv"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gomlx/gomlx/backends"
@@ -105,6 +108,24 @@ type Cell struct {
 	Depth  float64 // passkey; NaN elsewhere
 	Pairs  int     // mqar; 0 elsewhere
 	Exs    []tasks.Example
+	// Docs, for a cell cut from the test text (lm, mlm), are its documents: Evaluate then sums
+	// each row's bits per document (DocScore), for intervals that include the text's variance.
+	Docs []corpus.Doc
+}
+
+// DocScore is a row's score at one length, per document of the test text: Bits[d] bits over
+// N[d] scored bytes of document d (bytes between documents count to the one before).
+type DocScore struct {
+	Model, Variant string
+	Length         int
+	Bits           []float64
+	N              []int
+}
+
+// docOf finds the document a text byte belongs to: the last one starting at or before it.
+func docOf(docs []corpus.Doc, at int) int {
+	i := sort.Search(len(docs), func(i int) bool { return docs[i].Start > at })
+	return max(i-1, 0)
 }
 
 // minLength is the shortest sequence a task can be scored on.
@@ -186,7 +207,9 @@ func Plan(task string, version, trainLen int, b Budget, lengths []int, evalData 
 			case tasks.MLM:
 				data := evalData[:min(len(evalData), b.CorpusBytes)]
 				for k := 0; (k+1)*n <= len(data); k++ {
-					c.Exs = append(c.Exs, tasks.MaskedExample(r, data[k*n:(k+1)*n], 0.15))
+					ex := tasks.MaskedExample(r, data[k*n:(k+1)*n], 0.15)
+					ex.TextStart = k * n
+					c.Exs = append(c.Exs, ex)
 				}
 			case tasks.Copy, tasks.Reverse:
 				for range b.StringN {
@@ -366,7 +389,14 @@ func Units(rows []Row, cells []Cell) int {
 // (a learned table too short, xPos past its float32 range) gets empty (NaN) cells and the reason
 // once on stderr.
 func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b Budget, progress Progress) ([]report.Result, error) {
+	rs, _, err := EvaluateDocs(backend, task, rows, cells, b, progress)
+	return rs, err
+}
+
+// EvaluateDocs is Evaluate with, for the cells that have Docs, each row's per-document sums.
+func EvaluateDocs(backend backends.Backend, task string, rows []Row, cells []Cell, b Budget, progress Progress) ([]report.Result, []DocScore, error) {
 	var out []report.Result
+	var docScores []DocScore
 	done := 0
 	for _, r := range rows {
 		stride := r.SlidingStride
@@ -374,7 +404,7 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 			stride = max(1, r.TrainLen/2)
 		}
 		if r.Sliding && stride > r.TrainLen {
-			return nil, fmt.Errorf("sliding stride %d is longer than the window, L = %d: use a stride from 1 to %d", stride, r.TrainLen, r.TrainLen)
+			return nil, nil, fmt.Errorf("sliding stride %d is longer than the window, L = %d: use a stride from 1 to %d", stride, r.TrainLen, r.TrainLen)
 		}
 		var e *engine.Engine
 		for i, c := range cells {
@@ -386,7 +416,7 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 			if e == nil || (r.Override != nil && (i == 0 || cells[i-1].Length != c.Length)) {
 				var err error
 				if e, err = loadRow(backend, r, c.Length); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			exs := c.Exs
@@ -407,20 +437,56 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 			if r.BOS {
 				f = tasks.WithBOS(f)
 			}
-			err := tasks.Score(f, exs, batch, r.TrainLen, &s, func(n int) {
+			var ds *DocScore
+			var each func(tasks.Example, []float64)
+			if len(c.Docs) > 0 {
+				ds = &DocScore{Model: r.Model, Variant: r.Variant, Length: c.Length, Bits: make([]float64, len(c.Docs)), N: make([]int, len(c.Docs))}
+				each = func(ex tasks.Example, nll []float64) {
+					for j, w := range ex.Weight {
+						if w > 0 {
+							d := docOf(c.Docs, ex.TextStart+ex.Offset+j)
+							ds.Bits[d] += nll[j] / math.Ln2
+							ds.N[d]++
+						}
+					}
+				}
+			}
+			err := tasks.ScoreEach(f, exs, batch, r.TrainLen, &s, func(n int) {
 				if progress != nil {
 					progress(base+int(float64(n)*scale), fmt.Sprintf("%s %s len %d", task, label(r), c.Length))
 				}
-			})
+			}, each)
 			done = base + len(c.Exs)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "\nbench: %s %s at length %d: %v\n", task, label(r), c.Length, err)
 				s = tasks.Scores{}
+				ds = nil
 			}
 			out = append(out, metrics(task, r, c, s)...)
+			if ds != nil {
+				docScores = append(docScores, *ds)
+			}
 		}
 	}
-	return out, nil
+	return out, docScores, nil
+}
+
+// EncodeDocScores renders per-document sums as CSV, one line per (model, variant, length) with
+// the documents' bits and byte counts as space-separated lists in the test text's order.
+func EncodeDocScores(ds []DocScore) []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write([]string{"model", "variant", "length", "bits", "n"})
+	for _, d := range ds {
+		bits, n := make([]string, len(d.Bits)), make([]string, len(d.N))
+		for i := range d.Bits {
+			bits[i] = strconv.FormatFloat(d.Bits[i], 'f', 2, 64)
+			n[i] = strconv.Itoa(d.N[i])
+		}
+		w.Write([]string{d.Model, d.Variant, strconv.Itoa(d.Length), strings.Join(bits, " "), strings.Join(n, " ")})
+	}
+	w.Flush()
+	return buf.Bytes()
 }
 
 func label(r Row) string {

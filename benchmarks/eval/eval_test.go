@@ -12,6 +12,7 @@ import (
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/benchmarks/report"
 	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/engine/train/corpus"
 	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
@@ -282,5 +283,54 @@ func TestBaselines(t *testing.T) {
 	want := -(math.Log2(3.0/259) + math.Log2(2.0/259)) / 2
 	if rs[0].Metric != "bits_per_byte" || math.Abs(rs[0].Value-want) > 1e-12 || math.Abs(rs[1].Value+math.Log2(2.0/259)) > 1e-12 {
 		t.Errorf("unigram %v / %v, want %v / %v", rs[0].Value, rs[1].Value, want, -math.Log2(2.0/259))
+	}
+}
+
+// Per-document sums: over the documents they add up to the row's bits per byte (every scored
+// byte counted once, the sliding row's too), a byte goes to the document it lies in, and a
+// document the windows never reach counts nothing.
+func TestEvaluateDocs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rope")
+	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
+	b := Quick
+	b.CorpusBytes = 512
+	cells, err := Plan(tasks.LM, 1, 16, b, nil, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []corpus.Doc{{Path: "a", Start: 0, End: 100}, {Path: "b", Start: 102, End: 300}, {Path: "c", Start: 302, End: 600}, {Path: "d", Start: 5000, End: 6000}}
+	for i := range cells {
+		cells[i].Docs = docs
+	}
+	backend, _ := engine.NewBackend("")
+	rows := RowsFor(tasks.LM, ti, dir, b)[:2] // plain and sliding
+	rs, ds, err := EvaluateDocs(backend, tasks.LM, rows, cells, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != len(rows)*len(cells) {
+		t.Fatalf("%d per-document scores, want one per row and length (%d)", len(ds), len(rows)*len(cells))
+	}
+	for _, d := range ds {
+		bits, n := 0.0, 0
+		for i := range d.Bits {
+			bits, n = bits+d.Bits[i], n+d.N[i]
+		}
+		for _, r := range rs {
+			if r.Variant == d.Variant && r.Length == d.Length && r.Metric == "bits_per_byte" {
+				if n != r.N || math.Abs(bits/float64(n)-r.Value) > 1e-4 {
+					t.Errorf("%q at %d: documents sum to %d bytes, %.5f bits/byte; the row says %d, %.5f", d.Variant, d.Length, n, bits/float64(n), r.N, r.Value)
+				}
+			}
+		}
+		// 512 scored bytes from byte 1: a has bytes 1-101 (the separator counts to a), b
+		// 102-301, c 302-512; d is never reached.
+		if d.N[0] != 101 || d.N[1] != 200 || d.N[3] != 0 {
+			t.Errorf("%q at %d: bytes per document %v", d.Variant, d.Length, d.N)
+		}
+	}
+	csv := string(EncodeDocScores(ds[:1]))
+	if !strings.HasPrefix(csv, "model,variant,length,bits,n\nrope,,16,") || strings.Count(csv, "\n") != 2 {
+		t.Errorf("encoded: %q", csv)
 	}
 }

@@ -77,6 +77,12 @@ func CellPath(out string, c Cell) string {
 	return filepath.Join(out, "results", "cells", c.Task, c.Name+".csv")
 }
 
+// DocsPath is where a text task's cell keeps its rows' per-document sums (eval.DocScore), beside
+// its results file.
+func DocsPath(out string, c Cell) string {
+	return filepath.Join(out, "results", "cells", c.Task, c.Name+".docs.csv")
+}
+
 // CurvePath is where a trained cell's loss curve is kept beside its results:
 // <out>/results/curves/<task>/<name>.loss.csv, and its train.json as <name>.train.json. The
 // checkpoints are large and live elsewhere (-weights); these small files go with the results,

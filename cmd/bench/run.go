@@ -252,6 +252,11 @@ func runFull(o options) error {
 			return c, nil
 		}
 		c, err := eval.Plan(task, version, L, eval.Full, nil, data.Test.Text)
+		if task == tasks.LM || task == tasks.MLM {
+			for i := range c {
+				c[i].Docs = data.Test.Docs
+			}
+		}
 		plans[key] = c
 		return c, err
 	}
@@ -277,17 +282,24 @@ func runFull(o options) error {
 				return nil, err
 			}
 			var out []report.Result
+			var docs []eval.DocScore
 			for _, g := range eval.Groups(eval.RowsForModel(m.Task, ti, m.Dir, eval.Full, m.Variant)) {
 				cs, err := cellsFor(m.Task, g.Version, g.TrainLen)
 				if err != nil {
 					return nil, err
 				}
 				units := float64(max(eval.Units(g.Rows, cs), 1))
-				rs, err := eval.Evaluate(backend, m.Task, g.Rows, cs, eval.Full, func(n int, _ string) { frac(float64(n) / units) })
+				rs, ds, err := eval.EvaluateDocs(backend, m.Task, g.Rows, cs, eval.Full, func(n int, _ string) { frac(float64(n) / units) })
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, rs...)
+				out, docs = append(out, rs...), append(docs, ds...)
+			}
+			if len(docs) > 0 {
+				// Beside the cell's results, written first: the cell is done only once both are.
+				if err := models.WriteFileAtomic(grid.DocsPath(o.out, grid.Cell{Model: m}), eval.EncodeDocScores(docs)); err != nil {
+					return nil, err
+				}
 			}
 			return eval.Stamp(out, data.ID()), nil
 		},

@@ -81,6 +81,12 @@ func ratio(a float64, n int) float64 {
 // only if f accepts that (engine.Engine pads them). done, if not nil, is called after each batch
 // with the number of examples scored so far.
 func Score(f Forwarder, exs []Example, batch, trainLen int, s *Scores, done func(int)) error {
+	return ScoreEach(f, exs, batch, trainLen, s, done, nil)
+}
+
+// ScoreEach is Score that also hands each example's per-position NLL (nats; 0 where unscored)
+// to each, if not nil: what a per-document breakdown of a text's score needs.
+func ScoreEach(f Forwarder, exs []Example, batch, trainLen int, s *Scores, done func(int), each func(ex Example, nll []float64)) error {
 	for start := 0; start < len(exs); start += batch {
 		chunk := exs[start:min(start+batch, len(exs))]
 		toks, pos := make([][]int, len(chunk)), make([][]int, len(chunk))
@@ -97,6 +103,9 @@ func Score(f Forwarder, exs []Example, batch, trainLen int, s *Scores, done func
 		for i, ex := range chunk {
 			nll, right := PerPosition(logits[i], ex.Target, ex.Weight)
 			s.AddAt(nll, right, ex.Weight, trainLen, ex.Offset)
+			if each != nil {
+				each(ex, nll)
+			}
 		}
 		if done != nil {
 			done(start + len(chunk))

@@ -134,6 +134,10 @@ type Example struct {
 	Input, Target []int32
 	Weight        []float32
 	Offset        int
+	// TextStart is, for an example cut from a text (lm, mlm), the text's byte that target 0 of
+	// its whole window is: target j is byte TextStart + Offset + j, which tells whose document
+	// a scored byte belongs to.
+	TextStart int
 }
 
 // CopyExample returns the copy sequence for a random string of n letters: s, '|', s, fed
@@ -358,6 +362,7 @@ func LMExamples(data []byte, length, maxWindows int) []Example {
 		for j := range ex.Weight {
 			ex.Weight[j] = 1
 		}
+		ex.TextStart = k*length + 1
 		out = append(out, ex)
 	}
 	return out
@@ -382,7 +387,7 @@ func Sliding(ex Example, window, stride int) []Example {
 		for j := max(scored, a); j < end; j++ {
 			w[j-a] = ex.Weight[j]
 		}
-		out = append(out, Example{Input: ex.Input[a:end], Target: ex.Target[a:end], Weight: w, Offset: ex.Offset + a})
+		out = append(out, Example{Input: ex.Input[a:end], Target: ex.Target[a:end], Weight: w, Offset: ex.Offset + a, TextStart: ex.TextStart})
 		scored = end
 	}
 	return out
