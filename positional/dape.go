@@ -11,8 +11,8 @@ package positional
 // so a pair's bias can grow or shrink with what the heads' logits say about it. W₂ and the biases
 // start at zero: a DAPE model starts as its bias scheme and learns the adaptation.
 //
-// The bias scheme is an option ("bias": "alibi" (default), "kerple" or "fire", each with its
-// defaults); DAPE calls its Bias hook itself, inside the Contextual hook, where both Z and B are
+// The bias scheme is an option ("bias": "alibi" (default), "kerple" or "fire"); the options DAPE
+// does not read are the bias scheme's (FIRE's init_l, say). DAPE calls its Bias hook itself, inside the Contextual hook, where both Z and B are
 // at hand.
 
 import (
@@ -35,7 +35,7 @@ func init() {
 		if d.Width < 1 {
 			return nil, fmt.Errorf("mlp_width must be >= 1, got %d", d.Width)
 		}
-		inner, err := New(name, nil, arch)
+		inner, err := New(name, opts.Rest(), arch)
 		if err != nil {
 			return nil, err
 		}

@@ -89,3 +89,19 @@ func TestDAPEStartsAsItsBias(t *testing.T) {
 		t.Errorf("bias rope: %v, want an error listing the valid biases", err)
 	}
 }
+
+// The options DAPE does not read go to its bias scheme, which refuses those it does not know.
+func TestDAPEPassesOptionsToItsBias(t *testing.T) {
+	arch := Arch{Dim: 16, NumHeads: 2, NumKVHeads: 2, HeadDim: 8, Causal: true}
+	s, err := New("dape", map[string]any{"name": "dape", "bias": "fire", "init_l": 32.0, "mlp_width": 8.0}, arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.(*DAPE)
+	if f, ok := d.Base.(*FIRE); !ok || f.InitL != 32 || d.Width != 8 {
+		t.Errorf("DAPE over FIRE: base %T %+v, width %d; want FIRE with init_l 32", d.Base, d.Base, d.Width)
+	}
+	if _, err := New("dape", map[string]any{"bias": "alibi", "init_l": 32.0}, arch); err == nil || !strings.Contains(err.Error(), "init_l") {
+		t.Errorf("ALiBi given FIRE's init_l through DAPE: %v", err)
+	}
+}

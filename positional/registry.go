@@ -66,6 +66,19 @@ func New(name string, raw map[string]any, arch Arch) (Scheme, error) {
 	return s, nil
 }
 
+// Rest hands over the options not read yet, marking them read: a scheme built on another (DAPE
+// on its bias) passes them on, and the inner scheme reports those it does not know.
+func (o *Options) Rest() map[string]any {
+	rest := map[string]any{}
+	for k, v := range o.raw {
+		if k != "name" && !o.read[k] {
+			rest[k] = v
+			o.read[k] = true
+		}
+	}
+	return rest
+}
+
 // Options reads a scheme's options with defaults, recording which keys were read so that a
 // misspelt key is reported instead of silently ignored.
 type Options struct {
