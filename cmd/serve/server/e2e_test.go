@@ -1,4 +1,4 @@
-package main
+package server
 
 // End to end with OpenAI's official Node client (the openai npm package): the test builds the
 // command, starts it twice on 127.0.0.1 (the shipped decoder and the shipped encoder, each on a
@@ -40,7 +40,7 @@ func TestOpenAIClient(t *testing.T) {
 	dir := installClient(t)
 
 	bin := filepath.Join(t.TempDir(), "serve")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-o", bin, "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building cmd/serve: %v: %s", err, out)
 	}

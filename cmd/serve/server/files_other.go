@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package server
 
 // openFileLimit is unknown off Unix.
 func openFileLimit() int { return 0 }

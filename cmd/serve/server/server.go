@@ -1,4 +1,4 @@
-package main
+package server
 
 // The HTTP side: routing, the request checks that need the model (lengths, vocabulary), and
 // the answers, whole or streamed as server-sent events. Every handler turns bad input into

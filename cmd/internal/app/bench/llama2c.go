@@ -5,7 +5,7 @@
 //	    -vocab 32000 -seq 256 -o rand15M.bin          # the stories15M shape
 //	go run ./cmd/bench -make-llama2c -dim 64 -hidden 172 -layers 5 -heads 8 -kv-heads 4 \
 //	    -vocab 512 -seq 512 -o rand260K.bin           # the stories260K shape
-package main
+package bench
 
 import (
 	"flag"

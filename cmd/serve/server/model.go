@@ -1,4 +1,4 @@
-package main
+package server
 
 // Loading what a server needs besides the engine: the tokenizer, the tokens that begin and end
 // a sequence, and the chat template. Each checkpoint kind brings these its own way, as in

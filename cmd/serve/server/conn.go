@@ -1,4 +1,4 @@
-package main
+package server
 
 // The connection side: how long a client may take to send a request or to read an answer, how
 // long an idle keep-alive connection stays open, and how many connections the server holds at

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -160,7 +160,7 @@ func TestShutdown(t *testing.T) {
 // The bounds that need the model: -c against the positions a learned table holds, and the
 // memory of --parallel rows of -c tokens against what is available.
 func TestModelBounds(t *testing.T) {
-	o, _, err := parseFlags([]string{"-m", "../../weights/bench/lm/learned", "-c", "3000"})
+	o, _, err := parseFlags([]string{"-m", "../../../weights/bench/lm/learned", "-c", "3000"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 //
 // Random models are written as llama2.c files (-make-llama2c, N(0, 0.02²) weights) into a
 // temporary directory and loaded like any checkpoint.
-package main
+package bench
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/posformer/posformer/benchmarks/speed"
@@ -118,7 +119,7 @@ func runSpeed(args []string) error {
 	}
 	var results []speed.Result
 	for _, t := range targets {
-		childArgs := append([]string{"-speed"}, args...)
+		childArgs := append(append(slices.Clone(ChildPrefix), "-speed"), args...)
 		childArgs = append(childArgs, "-speed-child", t)
 		if o.cpuprofile != "" && len(targets) > 1 {
 			childArgs = append(childArgs, "-cpuprofile", o.cpuprofile+"."+speed.Label(t))

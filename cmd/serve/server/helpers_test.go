@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bufio"
@@ -18,8 +18,8 @@ import (
 
 // The shipped models, from this package's directory.
 const (
-	decoderPath = "../../weights/rope-decoder"
-	encoderPath = "../../weights/sinusoidal-encoder"
+	decoderPath = "../../../weights/rope-decoder"
+	encoderPath = "../../../weights/sinusoidal-encoder"
 )
 
 // testOptions are the command's defaults for a test server (no warm-up: graphs compile on first

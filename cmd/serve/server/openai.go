@@ -1,4 +1,4 @@
-package main
+package server
 
 // OpenAI's wire format: request bodies, responses, stream chunks and the error object, with
 // the request checks. Field names and shapes follow OpenAI's API reference; top_k,

@@ -1,4 +1,4 @@
-package main
+package server
 
 // /v1/embeddings for encoder models: each input's embedding is the mean, over its tokens, of
 // the model's last hidden state, computed by engine/serve's Embedder one request at a time.

@@ -1,4 +1,4 @@
-package main
+package server
 
 // Tokens to text, as they arrive. Decoding each token alone would lose what depends on its
 // neighbours (SentencePiece drops the space before a text's first word; a character may span

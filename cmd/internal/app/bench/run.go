@@ -1,5 +1,5 @@
 // Wiring: evaluate checkpoints (default, --quick, -m), run the --full grid, write the report.
-package main
+package bench
 
 import (
 	"context"
