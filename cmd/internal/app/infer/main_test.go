@@ -1,4 +1,4 @@
-package main
+package infer
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestBadFlags(t *testing.T) {
-	base := options{model: "../../" + DefaultModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+	base := options{model: "../../../../" + DefaultModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 	cases := []struct {
 		mutate func(*options)
 		args   []string
@@ -28,12 +28,12 @@ func TestBadFlags(t *testing.T) {
 		{func(o *options) { o.weights = "f16" }, nil, "--weights"},
 		{func(o *options) { o.ctxSize = -1 }, nil, "-c must be >= 0"},
 		{func(o *options) { o.ctxSize = 1 << 40 }, nil, "-c must be at most 16777216"},
-		{func(o *options) { o.model, o.ctxSize = "../../weights/bench/lm/learned", 3000 }, nil, "-c 3000 is past the 2048 positions"},
+		{func(o *options) { o.model, o.ctxSize = "../../../../weights/bench/lm/learned", 3000 }, nil, "-c 3000 is past the 2048 positions"},
 		{func(o *options) { o.pe = positional.OptionFlag{"name": "alibi"} }, nil, "--pe name"},
 		{func(o *options) { o.pe = positional.OptionFlag{"bogus": 1.0} }, nil, "unknown option bogus"},
 		// The option reaches the scheme: FIRE checks its value.
 		{func(o *options) {
-			o.model, o.pe = "../../weights/bench/lm/fire", positional.OptionFlag{"norm_max": -1.0}
+			o.model, o.pe = "../../../../weights/bench/lm/fire", positional.OptionFlag{"norm_max": -1.0}
 		}, nil, "norm_max must be"},
 	}
 	for _, c := range cases {
@@ -51,12 +51,12 @@ func TestBadFlags(t *testing.T) {
 // before its cache exists.
 func TestContextBounds(t *testing.T) {
 	for _, c := range []int{-1, 1 << 40} {
-		o := options{model: "../../" + DefaultModel, prompt: "x", ctxSize: c, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+		o := options{model: "../../../../" + DefaultModel, prompt: "x", ctxSize: c, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 		if err := run(o, nil); !errors.As(err, new(flagError)) {
 			t.Errorf("-c %d: %v, want a flag error (exit 2)", c, err)
 		}
 	}
-	e, err := engine.Load("../../"+DefaultModel, "", 65536)
+	e, err := engine.Load("../../../../"+DefaultModel, "", 65536)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package pe
 
 import (
 	"bytes"
@@ -276,7 +276,7 @@ func TestRoPEScores(t *testing.T) {
 		base float64
 	}{
 		{[]string{"-scheme", "rope", "-dim", "64", "-heads", "4", "-pe", "base=500"}, 16, 500},
-		{[]string{"-m", "../../weights/rope-decoder"}, 24, 10000},
+		{[]string{"-m", "../../../../weights/rope-decoder"}, 24, 10000},
 	} {
 		m := peJSON(t, append(c.args, "-len", "40")...)
 		inv := vector(m["inv_freq"])
@@ -307,7 +307,7 @@ func TestRoPEScores(t *testing.T) {
 
 // A trained checkpoint's code is read through its config: the shipped sinusoidal encoder.
 func TestCheckpointTable(t *testing.T) {
-	m := peJSON(t, "-m", "../../weights/sinusoidal-encoder", "-len", "10")
+	m := peJSON(t, "-m", "../../../../weights/sinusoidal-encoder", "-len", "10")
 	if m["kind"] != "encoder" || m["scheme"] != "sinusoidal" {
 		t.Fatalf("header: %v %v", m["kind"], m["scheme"])
 	}
@@ -523,9 +523,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-scheme", "learned", "-pe", "max_positions=8", "-len", "9"}, []string{"-len 9", "8"}},
 		{[]string{"-scheme", "none", "-format", "png"}, []string{"none", "nothing"}},
 		{[]string{"-scheme", "rope", "stray"}, []string{"unexpected argument"}},
-		{[]string{"-m", "../../weights/rope-decoder", "-dim", "8"}, []string{"-dim", "-m"}},
-		{[]string{"-m", "../../weights/rope-decoder", "-scheme", "alibi"}, []string{"alibi", "rope"}},
-		{[]string{"-m", "../../weights/rope-decoder", "-layer", "7"}, []string{"-layer 7", "3 layers"}},
+		{[]string{"-m", "../../../../weights/rope-decoder", "-dim", "8"}, []string{"-dim", "-m"}},
+		{[]string{"-m", "../../../../weights/rope-decoder", "-scheme", "alibi"}, []string{"alibi", "rope"}},
+		{[]string{"-m", "../../../../weights/rope-decoder", "-layer", "7"}, []string{"-layer 7", "3 layers"}},
 		{[]string{"-m", t.TempDir()}, []string{"config.json"}},
 		{[]string{"-scheme", "rope", "-o", filepath.Join(t.TempDir(), "no", "such", "dir.json")}, []string{"dir.json"}},
 		{[]string{"-len"}, []string{"-len"}},
@@ -552,9 +552,7 @@ func TestBadInput(t *testing.T) {
 // never a panic; good input exits 0.
 func TestExitCodes(t *testing.T) {
 	if os.Getenv("PE_TEST_MAIN") == "1" {
-		os.Args = append([]string{"pe"}, strings.Fields(os.Getenv("PE_TEST_ARGS"))...)
-		main()
-		os.Exit(0)
+		os.Exit(Main(strings.Fields(os.Getenv("PE_TEST_ARGS"))))
 	}
 	for _, c := range []struct {
 		args string

@@ -1,4 +1,4 @@
-package main
+package infer
 
 // Running a llama2.c checkpoint as llama2.c's run.c does (github.com/karpathy/llama2.c, run.c:
 // main and generate): the prompt is encoded with BOS (id 1) first, -n counts steps (positions,

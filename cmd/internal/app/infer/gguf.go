@@ -1,4 +1,4 @@
-package main
+package infer
 
 // Running a GGUF file as llama.cpp's llama-cli does: the file carries its tokenizer
 // (tokenizer.ggml.*, read by cmd/internal/gguftok), so `infer -m model.gguf -p "..."` needs

@@ -1,4 +1,4 @@
-package main
+package tokenize
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-const bpeFile = "../../tokenizer/testdata/bpe.json"
+const bpeFile = "../../../../tokenizer/testdata/bpe.json"
 
 func runString(t *testing.T, o options, in string) (string, error) {
 	t.Helper()
@@ -105,7 +105,7 @@ func TestCommandErrors(t *testing.T) {
 		t.Skip("builds the command")
 	}
 	bin := filepath.Join(t.TempDir(), "tokenize")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/posformer/posformer/cmd/tokenize").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	garbage := filepath.Join(t.TempDir(), "tokenizer.json")

@@ -1,4 +1,4 @@
-package main
+package export
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestExport(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
 	f32 := filepath.Join(dir, "rope.gguf")
-	if err := run(options{model: "../../weights/rope-decoder", out: f32, typ: "f32"}, &log); err != nil {
+	if err := run(options{model: "../../../../weights/rope-decoder", out: f32, typ: "f32"}, &log); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "wrote "+f32+" (3 layers") {
@@ -95,7 +95,7 @@ func TestExportHF(t *testing.T) {
 	if err := hf.Export(dir, e.Model, e.Ctx, hf.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("../../tokenizer/testdata/bpe.json")
+	data, err := os.ReadFile("../../../../tokenizer/testdata/bpe.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,12 +172,12 @@ func TestExportRefuses(t *testing.T) {
 		o    options
 		want string
 	}{
-		{options{model: "../../weights/sinusoidal-encoder", out: filepath.Join(dir, "x.gguf"), typ: "f32"}, `positional scheme "sinusoidal" has no GGUF architecture llama.cpp runs`},
-		{options{model: "../../weights/rope-decoder", out: filepath.Join(dir, "x.gguf"), typ: "q5_k"}, `--type: unknown weight type "q5_k"`},
-		{options{model: "../../weights/rope-decoder", typ: "f32"}, "no output: pass -o"},
+		{options{model: "../../../../weights/sinusoidal-encoder", out: filepath.Join(dir, "x.gguf"), typ: "f32"}, `positional scheme "sinusoidal" has no GGUF architecture llama.cpp runs`},
+		{options{model: "../../../../weights/rope-decoder", out: filepath.Join(dir, "x.gguf"), typ: "q5_k"}, `--type: unknown weight type "q5_k"`},
+		{options{model: "../../../../weights/rope-decoder", typ: "f32"}, "no output: pass -o"},
 		{options{out: "x.gguf", typ: "f32"}, "no model: pass -m"},
 		{options{model: filepath.Join(dir, "none"), out: "x.gguf", typ: "f32"}, "no model at"},
-		{options{model: "../../weights/rope-decoder", out: filepath.Join(dir, "x.gguf"), typ: "f32", tokenizer: "byte", noVocab: true}, "-z and --no-vocab contradict"},
+		{options{model: "../../../../weights/rope-decoder", out: filepath.Join(dir, "x.gguf"), typ: "f32", tokenizer: "byte", noVocab: true}, "-z and --no-vocab contradict"},
 	} {
 		err := run(c.o, new(bytes.Buffer))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -212,7 +212,7 @@ func TestExportRefusesExisting(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ out, existing string }{{file, file}, {hfDir, filepath.Join(hfDir, hf.ConfigFile)}} {
-		o := options{model: "../../weights/rope-decoder", out: c.out, typ: "f32"}
+		o := options{model: "../../../../weights/rope-decoder", out: c.out, typ: "f32"}
 		err := run(o, new(bytes.Buffer))
 		if err == nil || !strings.Contains(err.Error(), c.existing+" exists; pass --force to replace it") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("export onto %s: error %v, want one line naming it and --force", c.out, err)
@@ -237,7 +237,7 @@ func TestExportRefusesExisting(t *testing.T) {
 	if err := os.Mkdir(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(options{model: "../../weights/rope-decoder", out: empty, typ: "f32"}, new(bytes.Buffer)); err != nil {
+	if err := run(options{model: "../../../../weights/rope-decoder", out: empty, typ: "f32"}, new(bytes.Buffer)); err != nil {
 		t.Errorf("export into an empty folder: %v", err)
 	}
 }

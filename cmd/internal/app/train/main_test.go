@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"bytes"
@@ -19,9 +19,7 @@ import (
 // TestMain lets a test run this command as a process (to see its exit status and stderr).
 func TestMain(m *testing.M) {
 	if args := os.Getenv("TRAIN_TEST_ARGS"); args != "" {
-		os.Args = append([]string{"train"}, strings.Split(args, " ")...)
-		main()
-		os.Exit(0)
+		os.Exit(Main(strings.Split(args, " ")))
 	}
 	os.Exit(m.Run())
 }
