@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
@@ -116,7 +117,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stderr)
 			fmt.Fprintln(os.Stderr, "usage: serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--temp T] ...")
-			fs.PrintDefaults()
+			flaghelp.PrintDefaults(fs)
 			fmt.Fprintf(os.Stderr, "Connections: a client has %.0f s to send a request's headers and %.0f s its body, and %.0f s to take each write of the answer (a stream lives as long as it produces); an idle keep-alive connection closes after %.0f s.\n",
 				headerTimeout.Seconds(), bodyTimeout.Seconds(), writeTimeout.Seconds(), idleTimeout.Seconds())
 			return nil, true, nil

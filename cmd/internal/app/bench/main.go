@@ -37,6 +37,7 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/intlist"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine/train/tasks"
@@ -119,7 +120,7 @@ func parseFlags(args []string) (options, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stderr)
 			fmt.Fprintln(os.Stderr, "usage: bench [--quick | --full] [-task T,...] [-scheme S,...] [-lengths N,...] [-m DIR]")
-			fs.PrintDefaults()
+			flaghelp.PrintDefaults(fs)
 			return o, err
 		}
 		if strings.HasSuffix(err.Error(), "not defined: -resume") {

@@ -3,6 +3,7 @@ package bench
 import (
 	"flag"
 	"fmt"
+	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"io"
 	"os"
 )
@@ -21,7 +22,7 @@ func parseMode(fs *flag.FlagSet, mode string, args []string) (help bool, err err
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(os.Stderr)
-			fs.PrintDefaults()
+			flaghelp.PrintDefaults(fs)
 			return true, nil
 		}
 		return false, fmt.Errorf("-%s: %w (run with -%s -h for the flags)", mode, err, mode)

@@ -20,6 +20,7 @@ package export
 import (
 	"flag"
 	"fmt"
+	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"io"
 	"os"
 	"path/filepath"
@@ -59,9 +60,9 @@ func Main(args []string) int {
 	fs.BoolVar(&o.noVocab, "no-vocab", false, "write no tokenizer (for tokenizers GGUF cannot describe)")
 	fs.BoolVar(&o.force, "force", false, "replace -o if it exists (a .gguf file, or a folder holding a Hugging Face export); without it an existing -o is refused")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: export -m MODEL [-z TOKENIZER] -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0] [--force]")
-		fmt.Fprintln(os.Stderr, "       export -m MODEL [-z tokenizer.json] -o HF_DIR [--type f32|f16|bf16] [--force]")
-		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "usage: export -m MODEL [-z TOKENIZER] -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0] [--force]")
+		fmt.Fprintln(fs.Output(), "       export -m MODEL [-z tokenizer.json] -o HF_DIR [--type f32|f16|bf16] [--force]")
+		flaghelp.PrintDefaults(fs)
 	}
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {

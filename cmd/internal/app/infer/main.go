@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
@@ -86,8 +87,8 @@ func Main(args []string) int {
 	o.pe = positional.OptionFlag{}
 	fs.Var(o.pe, "pe", "positional scheme option key=value over the checkpoint's (repeatable), e.g. --pe norm_max=128 for FIRE")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: infer [-m DIR|MODEL.bin|MODEL.gguf] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE]")
-		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "usage: infer [-m DIR|MODEL.bin|MODEL.gguf] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE]")
+		flaghelp.PrintDefaults(fs)
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
 	if err := fs.Parse(args); err != nil {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"io"
 	"os"
 	"sort"
@@ -71,7 +72,7 @@ func parse(args []string, help io.Writer) (options, []string, error) {
 	fs.Usage = func() { // the flag package calls it on errors too, while output is discarded
 		fmt.Fprintln(fs.Output(), "usage: pe -scheme NAME [-len N] [-dim D] [-heads H] [-pe key=value]... [-format json|csv|png] [-o FILE]")
 		fmt.Fprintln(fs.Output(), "       pe -m CHECKPOINT_DIR [-len N] [-layer L] [-format json|csv|png] [-o FILE]")
-		fs.PrintDefaults()
+		flaghelp.PrintDefaults(fs)
 	}
 	fs.SetOutput(io.Discard) // one-line errors instead of the usage dump
 	if err := fs.Parse(args); err != nil {

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/tokenizer"
 )
 
@@ -55,7 +56,7 @@ func Main(args []string) int {
 		if err == flag.ErrHelp {
 			fmt.Fprintln(os.Stderr, "usage: tokenize -t TOKENIZER [--special] [--decode] [--merges FILE] < input")
 			fs.SetOutput(os.Stderr)
-			fs.PrintDefaults()
+			flaghelp.PrintDefaults(fs)
 			return 0
 		}
 		fmt.Fprintf(os.Stderr, "tokenize: %v (run with -h for the flags)\n", err)
