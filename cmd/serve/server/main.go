@@ -32,6 +32,7 @@ import (
 	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
+	"github.com/posformer/posformer/cmd/internal/modelhome"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
 	"github.com/posformer/posformer/cmd/internal/weightflag"
@@ -39,6 +40,7 @@ import (
 	"github.com/posformer/posformer/engine/serve"
 	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/weights"
 )
 
 // serveSlack is the memory allowed, above the weights, two KV caches and the logits of a few
@@ -56,8 +58,9 @@ const (
 	maxConnections = 1 << 16
 )
 
-// DefaultModel is the shipped RoPE decoder, relative to the repository root (as cmd/infer's).
-const DefaultModel = "weights/rope-decoder"
+// DefaultModel is -m's default: the shipped RoPE decoder, built into the binary (package
+// weights; cmd/internal/modelhome finds it), as cmd/infer's.
+const DefaultModel = weights.DefaultName
 
 type options struct {
 	model, tokenizer, alias, host string
@@ -80,7 +83,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	o = &options{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	for _, name := range []string{"m", "model"} {
-		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory, GGUF file or llama2.c .bin file")
+		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory, GGUF file, llama2.c .bin file, or the name of a model in $POSFORMER_HOME (posformer list)")
 	}
 	fs.StringVar(&o.tokenizer, "z", "", "tokenizer replacing the checkpoint's (a llama2.c .bin model needs its tokenizer.bin)")
 	fs.StringVar(&o.alias, "alias", "", "model id in /v1/models and responses (default: the checkpoint's file name)")
@@ -240,6 +243,14 @@ func Main(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 2
+	}
+	given := o.model
+	if o.model, err = modelhome.Resolve(o.model); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		return 1
+	}
+	if o.alias == "" && o.model != given {
+		o.alias = given // a name in $POSFORMER_HOME, or the built-in model's, not the folder it names
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

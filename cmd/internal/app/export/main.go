@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/posformer/posformer/cmd/internal/flaghelp"
+	"github.com/posformer/posformer/cmd/internal/modelhome"
 	"io"
 	"os"
 	"path/filepath"
@@ -97,6 +98,13 @@ func run(o options, log io.Writer) error {
 	typ, err := quant.Parse(o.typ)
 	if err != nil {
 		return fmt.Errorf("--type: %w", err)
+	}
+	given := o.model
+	if o.model, err = modelhome.Resolve(o.model); err != nil {
+		return err
+	}
+	if o.name == "" && o.model != given {
+		o.name = given // the name -m used, not the cache folder it names
 	}
 	if err := checkOverwrite(o.out, o.force); err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/posformer/posformer/positional"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,19 +23,24 @@ import (
 	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
+	"github.com/posformer/posformer/cmd/internal/modelhome"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/cmd/internal/sampleflag"
+	"github.com/posformer/posformer/cmd/internal/version"
 	"github.com/posformer/posformer/cmd/internal/weightflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/layers/quant"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/gguf"
+	"github.com/posformer/posformer/positional"
 	"github.com/posformer/posformer/tokenizer"
+	"github.com/posformer/posformer/weights"
 )
 
-// DefaultModel is the shipped RoPE decoder, relative to the repository root.
-const DefaultModel = "weights/rope-decoder"
+// DefaultModel is -m's default: the shipped RoPE decoder, built into the binary (package
+// weights; cmd/internal/modelhome finds it).
+const DefaultModel = weights.DefaultName
 
 // maxCtx is the largest -c (cmd/serve's bound too): past it a typing slip would ask for a
 // cache no machine holds; the memory check after loading (checkContext) is the finer bound.
@@ -56,25 +60,83 @@ type options struct {
 	// set records the flags given on the command line, so that llama2.c models can take
 	// run.c's defaults for the others.
 	set map[string]bool
+	// -f, -t, -cnv and --version.
+	name       string // -m as given (a name, where model is the path it names)
+	promptFile string
+	threads    int
+	chat       bool
+	version    bool
 }
 
 // Main runs the command with args (the arguments after its name) and returns its exit
 // status: 2 for a bad flag, 1 for a failure.
-func Main(args []string) int {
-	var o options
+func Main(args []string) int { return Run(args, os.Stdin, os.Stdout, os.Stderr) }
+
+// ChatMain is `posformer chat`: Main in conversation mode (-cnv).
+func ChatMain(args []string) int {
+	return Run(append([]string{"-cnv"}, args...), os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run is Main reading a prompt given as "-" and a conversation's turns from stdin, and
+// writing the conversation to stdout and errors to stderr. (A one-shot generation streams to
+// the process's standard output.)
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, help, err := parse(args, stderr)
+	if help {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "infer: %v (run with -h for the flags)\n", err)
+		return 2
+	}
+	if o.version {
+		fmt.Fprintln(stdout, version.String())
+		return 0
+	}
+	if err := o.resolve(stdin); err != nil {
+		fmt.Fprintln(stderr, "infer:", err)
+		return 1
+	}
+	if o.chat {
+		err = runChat(o, stdin, stdout, stderr)
+	} else {
+		err = run(o, nil)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "infer:", err)
+		if errors.As(err, new(flagError)) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// parse reads the command line; help is true for -h, whose text goes to stderr.
+func parse(args []string, stderr io.Writer) (o options, help bool, err error) {
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
 	for _, name := range []string{"m", "model"} {
-		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory (config.json + model.safetensors), a llama2.c .bin file or a GGUF file")
+		fs.StringVar(&o.model, name, DefaultModel, "checkpoint directory (config.json + model.safetensors), a llama2.c .bin file, a GGUF file, or the name of a model in $POSFORMER_HOME (posformer list)")
 	}
 	for _, name := range []string{"p", "prompt"} {
-		fs.StringVar(&o.prompt, name, "func main() {", "prompt; for an encoder, mark tokens to fill with "+tokenizer.MaskLiteral)
+		fs.StringVar(&o.prompt, name, "func main() {", "prompt (-: read it from standard input); for an encoder, mark tokens to fill with "+tokenizer.MaskLiteral)
+	}
+	for _, name := range []string{"f", "file"} {
+		fs.StringVar(&o.promptFile, name, "", "read the prompt from this file (-: standard input)")
 	}
 	for _, name := range []string{"n", "n-predict"} {
-		fs.IntVar(&o.n, name, 128, "tokens to generate (-1: until the context is full); llama2.c models: run.c's steps, prompt included (256; 0: seq_len)")
+		fs.IntVar(&o.n, name, 128, "tokens to generate (-1: until the context is full; in a conversation, per reply); llama2.c models: run.c's steps, prompt included (256; 0: seq_len)")
 	}
 	for _, name := range []string{"c", "ctx-size"} {
 		fs.IntVar(&o.ctxSize, name, 0, "context size, the KV-cache capacity (0: the model's max_seq_len)")
 	}
+	for _, name := range []string{"t", "threads"} {
+		fs.IntVar(&o.threads, name, 0, "threads of the cpu backend's worker pool (0: one per core)")
+	}
+	for _, name := range []string{"cnv", "conversation", "i", "interactive"} {
+		fs.BoolVar(&o.chat, name, false, "chat: read turns from standard input, keeping the KV cache between them (/exit or Ctrl-D ends)")
+	}
+	fs.BoolVar(&o.version, "version", false, "print the build's version and exit")
 	sampleflag.Register(fs, &o.sampling, "")
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at the end-of-text token (BOS for llama2.c models): generate -n tokens, for benchmarks")
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
@@ -87,29 +149,58 @@ func Main(args []string) int {
 	o.pe = positional.OptionFlag{}
 	fs.Var(o.pe, "pe", "positional scheme option key=value over the checkpoint's (repeatable), e.g. --pe norm_max=128 for FIRE")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: infer [-m DIR|MODEL.bin|MODEL.gguf] [-z TOKENIZER.bin] [-p PROMPT | --prompt-ids 1,2] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE]")
+		fmt.Fprintln(fs.Output(), "usage: infer [-m DIR|FILE|NAME] [-p PROMPT | -f FILE | --prompt-ids 1,2] [-n N] [-t THREADS] [-cnv] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE]")
 		flaghelp.PrintDefaults(fs)
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			fs.SetOutput(os.Stderr)
+			fs.SetOutput(stderr)
 			fs.Usage()
-			return 0
+			return o, true, nil
 		}
-		fmt.Fprintf(os.Stderr, "infer: %v (run with -h for the flags)\n", err)
-		return 2
+		return o, false, err
+	}
+	if fs.NArg() > 0 {
+		return o, false, fmt.Errorf("unexpected argument %q; pass the prompt with -p", fs.Arg(0))
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	if err := run(o, fs.Args()); err != nil {
-		fmt.Fprintln(os.Stderr, "infer:", err)
-		if errors.As(err, new(flagError)) {
-			return 2
-		}
-		return 1
+	if o.promptFile != "" && (o.set["p"] || o.set["prompt"]) {
+		return o, false, fmt.Errorf("-p and -f both give the prompt; give one")
 	}
-	return 0
+	if o.chat && (o.promptFile != "" || o.promptIDs != "") {
+		return o, false, fmt.Errorf("-cnv reads its turns from standard input; drop -f and --prompt-ids")
+	}
+	if o.backend, err = backendflag.WithThreads(o.backend, o.threads); err != nil {
+		return o, false, err
+	}
+	return o, false, nil
+}
+
+// resolve finds the model -m names (a path, a name in $POSFORMER_HOME or the built-in
+// decoder) and reads a prompt given as a file or as "-" (standard input).
+func (o *options) resolve(stdin io.Reader) error {
+	var err error
+	o.name = o.model
+	if o.model, err = modelhome.Resolve(o.model); err != nil {
+		return err
+	}
+	switch {
+	case o.promptFile == "-" || (o.prompt == "-" && (o.set["p"] || o.set["prompt"])):
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("reading the prompt from standard input: %w", err)
+		}
+		o.prompt = string(data)
+	case o.promptFile != "":
+		data, err := os.ReadFile(o.promptFile)
+		if err != nil {
+			return fmt.Errorf("-f: %w", err)
+		}
+		o.prompt = string(data)
+	}
+	return nil
 }
 
 func run(o options, args []string) error {

@@ -11,7 +11,7 @@ import (
 )
 
 func TestBadFlags(t *testing.T) {
-	base := options{model: "../../../../" + DefaultModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+	base := options{model: "../../../../weights/" + DefaultModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 	cases := []struct {
 		mutate func(*options)
 		args   []string
@@ -51,12 +51,12 @@ func TestBadFlags(t *testing.T) {
 // before its cache exists.
 func TestContextBounds(t *testing.T) {
 	for _, c := range []int{-1, 1 << 40} {
-		o := options{model: "../../../../" + DefaultModel, prompt: "x", ctxSize: c, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+		o := options{model: "../../../../weights/" + DefaultModel, prompt: "x", ctxSize: c, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 		if err := run(o, nil); !errors.As(err, new(flagError)) {
 			t.Errorf("-c %d: %v, want a flag error (exit 2)", c, err)
 		}
 	}
-	e, err := engine.Load("../../../../"+DefaultModel, "", 65536)
+	e, err := engine.Load("../../../../weights/"+DefaultModel, "", 65536)
 	if err != nil {
 		t.Fatal(err)
 	}
