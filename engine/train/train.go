@@ -64,6 +64,9 @@ type Options struct {
 	PlateauTol             float64 // relative improvement that counts
 	PlateauMin             int
 	Init                   string // start from this checkpoint's weights (a fine-tune)
+	// Data names the text to train on (corpus.LoadText: a file, a directory, a glob); empty:
+	// the Go standard library's source.
+	Data string
 	// Rope edits the positional options after PE: the commands' --rope-* flags (nil: none).
 	Rope func(pe map[string]any) error
 
@@ -220,10 +223,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, o.PoSE, cfg.TrainSeqLen) > l.Limit() {
 		return Result{}, fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions / -pose", cfg.SchemeName(), l.Limit(), l.LimitFix())
 	}
-	root, err := corpus.GoRoot()
-	if err != nil {
-		return Result{}, err
-	}
 	maxBytes := o.MaxBytes
 	switch {
 	case o.Task == tasks.Passkey:
@@ -231,9 +230,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	case tasks.Synthetic(o.Task):
 		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
 	}
-	data, err := corpus.Load(root, maxBytes)
+	data, source, err := loadCorpus(o.Data, maxBytes)
 	if err != nil {
 		return Result{}, err
+	}
+	if o.Data != "" && !tasks.Synthetic(o.Task) {
+		// The sampler draws windows of L+1 bytes, and the held-out loss needs one at least.
+		if need := cfg.TrainSeqLen + 1; len(data.Train) < need || len(data.Eval) < need {
+			return Result{}, fmt.Errorf("-data %s: %d bytes to train on and %d held out, but -seq %d needs %d in each; give more text or lower -seq", o.Data, len(data.Train), len(data.Eval), cfg.TrainSeqLen, need)
+		}
 	}
 	tr, err := engine.NewTrainer(backend, m, mctx, o.WD)
 	if err != nil {
@@ -294,8 +299,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		// model sees a placement it was never trained on (64 consecutive positions of 1,024).
 		randomizePositions(evalBatch.Positions, o.RandomPositions, rand.New(rand.NewPCG(99, 98)))
 	}
-	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes (passes of %d), %s\n",
-		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.Steps, o.Batch, cfg.TrainSeqLen,
+	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s (%.1f / %.1f MB), %d steps of %dx%d bytes (passes of %d), %s\n",
+		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, source, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.Steps, o.Batch, cfg.TrainSeqLen,
 		tr.MicroBatch, engine.BackendSummary(backend))
 
 	start := time.Now()
@@ -512,6 +517,21 @@ func skipPositions(pos [][]int32, target int, r *rand.Rand) {
 			}
 		}
 	}
+}
+
+// loadCorpus reads the text named by -data (corpus.LoadText), or else the Go standard
+// library's source, and says what it read for the run's first line.
+func loadCorpus(data string, maxBytes int) (*corpus.Corpus, string, error) {
+	if data != "" {
+		c, err := corpus.LoadText(data, maxBytes)
+		return c, data, err
+	}
+	root, err := corpus.GoRoot()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := corpus.Load(root, maxBytes)
+	return c, filepath.Join(root, "src"), err
 }
 
 // unigramLoss is the cross-entropy (nats per byte) of the eval targets under the training
