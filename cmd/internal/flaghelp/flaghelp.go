@@ -15,9 +15,9 @@ import (
 	"strings"
 )
 
-// PrintDefaults writes fs's flags to fs.Output() (as the flag set's own PrintDefaults), one entry per variable: its names (the shortest
-// first; one-letter names with one dash, longer ones with two, as llama.cpp writes them), the
-// value's kind, and the help text with the default.
+// PrintDefaults writes fs's flags to fs.Output(), as the flag set's own PrintDefaults does,
+// one entry per variable: its names (the shortest first, dashed as llama.cpp writes them),
+// the value's kind, and the help text with the default.
 func PrintDefaults(fs *flag.FlagSet) { Fprint(fs.Output(), fs) }
 
 // Fprint is PrintDefaults writing to w.
@@ -27,7 +27,7 @@ func Fprint(w io.Writer, fs *flag.FlagSet) {
 		kind, usage := flag.UnquoteUsage(f)
 		names := make([]string, len(g))
 		for i, a := range g {
-			names[i] = dashed(a.Name)
+			names[i] = dashed(a.Name, len(g) > 1)
 		}
 		line := "  " + strings.Join(names, ", ")
 		if kind != "" {
@@ -68,9 +68,11 @@ func Groups(fs *flag.FlagSet) [][]*flag.Flag {
 	return groups
 }
 
-// dashed writes a flag's name as llama.cpp does: -m, --model. Both forms parse either way.
-func dashed(name string) string {
-	if len(name) == 1 {
+// dashed writes a flag's name as llama.cpp does: one dash for a letter, and for a short form
+// (three letters at most) beside a longer alias (-np, --parallel); two for the others. Both
+// forms parse either way.
+func dashed(name string, aliased bool) string {
+	if len(name) == 1 || (aliased && len(name) <= 3) {
 		return "-" + name
 	}
 	return "--" + name
