@@ -1,10 +1,11 @@
-// Package bench is the bench command (cmd/bench, posformer bench), the extrapolation benchmark: every positional scheme, trained
-// alike on each task at length L, scored at lengths past L. With --full it trains and evaluates
-// the recipe's whole grid and writes the benchmark's report: benchmarks/results/<task>.csv,
-// PNG plots with 95% intervals and benchmarks/RESULTS.md, all atomically, with a progress bar.
-// Without it, it scores finished checkpoints, by default the shipped ones in weights/bench (the
-// grid's lm and passkey models of seed 1), into benchmarks/shipped/ (ignored by git), so that
-// re-scoring them never overwrites the grid's report.
+// Package bench is the bench command (cmd/bench, posformer bench), the extrapolation benchmark:
+// every positional scheme, trained alike on each task at length L, scored at lengths past L. With
+// --full it trains and evaluates the recipe's whole grid and writes the benchmark's report:
+// benchmarks/results/<task>.csv, PNG plots with 95% intervals and benchmarks/RESULTS.md, all
+// atomically, with a progress bar. Without it, it scores finished checkpoints, by default the
+// shipped ones in weights/bench (the grid's lm and passkey models of seed 1), into
+// benchmarks/shipped/ (ignored by git), so that re-scoring them never overwrites the grid's
+// report.
 //
 //	go run ./cmd/bench --full -plan     # the grid and its estimated wall time, without running it
 //	go run ./cmd/bench --full           # train and evaluate every cell not done yet (rerun to resume)

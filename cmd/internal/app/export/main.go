@@ -1,5 +1,6 @@
-// Package export is the export command (cmd/export, posformer export). It writes a model posformer can load as a GGUF file that llama.cpp runs, or as a
-// Hugging Face directory that transformers reads (an -o that does not end in .gguf):
+// Package export is the export command (cmd/export, posformer export). It writes a model posformer
+// can load as a GGUF file that llama.cpp runs, or as a Hugging Face directory that transformers
+// reads (an -o that does not end in .gguf):
 //
 //	go run ./cmd/export -m weights/rope-decoder -o rope.gguf
 //	go run ./cmd/export -m stories15M.bin -z tokenizer.bin -o stories15M.gguf --type q8_0

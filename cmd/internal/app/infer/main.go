@@ -1,13 +1,15 @@
-// Package infer is the infer command (cmd/infer, posformer infer). It runs a posformer checkpoint: a decoder continues the prompt, streaming tokens;
-// an encoder fills each <mask> in the prompt and prints the top candidates. Flags follow
-// llama.cpp's llama-cli. The last line on stderr reports prefill and decode tokens per second.
-// A llama2.c .bin checkpoint runs as llama2.c's run.c runs it (see llama2c.go), a GGUF file
-// as llama.cpp's llama-cli with the file's own tokenizer (see gguf.go).
+// Package infer is the infer command (cmd/infer, posformer infer). It runs a posformer checkpoint:
+// a decoder continues the prompt, streaming tokens; an encoder fills each <mask> in the prompt and
+// prints the top candidates. Flags follow llama.cpp's llama-cli. The last line on stderr reports
+// prefill and decode tokens per second. A llama2.c .bin checkpoint runs as llama2.c's run.c runs
+// it (see llama2c.go), a GGUF file as llama.cpp's llama-cli with the file's own tokenizer (see
+// gguf.go). With -cnv (posformer chat) it is a conversation that keeps the KV cache (chat.go).
 //
 //	go run ./cmd/infer -p "func main() {"
 //	go run ./cmd/infer -m weights/sinusoidal-encoder -p "for i := 0; i < n; i<mask><mask> {"
 //	go run ./cmd/infer -m stories15M.bin -z tokenizer.bin --temp 0 -p "Once upon a time"
 //	go run ./cmd/infer -m model.gguf -p "Once upon a time"
+//	go run ./cmd/infer -cnv -m model.gguf
 package infer
 
 import (

@@ -1,6 +1,6 @@
-// Package pe is the pe command (cmd/pe, posformer pe). It shows what a positional scheme does: its code table, its attention bias, its
-// buckets, its rotary frequencies, and the attention logits it gives a constant content vector
-// at every (query, key) pair. Output is JSON, CSV or a PNG figure.
+// Package pe is the pe command (cmd/pe, posformer pe). It shows what a positional scheme does: its
+// code table, its attention bias, its buckets, its rotary frequencies, and the attention logits it
+// gives a constant content vector at every (query, key) pair. Output is JSON, CSV or a PNG figure.
 //
 //	go run ./cmd/pe -scheme rope -format png             # writes pe-rope.png
 //	go run ./cmd/pe -scheme alibi -heads 8 -len 32       # JSON on stdout

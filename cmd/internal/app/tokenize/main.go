@@ -1,7 +1,7 @@
-// Package tokenize is the tokenize command (cmd/tokenize, posformer tokenize). It turns text into token ids and back, like llama.cpp's
-// llama-tokenize: each line of standard input becomes one JSON array of ids
-// on standard output, and with --decode each such array becomes a line of
-// text again.
+// Package tokenize is the tokenize command (cmd/tokenize, posformer tokenize). It turns text into
+// token ids and back, like llama.cpp's llama-tokenize: each line of standard input becomes one
+// JSON array of ids on standard output, and with --decode each such array becomes a line of text
+// again.
 //
 //	echo "Hello world" | go run ./cmd/tokenize -t tokenizer.json
 //	echo "[9906, 1917]" | go run ./cmd/tokenize -t tokenizer.json --decode

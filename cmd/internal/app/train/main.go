@@ -1,11 +1,13 @@
-// Package train is the train command (cmd/train, posformer train). It trains a toy decoder or encoder, byte level, on the Go standard library's
-// source (the text every Go user has), for one named positional scheme. It shows a progress bar,
-// saves a checkpoint (config.json + model.safetensors, plus train_state.safetensors for the
-// optimizer) every -save-every steps and at the end, and resumes from one with -resume. A folder
-// that holds a checkpoint is refused without -resume (continue it) or -force (replace it).
+// Package train is the train command (cmd/train, posformer train). It trains a toy decoder or
+// encoder, byte level, on the Go standard library's source (the text every Go user has), or on
+// your own text with -data, for one named positional scheme. It shows a progress bar, saves a checkpoint (config.json +
+// model.safetensors, plus train_state.safetensors for the optimizer) every -save-every steps and
+// at the end, and resumes from one with -resume. A folder that holds a checkpoint is refused
+// without -resume (continue it) or -force (replace it).
 //
 //	go run ./cmd/train -scheme rope -o weights/rope-decoder
 //	go run ./cmd/train -kind encoder -scheme sinusoidal -o weights/sinusoidal-encoder
+//	go run ./cmd/train -data notes/ -o mymodel
 //
 // The training itself is package engine/train; this command reads its flags (train.ParseArgs)
 // and draws its progress bar.
