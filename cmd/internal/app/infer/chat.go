@@ -7,7 +7,8 @@ package infer
 // template: a GGUF file's tokenizer.chat_template, a Hugging Face folder's
 // tokenizer_config.json) gets each turn wrapped by its template (tokenizer/chat) and its reply
 // ends at the template's end-of-turn token; a base model (the shipped decoders) continues
-// the text as typed. "/exit" or the end of input (Ctrl-D) ends the conversation.
+// the text as typed. -p is, as in llama-cli, the system message of a chat model (a base model's
+// text before the first line). "/exit" or the end of input (Ctrl-D) ends the conversation.
 
 import (
 	"bufio"
@@ -33,6 +34,7 @@ type chatModel struct {
 	bos      int // prepended to the first turn (-1: none)
 	stop     []int
 	template *chat.Template // nil: a base model, continued as typed
+	system   string         // -p: a chat model's system message, or a base model's text before the first line
 }
 
 // turn is what one turn did, for the summary and for tests: the tokens fed to the session
@@ -113,6 +115,9 @@ func (o options) chatModel(e *engine.Engine) (chatModel, error) {
 	if o.ignoreEOS {
 		m.stop = nil
 	}
+	if o.set["p"] || o.set["prompt"] {
+		m.system = o.prompt
+	}
 	if jinja != "" {
 		t := chat.Pick(jinja)
 		m.template = &t
@@ -149,7 +154,11 @@ func converse(e *engine.Engine, m chatModel, o options, in io.Reader, out io.Wri
 			fmt.Fprintln(out)
 			return turns, nil
 		}
-		ids, err := m.encodeTurn(text, line, len(turns) == 0 && s.Used[0] == 0)
+		system := ""
+		if s.Used[0] == 0 && len(pending) == 0 {
+			system = m.system
+		}
+		ids, err := m.encodeTurn(system, text, line, s.Used[0] == 0 && len(pending) == 0)
 		if err != nil {
 			return turns, err
 		}
@@ -197,9 +206,10 @@ func converse(e *engine.Engine, m chatModel, o options, in io.Reader, out io.Wri
 }
 
 // encodeTurn is the tokens of one typed line: for a chat model, the user's message in the
-// template (BOS on the first turn where the model wants one); for a base model, the line as
-// typed, newline included.
-func (m chatModel) encodeTurn(text, line string, first bool) ([]int, error) {
+// template, after the system message on the first turn; for a base model, the line as typed,
+// newline included, after the -p text on the first turn. The first turn starts with BOS where
+// the model wants one.
+func (m chatModel) encodeTurn(system, text, line string, first bool) ([]int, error) {
 	bos := -1
 	if first {
 		bos = m.bos
@@ -208,9 +218,13 @@ func (m chatModel) encodeTurn(text, line string, first bool) ([]int, error) {
 		if text == "" {
 			return nil, nil
 		}
-		return m.template.Encode(m.tok, []chat.Message{{Role: "user", Content: text}}, bos)
+		var msgs []chat.Message
+		if system != "" {
+			msgs = append(msgs, chat.Message{Role: "system", Content: system})
+		}
+		return m.template.Encode(m.tok, append(msgs, chat.Message{Role: "user", Content: text}), bos)
 	}
-	ids, err := m.tok.Encode(line)
+	ids, err := m.tok.Encode(system + line)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/tokenizer"
+	"github.com/posformer/posformer/tokenizer/chat"
 )
 
 // Two turns of a conversation with the shipped (base) decoder: the second turn feeds the
@@ -113,5 +114,50 @@ func TestPromptSources(t *testing.T) {
 	var help bytes.Buffer
 	if _, h, _ := parse([]string{"-h"}, &help); !h || strings.Count(help.String(), "tokens to generate") != 1 || !strings.Contains(help.String(), "-n, --n-predict int") {
 		t.Errorf("-h lists -n and --n-predict apart, or not at all:\n%s", help.String())
+	}
+}
+
+// With a chat template (llama2's, on the shipped byte-level decoder), the first turn is the
+// system message (-p) and the user's in the template, after BOS; the second turn is the
+// user's message alone, after the first reply's last token (its end of turn, or the token
+// that -n cut off), never the conversation again.
+func TestChatTemplateTurns(t *testing.T) {
+	o := options{model: "../../../../weights/" + DefaultModel, n: 6, seed: 1, prompt: "Be brief.", set: map[string]bool{"p": true},
+		sampling: engine.Sampling{Temp: 0.8, TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, RepeatLastN: 64}}
+	e, err := o.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := o.chatModel(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := chat.Pick("{{ '[INST] ' + message['content'] + ' [/INST]' }}")
+	if tmpl.Name != "llama2" {
+		t.Fatalf("picked %s, want llama2", tmpl.Name)
+	}
+	m.template, m.bos = &tmpl, m.tok.Special().BOS
+	turns, err := converse(e, m, o, strings.NewReader("Hi\nBye\n"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := tmpl.Encode(m.tok, []chat.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}, m.bos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tmpl.Encode(m.tok, []chat.Message{{Role: "user", Content: "Bye"}}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 || turns[0].fed != len(first) || turns[1].fed != len(second)+1 {
+		t.Errorf("turns %+v; want the first to feed %d tokens and the second %d + 1", turns, len(first), len(second))
+	}
+	// Every reply token is in the cache but one that -n cut off (an end of turn was never fed).
+	want := turns[0].used + turns[1].fed + turns[1].generated
+	if turns[1].generated == o.n {
+		want--
+	}
+	if turns[1].used != want {
+		t.Errorf("the session holds %d tokens after two turns, want %d", turns[1].used, want)
 	}
 }

@@ -171,8 +171,8 @@ func parse(args []string, stderr io.Writer) (o options, help bool, err error) {
 	if o.promptFile != "" && (o.set["p"] || o.set["prompt"]) {
 		return o, false, fmt.Errorf("-p and -f both give the prompt; give one")
 	}
-	if o.chat && (o.promptFile != "" || o.promptIDs != "") {
-		return o, false, fmt.Errorf("-cnv reads its turns from standard input; drop -f and --prompt-ids")
+	if o.chat && (o.promptFile != "" || o.promptIDs != "" || o.prompt == "-" && (o.set["p"] || o.set["prompt"])) {
+		return o, false, fmt.Errorf("-cnv reads its turns from standard input; drop -f, -p - and --prompt-ids (-p TEXT is the system message)")
 	}
 	if o.backend, err = backendflag.WithThreads(o.backend, o.threads); err != nil {
 		return o, false, err
