@@ -230,7 +230,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	case tasks.Synthetic(o.Task):
 		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
 	}
-	data, source, err := loadCorpus(o.Data, maxBytes)
+	data, source, err := loadCorpus(o.Data, maxBytes, o.Out)
 	if err != nil {
 		return Result{}, err
 	}
@@ -519,11 +519,12 @@ func skipPositions(pos [][]int32, target int, r *rand.Rand) {
 	}
 }
 
-// loadCorpus reads the text named by -data (corpus.LoadText), or else the Go standard
-// library's source, and says what it read for the run's first line.
-func loadCorpus(data string, maxBytes int) (*corpus.Corpus, string, error) {
+// loadCorpus reads the text named by -data (corpus.LoadText; never the run's own folder out,
+// whose loss.csv grows as it trains), or else the Go standard library's source, and says what
+// it read for the run's first line.
+func loadCorpus(data string, maxBytes int, out string) (*corpus.Corpus, string, error) {
 	if data != "" {
-		c, err := corpus.LoadText(data, maxBytes)
+		c, err := corpus.LoadText(data, maxBytes, out)
 		return c, data, err
 	}
 	root, err := corpus.GoRoot()

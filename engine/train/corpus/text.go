@@ -40,9 +40,16 @@ func IsHeldOut(rel string) bool {
 }
 
 // TextFiles lists the files -data names, with the paths IsHeldOut hashes, in lexical order:
-// a file; a directory's files, recursively, skipping hidden files and directories (.git);
-// or the files and directories a glob matches. Binary files are skipped when read (LoadText).
-func TextFiles(pattern string) (paths, rels []string, err error) {
+// a file; a directory's files, recursively, skipping hidden files and directories (.git) and
+// the directories in skip (the run's own -o, which a run writes into as it trains); or the
+// files and directories a glob matches. Binary files are skipped when read (LoadText).
+func TextFiles(pattern string, skip ...string) (paths, rels []string, err error) {
+	skipped := map[string]bool{}
+	for _, d := range skip {
+		if abs, err := filepath.Abs(d); err == nil {
+			skipped[abs] = true
+		}
+	}
 	add := func(root string) error {
 		info, err := os.Stat(root)
 		if err != nil {
@@ -61,6 +68,11 @@ func TextFiles(pattern string) (paths, rels []string, err error) {
 					return filepath.SkipDir
 				}
 				return nil
+			}
+			if d.IsDir() && len(skipped) > 0 {
+				if abs, err := filepath.Abs(path); err == nil && skipped[abs] {
+					return filepath.SkipDir
+				}
 			}
 			if d.Type().IsRegular() {
 				rel, err := filepath.Rel(root, path)
@@ -96,9 +108,10 @@ func TextFiles(pattern string) (paths, rels []string, err error) {
 // LoadText reads the text files -data names (TextFiles, binary ones skipped) and splits them:
 // each file whose path IsHeldOut goes to Eval, the others to Train. When that leaves a split
 // empty (one file, or a few whose hashes all fall one way), the last 5% of each file's bytes
-// go to Eval instead, the rest to Train. maxBytes > 0 caps each split, as Load does.
-func LoadText(pattern string, maxBytes int) (*Corpus, error) {
-	paths, rels, err := TextFiles(pattern)
+// go to Eval instead, the rest to Train. maxBytes > 0 caps each split, as Load does. The
+// directories in skip are not read (TextFiles).
+func LoadText(pattern string, maxBytes int, skip ...string) (*Corpus, error) {
+	paths, rels, err := TextFiles(pattern, skip...)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func TestLoadTextOneFile(t *testing.T) {
 }
 
 // A directory: each file goes whole to the split its path's hash picks; binary files, hidden
-// files and hidden directories are skipped; a glob reads the same files.
+// files, hidden directories and the run's own folder are skipped; a glob reads the same files.
 func TestLoadTextDirectory(t *testing.T) {
 	dir := t.TempDir()
 	var train, eval []string
@@ -62,6 +62,7 @@ func TestLoadTextDirectory(t *testing.T) {
 	write(t, filepath.Join(dir, "image.bin"), "PNG\x00\x01\x02")
 	write(t, filepath.Join(dir, ".hidden"), "secret")
 	write(t, filepath.Join(dir, ".git", "config"), "[core]")
+	write(t, filepath.Join(dir, "out", "loss.csv"), "step,loss")
 	join := func(names []string) string {
 		var b strings.Builder
 		for _, n := range names {
@@ -69,7 +70,7 @@ func TestLoadTextDirectory(t *testing.T) {
 		}
 		return b.String()
 	}
-	c, err := LoadText(dir, 0)
+	c, err := LoadText(dir, 0, filepath.Join(dir, "out"))
 	if err != nil {
 		t.Fatal(err)
 	}
