@@ -13,6 +13,8 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +67,9 @@ type Options struct {
 	PlateauTol             float64 // relative improvement that counts
 	PlateauMin             int
 	Init                   string // start from this checkpoint's weights (a fine-tune)
+	// Data names the text to train on (corpus.LoadText: a file, a directory, a glob); empty:
+	// the Go standard library's source.
+	Data string
 	// Rope edits the positional options after PE: the commands' --rope-* flags (nil: none).
 	Rope func(pe map[string]any) error
 
@@ -221,10 +226,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, o.PoSE, cfg.TrainSeqLen)+boolInt(o.BOS) > l.Limit() {
 		return Result{}, fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions / -pose", cfg.SchemeName(), l.Limit(), l.LimitFix())
 	}
-	root, err := corpus.GoRoot()
-	if err != nil {
-		return Result{}, err
-	}
 	maxBytes := o.MaxBytes
 	switch {
 	case o.Task == tasks.Passkey:
@@ -232,13 +233,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	case tasks.Synthetic(o.Task):
 		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
 	}
-	data, err := corpus.Load(root, maxBytes)
+	data, source, err := loadCorpus(o.Data, maxBytes, o.Out)
 	if err != nil {
 		return Result{}, err
 	}
-	// The held-out loss, and the plateau rule it feeds, read the validation text: never the
-	// test text the benchmark scores (corpus.LoadHeldOut).
-	validation, _, err := corpus.LoadHeldOut(root)
+	if o.Data != "" && !tasks.Synthetic(o.Task) {
+		// The sampler draws windows of L+1 bytes, and the held-out loss needs one at least.
+		if need := cfg.TrainSeqLen + 1; len(data.Train) < need || len(data.Eval) < need {
+			return Result{}, fmt.Errorf("-data %s: %d bytes to train on and %d held out, but -seq %d needs %d in each; give more text or lower -seq", o.Data, len(data.Train), len(data.Eval), cfg.TrainSeqLen, need)
+		}
+	}
+	val, err := validationText(o.Data, data)
 	if err != nil {
 		return Result{}, err
 	}
@@ -283,7 +288,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	sampler := corpus.NewSampler(data.Train, o.Seed+int64(tr.GlobalStep()))
 	maskRNG := rand.New(rand.NewPCG(uint64(o.Seed), uint64(tr.GlobalStep())))
 	posRNG := rand.New(rand.NewPCG(uint64(o.Seed)+7, uint64(tr.GlobalStep())))
-	evalIn, evalTgt := corpus.Windows(validation.Text, cfg.TrainSeqLen, o.EvalWindows)
+	evalIn, evalTgt := corpus.Windows(val.text, cfg.TrainSeqLen, o.EvalWindows)
 	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.MaskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
 	// Synthetic tasks draw their batches from a seeded generator instead of the corpus.
 	var gen *tasks.Generator
@@ -291,7 +296,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if gen, err = tasks.NewGenerator(o.Task, cfg.TrainSeqLen, o.Seed, tr.GlobalStep(), tasks.Haystack(data.Train)); err != nil {
 			return Result{}, err
 		}
-		if evalBatch, err = tasks.EvalBatch(o.Task, cfg.TrainSeqLen, o.EvalWindows, tasks.Haystack(validation.Text)); err != nil {
+		if evalBatch, err = tasks.EvalBatch(o.Task, cfg.TrainSeqLen, o.EvalWindows, tasks.Haystack(val.text)); err != nil {
 			return Result{}, err
 		}
 	}
@@ -304,8 +309,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.BOS {
 		evalBatch = tasks.PrependBOS(evalBatch)
 	}
-	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s/src (%.1f / %.1f MB), %d steps of %dx%d bytes (passes of %d), %s\n",
-		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, root, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.Steps, o.Batch, cfg.TrainSeqLen,
+	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s (%.1f / %.1f MB), %d steps of %dx%d bytes (passes of %d), %s\n",
+		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, source, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.Steps, o.Batch, cfg.TrainSeqLen,
 		tr.MicroBatch, engine.BackendSummary(backend))
 
 	start := time.Now()
@@ -414,8 +419,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"random_positions":   o.RandomPositions,
 		"pose":               o.PoSE,
 		"bos":                o.BOS,
-		"go_version":         corpus.GoVersion(root), // the standard library the texts come from
-		"validation_sha256":  validation.SHA256(),
+		"go_version":         val.goVersion, // the standard library the texts come from ("" with -data)
+		"validation_sha256":  val.sha256,
 		"nope_layers":        cfg.NoPELayers,
 	}
 	js, _ := json.MarshalIndent(summary, "", "  ")
@@ -528,6 +533,46 @@ func skipPositions(pos [][]int32, target int, r *rand.Rand) {
 			}
 		}
 	}
+}
+
+// loadCorpus reads the text named by -data (corpus.LoadText; never the run's own folder out,
+// whose loss.csv grows as it trains), or else the Go standard library's source, and says what
+// it read for the run's first line.
+func loadCorpus(data string, maxBytes int, out string) (*corpus.Corpus, string, error) {
+	if data != "" {
+		c, err := corpus.LoadText(data, maxBytes, out)
+		return c, data, err
+	}
+	root, err := corpus.GoRoot()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := corpus.Load(root, maxBytes)
+	return c, filepath.Join(root, "src"), err
+}
+
+// heldOut is the text the held-out loss (and the plateau rule) reads.
+type heldOut struct {
+	text              []byte
+	sha256, goVersion string
+}
+
+// validationText is the Go tree's validation text (corpus.LoadHeldOut), never the test text
+// the benchmark scores; with -data, the user's held-out split.
+func validationText(data string, c *corpus.Corpus) (heldOut, error) {
+	if data != "" {
+		sum := sha256.Sum256(c.Eval)
+		return heldOut{text: c.Eval, sha256: hex.EncodeToString(sum[:])}, nil
+	}
+	root, err := corpus.GoRoot()
+	if err != nil {
+		return heldOut{}, err
+	}
+	val, _, err := corpus.LoadHeldOut(root)
+	if err != nil {
+		return heldOut{}, err
+	}
+	return heldOut{text: val.Text, sha256: val.SHA256(), goVersion: corpus.GoVersion(root)}, nil
 }
 
 // unigramLoss is the cross-entropy (nats per byte) of the eval targets under the training

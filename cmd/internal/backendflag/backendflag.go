@@ -12,7 +12,11 @@ package backendflag
 
 import (
 	"flag"
+	"fmt"
+	"os"
+	"strings"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/posformer/posformer/engine"
 )
 
@@ -38,4 +42,35 @@ func Var(fs *flag.FlagSet, p *string, usage string) {
 		usage = Usage
 	}
 	fs.StringVar(p, Name, "", usage)
+}
+
+// WithThreads is the backend value that runs backend (a --backend value; "": $GOMLX_BACKEND or
+// the default) on threads worker threads, llama.cpp's -t: "cpu:threads=N". threads 0 leaves
+// backend as it is. Only the cpu backend takes a thread count here; a backend that already
+// names one, or another backend, is an error saying which flag to drop.
+func WithThreads(backend string, threads int) (string, error) {
+	if threads == 0 {
+		return backend, nil
+	}
+	if threads < 0 {
+		return "", fmt.Errorf("-t must be >= 1 threads, got %d", threads)
+	}
+	name := backend
+	if name == "" {
+		name = os.Getenv(backends.ConfigEnvVar)
+	}
+	if name == "" {
+		name = engine.DefaultBackend
+	}
+	kind, config, _ := strings.Cut(name, ":")
+	if kind != "cpu" {
+		return "", fmt.Errorf("-t sets the cpu backend's threads, but the backend is %q; drop -t or use --backend cpu", name)
+	}
+	if strings.Contains(config, "threads=") {
+		return "", fmt.Errorf("-t %d and --backend %s both set the threads; give one", threads, name)
+	}
+	if config != "" {
+		config += ","
+	}
+	return fmt.Sprintf("cpu:%sthreads=%d", config, threads), nil
 }

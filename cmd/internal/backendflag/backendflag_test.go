@@ -42,3 +42,34 @@ func TestRegister(t *testing.T) {
 		t.Errorf("help %q, want %q", f.Usage, ShortUsage)
 	}
 }
+
+func TestWithThreads(t *testing.T) {
+	t.Setenv("GOMLX_BACKEND", "")
+	for _, c := range []struct {
+		backend string
+		n       int
+		want    string
+	}{
+		{"", 0, ""},
+		{"", 3, "cpu:threads=3"},
+		{"cpu", 2, "cpu:threads=2"},
+		{"cpu:bf16dot=true", 4, "cpu:bf16dot=true,threads=4"},
+	} {
+		got, err := WithThreads(c.backend, c.n)
+		if err != nil || got != c.want {
+			t.Errorf("WithThreads(%q, %d) = %q, %v; want %q", c.backend, c.n, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		backend string
+		n       int
+	}{{"go", 2}, {"cpu:threads=2", 4}, {"", -1}} {
+		if _, err := WithThreads(c.backend, c.n); err == nil {
+			t.Errorf("WithThreads(%q, %d): no error", c.backend, c.n)
+		}
+	}
+	t.Setenv("GOMLX_BACKEND", "go")
+	if _, err := WithThreads("", 2); err == nil {
+		t.Errorf("-t with $GOMLX_BACKEND=go: no error")
+	}
+}

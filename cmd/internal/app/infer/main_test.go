@@ -1,0 +1,75 @@
+package infer
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/posformer/posformer/cmd/internal/memlimit"
+	"github.com/posformer/posformer/engine"
+	"github.com/posformer/posformer/positional"
+)
+
+func TestBadFlags(t *testing.T) {
+	base := options{model: "../../../../weights/" + DefaultModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+	cases := []struct {
+		mutate func(*options)
+		args   []string
+		want   string
+	}{
+		{func(o *options) { o.n = -5 }, nil, "-n must be"},
+		{func(o *options) { o.sampling.Temp = -1 }, nil, "--temp"},
+		{func(o *options) { o.sampling.TopP = 1.5 }, nil, "--top-p"},
+		{func(o *options) { o.sampling.TopK = -1 }, nil, "--top-k"},
+		{func(o *options) {}, []string{"stray"}, "unexpected argument"},
+		{func(o *options) { o.model = t.TempDir() }, nil, "no model at"},
+		{func(o *options) { o.backend = "xla:cpu" }, nil, "PJRT"},
+		{func(o *options) { o.weights = "q4_1" }, nil, "valid: f32, bf16, q8_0, q4_0"},
+		{func(o *options) { o.weights = "f16" }, nil, "--weights"},
+		{func(o *options) { o.ctxSize = -1 }, nil, "-c must be >= 0"},
+		{func(o *options) { o.ctxSize = 1 << 40 }, nil, "-c must be at most 16777216"},
+		{func(o *options) { o.model, o.ctxSize = "../../../../weights/bench/lm/learned", 3000 }, nil, "-c 3000 is past the 2048 positions"},
+		{func(o *options) { o.pe = positional.OptionFlag{"name": "alibi"} }, nil, "--pe name"},
+		{func(o *options) { o.pe = positional.OptionFlag{"bogus": 1.0} }, nil, "unknown option bogus"},
+		// The option reaches the scheme: FIRE checks its value.
+		{func(o *options) {
+			o.model, o.pe = "../../../../weights/bench/lm/fire", positional.OptionFlag{"norm_max": -1.0}
+		}, nil, "norm_max must be"},
+	}
+	for _, c := range cases {
+		o := base
+		o.pe = positional.OptionFlag{}
+		c.mutate(&o)
+		err := run(o, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("want a one-line error mentioning %q, got %v", c.want, err)
+		}
+	}
+}
+
+// -c's errors exit 2, as the flag package's; a context past the memory available is refused
+// before its cache exists.
+func TestContextBounds(t *testing.T) {
+	for _, c := range []int{-1, 1 << 40} {
+		o := options{model: "../../../../weights/" + DefaultModel, prompt: "x", ctxSize: c, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+		if err := run(o, nil); !errors.As(err, new(flagError)) {
+			t.Errorf("-c %d: %v, want a flag error (exit 2)", c, err)
+		}
+	}
+	e, err := engine.Load("../../../../weights/"+DefaultModel, "", 65536)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 layers x 2 KV heads x 24 dims, K and V, float32, and a position (int32) and a
+	// validity flag (a byte): 1157 bytes a token.
+	need := int64(1157*65536) + memlimit.Slack
+	err = checkContext(e, 65536, need-1)
+	if err == nil || !strings.Contains(err.Error(), "a context of 65536 tokens (-c) needs 88.3 MiB") {
+		t.Errorf("a byte short of the memory needed: %v", err)
+	}
+	for _, avail := range []int64{need, -1} {
+		if err := checkContext(e, 65536, avail); err != nil {
+			t.Errorf("with %d bytes available: %v, want no error", avail, err)
+		}
+	}
+}
