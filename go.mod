@@ -3,8 +3,11 @@ module github.com/posformer/posformer
 go 1.26.8
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/dlclark/regexp2 v1.11.5
 	github.com/gomlx/gomlx v0.26.0
+	github.com/x448/float16 v0.8.4
+	golang.org/x/sys v0.43.0
 	golang.org/x/text v0.28.0
 	gonum.org/v1/plot v0.15.2
 )
@@ -22,10 +25,8 @@ require (
 	github.com/gomlx/go-xla v0.1.4 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/exp v0.0.0-20250819193227-8b4c13bb791b // indirect
 	golang.org/x/image v0.26.0 // indirect
-	golang.org/x/sys v0.39.0 // indirect
 	golang.org/x/term v0.38.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
