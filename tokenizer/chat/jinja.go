@@ -37,7 +37,9 @@ type Options struct {
 // back to another layout.
 type TemplateError struct{ Message string }
 
-func (e *TemplateError) Error() string { return "the chat template refuses the conversation: " + e.Message }
+func (e *TemplateError) Error() string {
+	return "the chat template refuses the conversation: " + e.Message
+}
 
 // New returns the template for a checkpoint's Jinja source, with bos and eos the text of its
 // BOS and EOS tokens ("" when it has none). The family the source's markers name (Pick) is
