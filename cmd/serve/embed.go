@@ -94,6 +94,9 @@ func (s *server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, s.cfg.maxBody, &req); err != nil {
 		return err
 	}
+	if err := s.checkModel(req.Model); err != nil {
+		return err
+	}
 	if s.embed == nil {
 		return invalid("", "%s is a decoder: /v1/embeddings needs an encoder model (start the server with -m weights/sinusoidal-encoder, say)", s.m.name)
 	}

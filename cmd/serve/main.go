@@ -70,6 +70,9 @@ type options struct {
 	seed                          int64
 	warmup                        bool
 	rope                          *ropeflags.Flags
+	chatTemplate                  string // --chat-template-file
+	logFormat                     string // --log-format: text or json
+	quiet                         bool   // --quiet: no request log lines
 	stepDelay                     time.Duration // tests only (config.stepDelay), no flag
 }
 
@@ -110,6 +113,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.warmup, "warmup", true, "compile the decoding graphs before listening (--warmup=false: on first use)")
 	o.rope = ropeflags.Register(fs)
+	registerServerFlags(fs, o)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -163,6 +167,9 @@ func (o *options) check() error {
 		return fmt.Errorf("--timeout must be > 0, got %s", o.timeout)
 	case o.grace < 0:
 		return fmt.Errorf("--shutdown-grace must be >= 0, got %s", o.grace)
+	}
+	if _, err := newLogger(io.Discard, o.logFormat, false); err != nil {
+		return err
 	}
 	if err := sampleflag.Check(o.sampling); err != nil {
 		return err
@@ -295,16 +302,21 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	}
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
-	s := newServer(base, m, o.config())
+	cfg := o.config()
+	cfg.logger, _ = newLogger(logw, o.logFormat, o.quiet) // parseFlags checked the format
+	s := newServer(base, m, cfg)
 	defer s.close()
 	srv := s.httpServer(logw)
-	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Name)
+	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Describe())
 	if m.encoder() {
 		kind = fmt.Sprintf("encoder, embeddings of %d", m.e.Model.Config.Dim)
 	}
 	fmt.Fprintf(logw, "serve: %s (%s) ready in %.2f s · listening on http://%s · %s\n",
 		m.name, kind, time.Since(start).Seconds(), ln.Addr(), engine.BackendSummary(m.e.Backend))
 
+	if m.template.Fallback != "" {
+		fmt.Fprintln(logw, "serve:", m.template.Fallback)
+	}
 	maxConns, note := fitToFiles(o.maxConns, openFileLimit())
 	if note != "" {
 		fmt.Fprintln(logw, note)

@@ -123,7 +123,7 @@ func TestConcurrentClientsGetTheirOwnContinuation(t *testing.T) {
 // request answered whole.
 func TestChatStreamFraming(t *testing.T) {
 	ts, _ := startServer(t, decoderPath, nil)
-	body := map[string]any{"model": "anything", "messages": []map[string]any{{"role": "system", "content": "You write Go."}, {"role": "user", "content": "func add(a, b int) int {"}},
+	body := map[string]any{"model": "rope-decoder", "messages": []map[string]any{{"role": "system", "content": "You write Go."}, {"role": "user", "content": "func add(a, b int) int {"}},
 		"max_tokens": 30, "temperature": 0, "stream": true, "stream_options": map[string]any{"include_usage": true}}
 	chunks, done := readStream(t, stream(t, context.Background(), ts.URL+"/v1/chat/completions", body))
 	if !done || len(chunks) < 3 {
