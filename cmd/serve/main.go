@@ -70,9 +70,9 @@ type options struct {
 	seed                          int64
 	warmup                        bool
 	rope                          *ropeflags.Flags
-	chatTemplate                  string // --chat-template-file
-	logFormat                     string // --log-format: text or json
-	quiet                         bool   // --quiet: no request log lines
+	chatTemplate                  string        // --chat-template-file
+	logFormat                     string        // --log-format: text or json
+	quiet                         bool          // --quiet: no request log lines
 	stepDelay                     time.Duration // tests only (config.stepDelay), no flag
 }
 
