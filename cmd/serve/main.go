@@ -1,6 +1,8 @@
 // Command serve runs a posformer model behind an OpenAI-compatible HTTP API, as llama.cpp's
 // llama-server does: POST /v1/completions, /v1/chat/completions (streamed as server-sent events
-// with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health.
+// with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health;
+// llama-server's /tokenize, /detokenize, /apply-template, /props and /slots; and GET /metrics
+// for Prometheus. Chat runs the checkpoint's Jinja template (tokenizer/chat).
 // Up to --parallel requests are decoded together, one batched step for all of them
 // (continuous batching, engine/serve); more wait in a queue of --queue, and past that the
 // server answers 503. A client that stalls cannot hold a connection (conn.go's deadlines),

@@ -8,6 +8,7 @@ package main
 // it.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,14 +58,22 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.Status, map[string]any{"error": ae})
 }
 
+// writeJSON sends v as JSON. <, > and & are written as they are, not as \u003c...: chat
+// templates and prompts are full of them, and a reader of /props or /apply-template should see
+// "<|im_start|>" (any JSON parser reads both the same).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status, data = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	data := []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}` + "\n")
+	if err := enc.Encode(v); err == nil { // Encode ends the value with a newline
+		data = buf.Bytes()
+	} else {
+		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
+	w.Write(data)
 }
 
 // decodeBody reads a JSON object of at most limit bytes into v, turning every failure into

@@ -145,7 +145,7 @@ func (s *server) models(w http.ResponseWriter, r *http.Request) error {
 		"data": []any{map[string]any{
 			"id": s.m.name, "object": "model", "created": s.created, "owned_by": "posformer",
 			"meta": map[string]any{"kind": c.Kind, "n_ctx": s.m.e.Capacity, "n_vocab": c.VocabSize, "n_embd": c.Dim,
-				"positional": c.SchemeName(), "chat_template": s.m.template.Name},
+				"positional": c.SchemeName(), "chat_template": s.m.template.Describe()},
 		}},
 	})
 	return nil
