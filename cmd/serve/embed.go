@@ -128,6 +128,7 @@ func (s *server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := make([]any, len(vecs))
 	tokens := 0
+	defer func() { infoOf(r).promptTokens = tokens }()
 	for i, v := range vecs {
 		tokens += len(rows[i])
 		var emb any = v

@@ -172,11 +172,12 @@ func (t Template) RenderJinja(msgs []Message, o Options) (string, error) {
 }
 
 // value is the message as the template sees it: role and content always, the optional
-// fields only when set (templates test them with "is defined").
+// fields only when set (templates test them with "is defined"). OpenAI's newer "developer"
+// role is "system", the role the templates know (most ignore a role they do not know).
 func (m Message) value() (jinja.Value, error) {
 	v := jinja.NewDict()
 	d := v.AsDict()
-	d.Set("role", jinja.NewString(m.Role))
+	d.Set("role", jinja.NewString(templateRole(m.Role)))
 	d.Set("content", jinja.NewString(m.Content))
 	if m.ReasoningContent != "" {
 		d.Set("reasoning_content", jinja.NewString(m.ReasoningContent))

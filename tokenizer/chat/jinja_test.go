@@ -177,6 +177,11 @@ func TestJinjaFallbackAndRefusal(t *testing.T) {
 	if !errors.As(err, &te) || te.Message != "one message only" {
 		t.Errorf("raise_exception: %v, want a TemplateError with the template's message", err)
 	}
+	// A developer message is a system message to a template.
+	roles := New(`{% for m in messages %}{{ m.role }};{% endfor %}`, "", "")
+	if out, err := roles.RenderJinja([]Message{{Role: "developer"}, {Role: "user"}, {Role: "tool"}}, Options{}); out != "system;user;tool;" || err != nil {
+		t.Errorf("roles: %q %v, want system;user;tool;", out, err)
+	}
 	// An engine failure (an unknown filter, at render time) falls back to the layout.
 	odd := New(`{{ messages[0].content | no_such_filter }}`, "", "</s>")
 	segs, err = odd.Apply([]Message{{Role: "user", Content: "Hi"}}, Options{AddGenerationPrompt: true})
