@@ -388,3 +388,36 @@ func TestRequestLog(t *testing.T) {
 		t.Error("--quiet still logs")
 	}
 }
+
+// A chat request runs the Jinja template: with the byte tokenizer (a token per byte, the
+// template's markers being no special tokens of it) its prompt is as many tokens as
+// /apply-template's prompt has bytes; a conversation the template refuses (Gemma 3's roles
+// must alternate) is a 400 carrying the template's message.
+func TestChatRunsJinja(t *testing.T) {
+	qwen, err := chat.FromFile("../../tokenizer/chat/testdata/qwen3.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := startServerWith(t, decoderPath, func(m *model) { m.template = chat.New(qwen, "", "<|im_end|>") }, nil)
+	msgs := []map[string]any{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}}
+	_, out, _ := post(t, ts.URL+"/apply-template", map[string]any{"messages": msgs})
+	prompt := out["prompt"].(string)
+	if !strings.HasPrefix(prompt, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n") {
+		t.Fatalf("Qwen3's prompt: %q", prompt)
+	}
+	status, out, _ := post(t, ts.URL+"/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 2})
+	if status != 200 || out["usage"].(map[string]any)["prompt_tokens"] != float64(len(prompt)) {
+		t.Errorf("chat: %d %v, want %d prompt tokens", status, out, len(prompt))
+	}
+
+	gemma, err := chat.FromFile("../../tokenizer/chat/testdata/gemma3.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, _ := startServerWith(t, decoderPath, func(m *model) { m.template = chat.New(gemma, "<bos>", "<end_of_turn>") }, nil)
+	status, out, _ = post(t, gs.URL+"/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "a"}, {"role": "user", "content": "b"}}})
+	e, _ := out["error"].(map[string]any)
+	if status != 400 || e["param"] != "messages" || !strings.Contains(e["message"].(string), "Conversation roles must alternate") {
+		t.Errorf("Gemma 3 with two user turns: %d %v", status, out)
+	}
+}

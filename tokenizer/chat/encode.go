@@ -22,7 +22,7 @@ func (t Template) EncodeWith(tok tokenizer.Tokenizer, msgs []Message, bos int, o
 	if err != nil {
 		return nil, err
 	}
-	if t.program != nil && len(segs) == 1 {
+	if t.program != nil && len(segs) == 1 && segs[0].Special { // a Jinja rendering, not a fallback
 		segs = splitText(tok, segs[0].Text, msgs)
 	}
 	var ids []int
