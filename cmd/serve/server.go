@@ -82,15 +82,10 @@ func newServer(base context.Context, m *model, cfg config) *server {
 				writeError(w, err)
 			}
 		})
-		// The path without a method matches the other methods (a pattern with one is more
-		// specific): OpenAI's error object instead of ServeMux's plain-text 405.
-		s.mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", rt.method)
-			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
-				Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, rt.method, r.Method)})
-		})
+		s.mux.HandleFunc(rt.path, methodNotAllowed(rt.method))
 	}
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("/metrics", methodNotAllowed(http.MethodGet))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
 			Message: fmt.Sprintf("unknown path %s %s; the server has /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/models, /health, /metrics, /props, /slots, /tokenize, /detokenize and /apply-template", r.Method, r.URL.Path)})
@@ -102,6 +97,17 @@ func newServer(base context.Context, m *model, cfg config) *server {
 func (s *server) close() {
 	if s.sched != nil {
 		s.sched.Stop()
+	}
+}
+
+// methodNotAllowed answers the methods a path does not take. It is registered on the path
+// without a method, which matches the methods the path's "METHOD /path" pattern does not (that
+// one is more specific): OpenAI's error object instead of ServeMux's plain-text 405.
+func methodNotAllowed(method string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", method)
+		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+			Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, method, r.Method)})
 	}
 }
 

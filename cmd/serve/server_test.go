@@ -315,7 +315,7 @@ func TestLimitsAndBadRequests(t *testing.T) {
 	if status != 200 || out["usage"].(map[string]any)["completion_tokens"] != 3.0 {
 		t.Errorf("a request with unknown fields: %d %v", status, out)
 	}
-	for _, c := range []struct{ method, path string }{{"GET", "/v1/completions"}, {"POST", "/v1/models"}, {"GET", "/nowhere"}} {
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/completions"}, {"POST", "/v1/models"}, {"POST", "/metrics"}, {"GET", "/tokenize"}, {"GET", "/nowhere"}} {
 		req, _ := http.NewRequest(c.method, ts.URL+c.path, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
