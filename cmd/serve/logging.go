@@ -114,6 +114,18 @@ func (s *server) record(r *http.Request, status int, info *requestInfo, took tim
 	s.cfg.logger.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 }
 
+// templateFallbackLog reports, even with --quiet, each conversation the checkpoint's Jinja
+// template failed to render in the engine (the family's Go layout served it instead).
+func templateFallbackLog(w io.Writer, format string) func(error) {
+	logger, err := newLogger(w, format, false)
+	if err != nil {
+		return nil
+	}
+	return func(err error) {
+		logger.Warn("the chat template failed; its family's layout rendered the conversation", "error", err.Error())
+	}
+}
+
 // registerServerFlags adds the flags of the request log and the chat template.
 func registerServerFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "request log lines on stderr: text (key=value) or json")

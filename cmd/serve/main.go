@@ -306,6 +306,7 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	defer cancelBase()
 	cfg := o.config()
 	cfg.logger, _ = newLogger(logw, o.logFormat, o.quiet) // parseFlags checked the format
+	m.template.OnFallback = templateFallbackLog(logw, o.logFormat)
 	s := newServer(base, m, cfg)
 	defer s.close()
 	srv := s.httpServer(logw)

@@ -107,6 +107,9 @@ func (t Template) Apply(msgs []Message, o Options) ([]Segment, error) {
 			return nil, err
 		}
 		// An engine limit (a filter or method it lacks): the family's layout still serves.
+		if t.OnFallback != nil {
+			t.OnFallback(err)
+		}
 	}
 	segs := t.Render(msgs)
 	if !o.AddGenerationPrompt && t.opens && len(segs) > 0 {

@@ -184,9 +184,14 @@ func TestJinjaFallbackAndRefusal(t *testing.T) {
 	}
 	// An engine failure (an unknown filter, at render time) falls back to the layout.
 	odd := New(`{{ messages[0].content | no_such_filter }}`, "", "</s>")
+	var heard error
+	odd.OnFallback = func(err error) { heard = err }
 	segs, err = odd.Apply([]Message{{Role: "user", Content: "Hi"}}, Options{AddGenerationPrompt: true})
 	if err != nil || joinSegments(segs) != "User: Hi\nAssistant:" {
 		t.Errorf("a template failing in the engine: %q, %v; want the plain layout", joinSegments(segs), err)
+	}
+	if heard == nil || !strings.Contains(heard.Error(), "no_such_filter") {
+		t.Errorf("OnFallback heard %v, want the engine's error", heard)
 	}
 	if got := odd.EndOfTurn; len(got) != 1 || got[0] != "</s>" {
 		t.Errorf("an unknown family's end of turn: %v, want its EOS", got)

@@ -61,6 +61,9 @@ type Template struct {
 	// Fallback says why a checkpoint's Jinja program is not run ("" when it is, or there is
 	// none).
 	Fallback string
+	// OnFallback, when set, hears of each rendering the Jinja program failed in the engine
+	// and the family's layout served instead (a server logs it).
+	OnFallback func(error)
 }
 
 // templates in the order Pick tries them; each is recognized by all of its markers.
