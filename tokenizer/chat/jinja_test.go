@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ardanlabs/jinja"
+
 	"github.com/posformer/posformer/tokenizer"
 )
 
@@ -38,14 +40,36 @@ type renderCase struct {
 	EnableThinking *bool           `json:"enable_thinking"`
 }
 
+// rendering is the reference's output: text, or the error it raised.
+type rendering struct {
+	Text  *string `json:"text"`
+	Error string  `json:"error"`
+}
+
 type referenceTemplate struct {
-	Template string `json:"template"`
-	BOS      string `json:"bos"`
-	EOS      string `json:"eos"`
-	Outputs  []struct {
-		Text  *string `json:"text"`
-		Error string  `json:"error"`
-	} `json:"outputs"`
+	Template string      `json:"template"`
+	BOS      string      `json:"bos"`
+	EOS      string      `json:"eos"`
+	Outputs  []rendering `json:"outputs"`
+}
+
+// knownDifferences are the expressions of testdata/expressions.json that ardanlabs/jinja
+// renders otherwise than @huggingface/jinja (docs/serving.md's table), with what it renders
+// ("error" when it fails where the reference renders, or renders where the reference fails).
+var knownDifferences = map[string]string{
+	"{{ 1.0 }}":                   "1",
+	"{{ [1, 'a', none] }}":        "[1, 'a', None]",
+	"{{ {'a': 1, 'b': [true]} }}": "{'a': 1, 'b': [True]}",
+	"{{ true }}":                  "True",
+	"{{ 'ab' * 3 }}":              "ababab",
+	"{{ x | tojson(indent=2) }}":  "{\n  \"a\": 1,\n  \"b\": {\n    \"c\": \"\\u003c\\u0026\\u003e\"\n  },\n  \"d\": 2.5\n}",
+	"{{ 'a,b' .split(',') }}":     "['a', 'b']",
+	"{% for k, v in x.items() %}{{ k }}={{ v }};{% endfor %}": "a=1;b={'c': '<&>'};d=2.5;",
+	"{{ x | items | list }}":                                  "[['a', 1], ['b', {'c': '<&>'}], ['d', 2.5]]",
+	"{{ 'a' ~ 1 ~ none }}":                                    "a1",
+	"{{ x | dictsort }}":                                      "[['a', 1], ['b', {'c': '<&>'}], ['d', 2.5]]",
+	"{{ strftime_now is defined }}":                           "True",
+	"{{ loop is defined }}":                                   "False",
 }
 
 func TestJinjaMatchesHuggingFace(t *testing.T) {
@@ -72,9 +96,22 @@ func TestJinjaMatchesHuggingFace(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("running the JavaScript reference: %v: %s", err, stderr.String())
 	}
-	var ref map[string]referenceTemplate
-	if err := json.Unmarshal(stdout.Bytes(), &ref); err != nil {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(stdout.Bytes(), &raw); err != nil {
 		t.Fatalf("reading the reference's output: %v", err)
+	}
+	var exprs []rendering
+	if err := json.Unmarshal(raw["expressions"], &exprs); err != nil {
+		t.Fatalf("reading the reference's expressions: %v", err)
+	}
+	t.Run("expressions", func(t *testing.T) { checkExpressions(t, exprs) })
+	ref := map[string]referenceTemplate{}
+	for _, name := range []string{"llama3", "qwen3", "gemma3"} {
+		var r referenceTemplate
+		if err := json.Unmarshal(raw[name], &r); err != nil {
+			t.Fatalf("reading the reference's %s: %v", name, err)
+		}
+		ref[name] = r
 	}
 	for _, name := range []string{"llama3", "qwen3", "gemma3"} {
 		r := ref[name]
@@ -107,6 +144,58 @@ func TestJinjaMatchesHuggingFace(t *testing.T) {
 		}
 		t.Logf("%s: %d renderings byte for byte the reference's, %d refused by both with the same message, of %d", name, same, refused, len(r.Outputs))
 	}
+}
+
+// checkExpressions renders testdata/expressions.json here and compares with the reference:
+// equal, except knownDifferences, which must differ as recorded (a change of either engine
+// shows up here, and the docs' table with it).
+func checkExpressions(t *testing.T, ref []rendering) {
+	var exprs []string
+	data, err := os.ReadFile("testdata/expressions.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &exprs); err != nil || len(exprs) != len(ref) {
+		t.Fatalf("testdata/expressions.json: %v; %d expressions, the reference rendered %d", err, len(exprs), len(ref))
+	}
+	x := jinja.NewDict()
+	x.AsDict().Set("a", jinja.NewInt(1))
+	b := jinja.NewDict()
+	b.AsDict().Set("c", jinja.NewString("<&>"))
+	x.AsDict().Set("b", b)
+	x.AsDict().Set("d", jinja.NewFloat(2.5))
+	vars := map[string]jinja.Value{"x": x, "messages": jinja.NewList([]jinja.Value{jinja.NewInt(1), jinja.NewInt(2)})}
+	same := 0
+	for i, e := range exprs {
+		got, err := renderExpression(e, vars)
+		want, ok := "error", ref[i].Text != nil
+		if ok {
+			want = *ref[i].Text
+		}
+		if err != nil {
+			got = "error"
+		}
+		known, isKnown := knownDifferences[e]
+		switch {
+		case isKnown && got != known:
+			t.Errorf("%s renders %q here, the known difference records %q (the reference: %q)", e, got, known, want)
+		case isKnown && got == want:
+			t.Errorf("%s renders %q here and in the reference: no longer a known difference", e, got)
+		case !isKnown && got != want:
+			t.Errorf("%s renders %q here, %q in the reference", e, got, want)
+		case !isKnown:
+			same++
+		}
+	}
+	t.Logf("%d of %d expressions render as in the reference; %d known differences", same, len(exprs), len(knownDifferences))
+}
+
+func renderExpression(src string, vars map[string]jinja.Value) (string, error) {
+	p, err := jinja.Compile(src)
+	if err != nil {
+		return "", err
+	}
+	return p.RenderValues(vars)
 }
 
 // The Go layouts of the families are what the checkpoints' own templates render, on the

@@ -5,7 +5,8 @@
 //   node render.cjs NODE_MODULES CASES.json > out.json
 //
 // Prints {name: {"template", "bos", "eos", "outputs": [{"text"} or {"error"}]}}, one output
-// per case and add_generation_prompt (true, then false).
+// per case and add_generation_prompt (true, then false), and under "expressions" the
+// renderings of expressions.json's one-line templates with x and messages set.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -36,4 +37,12 @@ for (const name of ["llama3", "qwen3", "gemma3"]) {
   }
   out[name] = entry;
 }
+const expressions = JSON.parse(fs.readFileSync(path.join(path.dirname(casesPath), "expressions.json"), "utf8"));
+out.expressions = expressions.map((e) => {
+  try {
+    return { text: new Template(e).render({ x: { a: 1, b: { c: "<&>" }, d: 2.5 }, messages: [1, 2] }) };
+  } catch (err) {
+    return { error: String(err.message || err) };
+  }
+});
 process.stdout.write(JSON.stringify(out));
