@@ -66,6 +66,7 @@ func (j *Job) Events() <-chan Event { return j.events }
 // slot is the state of a running request.
 type slot struct {
 	j         *Job
+	id        int // its number among the Config.Parallel slots, fixed while it runs (Slots)
 	fed       int // prompt tokens already in the cache
 	pos       int // position of the next token fed (once the prompt is in)
 	next      int // the token sampled last, fed at pos by the next step
@@ -116,6 +117,8 @@ type Scheduler struct {
 	delay time.Duration
 
 	busy    atomic.Int32 // rows in use
+	ids     []bool       // slot numbers in use (the scheduler goroutine's)
+	view    atomic.Pointer[[]SlotState]
 	size    atomic.Int32 // rows of the decoding session
 	steps   atomic.Int64 // decoding steps
 	resizes atomic.Int64 // sessions replaced by a larger or smaller one
@@ -128,9 +131,48 @@ func NewScheduler(e *engine.Engine, c Config) *Scheduler {
 		e: e, parallel: c.Parallel, chunk: c.Chunk, limit: e.SequenceLimit(), delay: c.StepDelay,
 		queue: make(chan *Job, c.Queue), quit: make(chan struct{}), done: make(chan struct{}),
 	}
+	s.ids = make([]bool, c.Parallel)
 	s.reset()
 	go s.run()
 	return s
+}
+
+// SlotState is what a slot is doing, as llama-server's GET /slots shows it.
+type SlotState struct {
+	ID         int
+	Processing bool
+	Tokens     int // tokens in its cache: prompt fed so far, then prompt and generated
+	Generated  int
+	Max        int // tokens the request may generate at most
+}
+
+// Slots is the state of each of the Config.Parallel slots, as of the last step (or the last
+// request that ended). A running request keeps its slot number from admission to its end,
+// though the scheduler moves its row between sessions.
+func (s *Scheduler) Slots() []SlotState {
+	return slices.Clone(*s.view.Load())
+}
+
+// publish records the slots' state for Slots; the scheduler goroutine calls it after every
+// change readers may see.
+func (s *Scheduler) publish() {
+	view := make([]SlotState, len(s.ids))
+	for i := range view {
+		view[i].ID = i
+	}
+	for _, p := range []*pool{&s.dec, &s.pre} {
+		for _, r := range p.rows {
+			if r == nil {
+				continue
+			}
+			tokens := r.pos
+			if r.fed < len(r.j.prompt) {
+				tokens = r.fed
+			}
+			view[r.id] = SlotState{ID: r.id, Processing: true, Tokens: tokens, Generated: r.generated, Max: r.j.max}
+		}
+	}
+	s.view.Store(&view)
 }
 
 // Limit is the most tokens a request holds, prompt and generated together.
@@ -288,11 +330,14 @@ collect:
 	}
 	for i := range s.pre.rows {
 		if len(joining) > 0 && s.pre.rows[i] == nil {
-			s.pre.rows[i] = &slot{j: joining[0]}
+			id := slices.Index(s.ids, false) // one is free: fewer than Parallel rows are busy
+			s.ids[id] = true
+			s.pre.rows[i] = &slot{j: joining[0], id: id}
 			joining = joining[1:]
 			s.busy.Add(1)
 		}
 	}
+	s.publish()
 	return nil
 }
 
@@ -312,8 +357,10 @@ func (s *Scheduler) dropCancelled() error {
 
 // free empties row i of p for the next job.
 func (s *Scheduler) free(p *pool, i int) error {
+	s.ids[p.rows[i].id] = false
 	p.rows[i] = nil
 	s.busy.Add(-1)
+	s.publish()
 	return p.sess.FreeRow(i)
 }
 
@@ -336,6 +383,7 @@ func (s *Scheduler) step() (err error) {
 			return err
 		}
 	}
+	s.publish()
 	return s.shrink()
 }
 
@@ -502,6 +550,8 @@ func (s *Scheduler) reset() {
 	s.dec = pool{sess: s.e.NewSession(1), rows: make([]*slot, 1)}
 	s.size.Store(1)
 	s.busy.Store(0)
+	clear(s.ids)
+	s.publish()
 }
 
 // failAll ends every running job with err and starts afresh: after a failed step the caches'

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/posformer/posformer/engine"
 )
@@ -197,6 +198,58 @@ func TestSessionSizes(t *testing.T) {
 	for parallel, want := range map[int][]int{1: {1}, 2: {1, 2}, 4: {1, 2, 4}, 6: {1, 2, 4, 6}, 16: {1, 2, 4, 8, 16}} {
 		if got := SessionSizes(parallel); !slices.Equal(got, want) {
 			t.Errorf("SessionSizes(%d) = %v, want %v", parallel, got, want)
+		}
+	}
+}
+
+// Slots shows each running request in a slot of its own, which it keeps while its row moves
+// between sessions, with the tokens in its cache; once every request ended, every slot is idle
+// and empty.
+func TestSlots(t *testing.T) {
+	e := load(t, decoderPath)
+	// Slow steps keep the jobs running while the test looks.
+	s := NewScheduler(e, Config{Parallel: 4, Queue: 8, Chunk: 64, StepDelay: 40 * time.Millisecond})
+	defer s.Stop()
+	if got := s.Slots(); len(got) != 4 || slices.ContainsFunc(got, func(v SlotState) bool { return v.Processing }) {
+		t.Fatalf("a new scheduler's slots: %+v, want 4 idle", got)
+	}
+	prompts := []string{"func main() {", "x := 1"}
+	var jobs []*Job
+	for _, p := range prompts {
+		j := NewJob(context.Background(), tokens(p), 6, greedy(t), nil)
+		if err := s.Submit(j); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	// Read each job's first two tokens, then the slots: the step that sampled a job's first
+	// token (its prompt in) has published the slots by the time its second token is sent.
+	for _, j := range jobs {
+		<-j.Events()
+		<-j.Events()
+	}
+	seen := map[int]int{} // slot id -> tokens cached
+	for _, v := range s.Slots() {
+		if v.Processing {
+			seen[v.ID] = v.Tokens
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("slots processing: %v, want one or two", seen)
+	}
+	for id, n := range seen {
+		if n < len(tokens(prompts[1])) || n > len(tokens(prompts[0]))+6 {
+			t.Errorf("slot %d caches %d tokens, want between the shorter prompt and the longer prompt plus 6", id, n)
+		}
+	}
+	for _, j := range jobs {
+		if _, _, err := collect(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range s.Slots() {
+		if v.Processing || v.Tokens != 0 {
+			t.Errorf("after every job ended, slot %+v", v)
 		}
 	}
 }

@@ -93,3 +93,43 @@ func TestHFTemplate(t *testing.T) {
 		t.Errorf("broken tokenizer_config.json: %v, want an error naming it", err)
 	}
 }
+
+// tokenizer_config.json gives bos_token and eos_token as strings or AddedToken objects, or
+// null (Qwen3 has no BOS).
+func TestHFTokens(t *testing.T) {
+	for body, want := range map[string][2]string{
+		`{"bos_token": "<s>", "eos_token": "</s>"}`:                                                                {"<s>", "</s>"},
+		`{"bos_token": {"content": "<|begin_of_text|>", "lstrip": false}, "eos_token": {"content": "<|eot_id|>"}}`: {"<|begin_of_text|>", "<|eot_id|>"},
+		`{"bos_token": null, "eos_token": "<|im_end|>"}`:                                                           {"", "<|im_end|>"},
+		`{}`: {"", ""},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bos, eos, err := HFTokens(dir)
+		if err != nil || bos != want[0] || eos != want[1] {
+			t.Errorf("%s: %q %q %v, want %q %q", body, bos, eos, err, want[0], want[1])
+		}
+	}
+	if bos, eos, err := HFTokens(t.TempDir()); bos != "" || eos != "" || err != nil {
+		t.Errorf("no tokenizer_config.json: %q %q %v", bos, eos, err)
+	}
+}
+
+// FromFile reads a template and refuses an empty file or a missing one, naming it.
+func TestFromFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jinja")
+	os.WriteFile(empty, []byte(" \n"), 0o644)
+	if _, err := FromFile(empty); err == nil || !strings.Contains(err.Error(), "empty.jinja is empty") {
+		t.Errorf("an empty template: %v", err)
+	}
+	if _, err := FromFile(filepath.Join(dir, "missing.jinja")); err == nil || !strings.Contains(err.Error(), "missing.jinja") {
+		t.Errorf("a missing template: %v", err)
+	}
+	src, err := FromFile("testdata/llama3.jinja")
+	if err != nil || !strings.Contains(src, "<|start_header_id|>") {
+		t.Errorf("llama3.jinja: %v", err)
+	}
+}

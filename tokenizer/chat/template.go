@@ -1,19 +1,35 @@
 // Package chat lays out a conversation in a model's chat template and turns it into tokens.
 //
 // Checkpoints carry their template as a Jinja program (GGUF's tokenizer.chat_template, Hugging
-// Face's tokenizer_config.json, read by HFTemplate); running Jinja would take an interpreter,
-// so, as llama.cpp does (llm_chat_detect_template), Pick recognizes the common families by
-// their markers and the templates render them with Go code. A template it does not recognize,
-// and a checkpoint without one (the project's own toy models), get the plain template, which
-// any model trained on prose can follow.
+// Face's tokenizer_config.json, read by HFTemplate). New compiles it and Apply runs it
+// (jinja.go), as Hugging Face's apply_chat_template does. Beside it, as llama.cpp does
+// (llm_chat_detect_template), Pick recognizes the common families by their markers, and Go
+// code renders them: the layout used when a checkpoint's program does not compile or fails to
+// render. A checkpoint without a template (the project's own toy models) gets the plain
+// template, which any model trained on prose can follow.
 package chat
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
 
-// Message is a chat message with its text content; Role is system, developer, user or
-// assistant (OpenAI's roles).
+	"github.com/ardanlabs/jinja"
+)
+
+// Message is a chat message; Role is system, developer, user, assistant or tool (OpenAI's
+// roles). The Go layouts read Role and Content alone; a Jinja template sees every field that
+// is set.
 type Message struct {
-	Role, Content string
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ReasoningContent is an assistant's thinking, apart from its answer (Qwen3's
+	// reasoning_content).
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ToolCalls is an assistant's tool_calls array as sent (OpenAI's shape).
+	ToolCalls json.RawMessage `json:"tool_calls,omitempty"`
+	// ToolCallID and Name identify the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
 }
 
 // Segment is a piece of a rendered conversation: template markup (special: its special-token
@@ -32,6 +48,22 @@ type Template struct {
 	EndOfTurn []string
 	// Stops are strings that end the reply when generated (the plain template's next speaker).
 	Stops []string
+	// opens: Render's last segment opens the assistant's turn (left out without
+	// add_generation_prompt).
+	opens bool
+
+	// Source is the checkpoint's Jinja program ("" when it has none); program is it compiled
+	// (nil when there is none or it does not compile), run with bos and eos as bos_token and
+	// eos_token.
+	Source   string
+	program  *jinja.Template
+	bos, eos string
+	// Fallback says why a checkpoint's Jinja program is not run ("" when it is, or there is
+	// none).
+	Fallback string
+	// OnFallback, when set, hears of each rendering the Jinja program failed in the engine
+	// and the family's layout served instead (a server logs it).
+	OnFallback func(error)
 }
 
 // templates in the order Pick tries them; each is recognized by all of its markers.
@@ -72,6 +104,7 @@ var plain = Template{
 		return []Segment{{Text: b.String()}}
 	},
 	Stops: []string{"\nUser:"},
+	opens: true,
 }
 
 func plainRole(role string) string {
@@ -95,6 +128,7 @@ var chatML = Template{
 		return append(out, Segment{"<|im_start|>assistant\n", true})
 	},
 	EndOfTurn: []string{"<|im_end|>"},
+	opens:     true,
 }
 
 // llama3 is Llama 3's header format.
@@ -108,6 +142,7 @@ var llama3 = Template{
 		return append(out, Segment{"<|start_header_id|>assistant<|end_header_id|>\n\n", true})
 	},
 	EndOfTurn: []string{"<|eot_id|>"},
+	opens:     true,
 }
 
 // gemma has user and model turns only: a system message opens the first user turn.
@@ -125,15 +160,17 @@ var gemma = Template{
 			case "assistant":
 				role = "model"
 			}
-			text := m.Content
+			// Gemma 3's template trims the message, not the system text before it.
+			text := strings.TrimSpace(m.Content)
 			if role == "user" {
 				text, system = system+text, ""
 			}
-			out = append(out, Segment{"<start_of_turn>" + role + "\n", true}, Segment{Text: strings.TrimSpace(text)}, Segment{"<end_of_turn>\n", true})
+			out = append(out, Segment{"<start_of_turn>" + role + "\n", true}, Segment{Text: text}, Segment{"<end_of_turn>\n", true})
 		}
 		return append(out, Segment{"<start_of_turn>model\n", true})
 	},
 	EndOfTurn: []string{"<end_of_turn>"},
+	opens:     true,
 }
 
 // llama2 wraps each user message in [INST] ... [/INST], the system message in <<SYS>> inside

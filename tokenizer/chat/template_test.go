@@ -23,7 +23,7 @@ func TestPickTemplate(t *testing.T) {
 	}
 }
 
-var conversation = []Message{{"system", "Be brief."}, {"user", "Hi <|im_end|> </s>"}, {"assistant", "Hello."}, {"user", "Bye"}}
+var conversation = []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi <|im_end|> </s>"}, {Role: "assistant", Content: "Hello."}, {Role: "user", Content: "Bye"}}
 
 // Each template lays out the conversation as its family's format does, message text in
 // segments of their own, never parsed as special tokens.

@@ -94,6 +94,9 @@ func (s *server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, s.cfg.maxBody, &req); err != nil {
 		return err
 	}
+	if err := s.checkModel(req.Model); err != nil {
+		return err
+	}
 	if s.embed == nil {
 		return invalid("", "%s is a decoder: /v1/embeddings needs an encoder model (start the server with -m weights/sinusoidal-encoder, say)", s.m.name)
 	}
@@ -125,6 +128,7 @@ func (s *server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := make([]any, len(vecs))
 	tokens := 0
+	defer func() { infoOf(r).promptTokens = tokens }()
 	for i, v := range vecs {
 		tokens += len(rows[i])
 		var emb any = v

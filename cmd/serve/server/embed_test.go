@@ -18,7 +18,7 @@ func tokens(m *model, s string) []int {
 func TestEmbeddingsEndpoint(t *testing.T) {
 	ts, s := startServer(t, encoderPath, nil)
 	inputs := []string{"func main() {}", "package main", strings.Repeat("x", 300)}
-	status, out, _ := post(t, ts.URL+"/v1/embeddings", map[string]any{"model": "any", "input": inputs})
+	status, out, _ := post(t, ts.URL+"/v1/embeddings", map[string]any{"model": "sinusoidal-encoder", "input": inputs})
 	if status != 200 || out["object"] != "list" || out["model"] != "sinusoidal-encoder" {
 		t.Fatalf("status %d: %v", status, out)
 	}

@@ -1,6 +1,9 @@
 // Package server is the serve command (cmd/serve, posformer serve). It runs a posformer model
-// behind an OpenAI-compatible HTTP API, as llama.cpp's llama-server does: POST /v1/completions, /v1/chat/completions (streamed as server-sent events
-// with "stream": true) and, for encoder models, /v1/embeddings; GET /v1/models and /health.
+// behind an OpenAI-compatible HTTP API, as llama.cpp's llama-server does: POST /v1/completions,
+// /v1/chat/completions (streamed as server-sent events with "stream": true) and, for encoder
+// models, /v1/embeddings; GET /v1/models and /health; llama-server's /tokenize, /detokenize,
+// /apply-template, /props and /slots; and GET /metrics for Prometheus. Chat runs the
+// checkpoint's Jinja template (tokenizer/chat).
 // Up to --parallel requests are decoded together, one batched step for all of them
 // (continuous batching, engine/serve); more wait in a queue of --queue, and past that the
 // server answers 503. A client that stalls cannot hold a connection (conn.go's deadlines),
@@ -75,6 +78,9 @@ type options struct {
 	seed                          int64
 	warmup                        bool
 	rope                          *ropeflags.Flags
+	chatTemplate                  string        // --chat-template-file
+	logFormat                     string        // --log-format: text or json
+	quiet                         bool          // --quiet: no request log lines
 	stepDelay                     time.Duration // tests only (config.stepDelay), no flag
 }
 
@@ -115,6 +121,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.warmup, "warmup", true, "compile the decoding graphs before listening (--warmup=false: on first use)")
 	o.rope = ropeflags.Register(fs)
+	registerServerFlags(fs, o)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -168,6 +175,9 @@ func (o *options) check() error {
 		return fmt.Errorf("--timeout must be > 0, got %s", o.timeout)
 	case o.grace < 0:
 		return fmt.Errorf("--shutdown-grace must be >= 0, got %s", o.grace)
+	}
+	if _, err := newLogger(io.Discard, o.logFormat, false); err != nil {
+		return err
 	}
 	if err := sampleflag.Check(o.sampling); err != nil {
 		return err
@@ -311,16 +321,22 @@ func run(ctx context.Context, o *options, logw io.Writer) error {
 	}
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
-	s := newServer(base, m, o.config())
+	cfg := o.config()
+	cfg.logger, _ = newLogger(logw, o.logFormat, o.quiet) // parseFlags checked the format
+	m.template.OnFallback = templateFallbackLog(logw, o.logFormat)
+	s := newServer(base, m, cfg)
 	defer s.close()
 	srv := s.httpServer(logw)
-	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Name)
+	kind := fmt.Sprintf("%d rows of %d tokens, chat template %s", o.parallel, m.e.Capacity, m.template.Describe())
 	if m.encoder() {
 		kind = fmt.Sprintf("encoder, embeddings of %d", m.e.Model.Config.Dim)
 	}
 	fmt.Fprintf(logw, "serve: %s (%s) ready in %.2f s · listening on http://%s · %s\n",
 		m.name, kind, time.Since(start).Seconds(), ln.Addr(), engine.BackendSummary(m.e.Backend))
 
+	if m.template.Fallback != "" {
+		fmt.Fprintln(logw, "serve:", m.template.Fallback)
+	}
 	maxConns, note := fitToFiles(o.maxConns, openFileLimit())
 	if note != "" {
 		fmt.Fprintln(logw, note)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/posformer/posformer/cmd/internal/gguftok"
+	"github.com/posformer/posformer/cmd/internal/templateflag"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/gguf"
@@ -38,6 +39,10 @@ type model struct {
 	// ([CLS] ... [SEP] for BERT), as Hugging Face's sentence encoders are run.
 	specialEmbed bool
 	template     chat.Template
+	// path is the checkpoint as given with -m; bosText and eosText are the BOS and EOS tokens'
+	// text ("" when the tokenizer has none), as /props and the chat template see them.
+	path             string
+	bosText, eosText string
 }
 
 // encoder reports whether the model is bidirectional (served through /v1/embeddings only).
@@ -65,16 +70,20 @@ func loadModel(o *options) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	m := &model{e: e, name: o.alias, bos: -1}
+	m := &model{e: e, name: o.alias, bos: -1, path: path}
 	if m.name == "" {
 		m.name = strings.TrimSuffix(filepath.Base(filepath.Clean(path)), filepath.Ext(path))
 	}
 	vocab := e.Model.Config.VocabSize
 	var jinja string // the checkpoint's chat template, if it has one
+	eos := -1        // the EOS token's id, for its text
 	switch {
 	case gguf.IsFile(path):
 		if jinja, err = m.ggufTokenizer(path, o.tokenizer, vocab); err != nil {
 			return nil, err
+		}
+		if len(m.stop) > 0 {
+			eos = m.stop[0]
 		}
 	case engine.IsLlama2C(path):
 		// run.c reads exactly vocab_size tokens, starts every sequence with BOS (1) and stops
@@ -93,7 +102,7 @@ func loadModel(o *options) (*model, error) {
 		if m.tok, err = tokenizer.Load(name); err != nil {
 			return nil, fmt.Errorf("loading the tokenizer of %s: %w", path, err)
 		}
-		if eos := m.tok.Special().EOS; eos >= 0 {
+		if eos = m.tok.Special().EOS; eos >= 0 {
 			m.stop = []int{eos}
 		}
 		if hf.IsDir(path) {
@@ -101,15 +110,35 @@ func loadModel(o *options) (*model, error) {
 			if jinja, err = chat.HFTemplate(path); err != nil {
 				return nil, err
 			}
+			if m.bosText, m.eosText, err = chat.HFTokens(path); err != nil {
+				return nil, err
+			}
 		}
+	}
+	if m.bosText == "" && m.eosText == "" {
+		bos := m.bos
+		if bos < 0 {
+			bos = m.tok.Special().BOS
+		}
+		m.bosText, m.eosText = tokenText(m.tok, bos), tokenText(m.tok, eos)
 	}
 	if m.tok.VocabSize() > vocab {
 		return nil, fmt.Errorf("the tokenizer has %d tokens but the model only %d; pass the model's own with -z", m.tok.VocabSize(), vocab)
 	}
-	m.template = chat.Pick(jinja)
+	if m.template, err = templateflag.Template(o.chatTemplate, jinja, m.bosText, m.eosText); err != nil {
+		return nil, fmt.Errorf("--%s: %w", templateflag.Name, err)
+	}
 	// A template's end-of-turn token (<|im_end|>, <|eot_id|>, ...) ends a reply too.
 	m.stop = append(m.stop, m.template.EndOfTurnIDs(m.tok)...)
 	return m, nil
+}
+
+// tokenText is the text of token id with its special markup ("" for -1).
+func tokenText(tok tokenizer.Tokenizer, id int) string {
+	if id < 0 || id >= tok.VocabSize() {
+		return ""
+	}
+	return tokenizer.DecodeWith(tok, []int{id}, tokenizer.DecodeOptions{KeepSpecial: true})
 }
 
 // ggufTokenizer takes the tokenizer from the file's tokenizer.ggml.* keys, or from -z (which
@@ -143,12 +172,16 @@ func (m *model) encodePrompt(text string) ([]int, error) {
 	return ids, nil
 }
 
-// encodeChat renders messages with the chat template (chat.Template.Encode), with BOS where
-// the checkpoint asks for it.
+// encodeChat renders messages with the chat template (chat.Template.Encode), the assistant's
+// turn opened, with BOS where the checkpoint asks for it.
 func (m *model) encodeChat(msgs []chat.Message) ([]int, error) {
+	return m.encodeChatWith(msgs, chat.Options{AddGenerationPrompt: true})
+}
+
+func (m *model) encodeChatWith(msgs []chat.Message, o chat.Options) ([]int, error) {
 	bos := -1
 	if m.addBOS {
 		bos = m.bos
 	}
-	return m.template.Encode(m.tok, msgs, bos)
+	return m.template.EncodeWith(m.tok, msgs, bos, o)
 }

@@ -2,16 +2,22 @@ package server
 
 // OpenAI's wire format: request bodies, responses, stream chunks and the error object, with
 // the request checks. Field names and shapes follow OpenAI's API reference; top_k,
-// repeat_penalty, repeat_last_n and ignore_eos are llama.cpp's additions. Unknown fields are
-// ignored (clients send many); a known field of the wrong type is an error naming it.
+// repeat_penalty, repeat_last_n and ignore_eos are llama.cpp's additions. Fields the server
+// does not know are ignored (clients send many) and named in the request's log line; a known
+// field of the wrong type, or one asking for what the server cannot do, is an error naming
+// it.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/posformer/posformer/tokenizer/chat"
@@ -52,14 +58,22 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.Status, map[string]any{"error": ae})
 }
 
+// writeJSON sends v as JSON. <, > and & are written as they are, not as \u003c...: chat
+// templates and prompts are full of them, and a reader of /props or /apply-template should see
+// "<|im_start|>" (any JSON parser reads both the same).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status, data = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	data := []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}` + "\n")
+	if err := enc.Encode(v); err == nil { // Encode ends the value with a newline
+		data = buf.Bytes()
+	} else {
+		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
+	w.Write(data)
 }
 
 // decodeBody reads a JSON object of at most limit bytes into v, turning every failure into
@@ -81,21 +95,67 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		return invalid("", "reading the request body: %v", err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			// The path names embedded structs by their Go type; the client knows JSON names only.
-			field := strings.TrimPrefix(typeErr.Field, "genRequest.")
-			return invalid(field, "field %q must be %s, not a JSON %s", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-		case errors.As(err, &typeErr):
-			return invalid("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
-		case errors.As(err, &syntaxErr):
-			return invalid("", "the request body is not valid JSON (%v at byte %d); send a JSON object", err, syntaxErr.Offset)
-		}
-		return invalid("", "the request body is not valid JSON (%v); send a JSON object", err)
+		return decodeError(err)
 	}
+	infoOf(r).ignored = ignoredFields(body, v)
 	return nil
+}
+
+// decodeError turns a JSON decoding error into the 400 naming the field.
+func decodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		// The path names embedded structs by their Go type; the client knows JSON names only.
+		field := strings.TrimPrefix(typeErr.Field, "genRequest.")
+		return invalid(field, "field %q must be %s, not a JSON %s", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.As(err, &typeErr):
+		return invalid("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return invalid("", "the request body is not valid JSON (%v at byte %d); send a JSON object", err, syntaxErr.Offset)
+	}
+	return invalid("", "the request body is not valid JSON (%v); send a JSON object", err)
+}
+
+// ignoredFields names the top-level fields of body that v (a request struct) has no field
+// for, sorted.
+func ignoredFields(body []byte, v any) []string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return nil
+	}
+	known := jsonNames(reflect.TypeOf(v))
+	var out []string
+	for name := range fields {
+		if !known[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// jsonNames are the JSON names of a struct's fields, embedded structs' included.
+func jsonNames(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	out := map[string]bool{}
+	if t.Kind() != reflect.Struct {
+		return out
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && name == "":
+			maps.Copy(out, jsonNames(f.Type))
+		case name != "" && name != "-":
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // jsonKind names a Go kind as the JSON type a client should send.
@@ -137,6 +197,7 @@ type genRequest struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	IgnoreEOS           bool            `json:"ignore_eos"`
 	N                   *int            `json:"n"`
+	ResponseFormat      json.RawMessage `json:"response_format"`
 	// Known to OpenAI but not served here: refused by name rather than silently ignored.
 	BestOf           *int            `json:"best_of"`
 	Echo             bool            `json:"echo"`
@@ -145,7 +206,6 @@ type genRequest struct {
 	TopLogprobs      *int            `json:"top_logprobs"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
-	Tools            json.RawMessage `json:"tools"`
 	LogitBias        json.RawMessage `json:"logit_bias"`
 	MinP             *float64        `json:"min_p"` // llama-server's
 }
@@ -158,12 +218,28 @@ type completionRequest struct {
 type chatRequest struct {
 	genRequest
 	Messages []rawMessage `json:"messages"`
+	// Tools are rendered into the prompt by a checkpoint's Jinja template; calls come back
+	// as text (see docs/serving.md).
+	Tools              json.RawMessage `json:"tools"`
+	ChatTemplateKwargs *templateKwargs `json:"chat_template_kwargs"` // llama-server's
+	// AddGenerationPrompt is /apply-template's (default true).
+	AddGenerationPrompt *bool `json:"add_generation_prompt"`
+}
+
+// templateKwargs are the chat template's extra variables a request may set (llama-server's
+// chat_template_kwargs); others are refused by name.
+type templateKwargs struct {
+	EnableThinking *bool `json:"enable_thinking"`
 }
 
 // rawMessage is a chat message as sent; content is a string or an array of parts.
 type rawMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent string          `json:"reasoning_content"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+	ToolCallID       string          `json:"tool_call_id"`
+	Name             string          `json:"name"`
 }
 
 // unsupported refuses the fields the server does not implement.
@@ -185,14 +261,34 @@ func (r *genRequest) unsupported() error {
 		return invalid("frequency_penalty", "frequency_penalty is not supported; use repeat_penalty (llama.cpp's)")
 	case r.PresencePenalty != nil && *r.PresencePenalty != 0:
 		return invalid("presence_penalty", "presence_penalty is not supported; use repeat_penalty (llama.cpp's)")
-	case len(r.Tools) > 0 && !isJSON(r.Tools, "null", "[]"):
-		return invalid("tools", "tool calls are not supported; leave tools out")
 	case len(r.LogitBias) > 0 && !isJSON(r.LogitBias, "null", "{}"):
 		return invalid("logit_bias", "logit_bias is not supported; leave it out")
 	case r.MinP != nil && *r.MinP != 0:
 		return invalid("min_p", "min_p sampling is not supported; use top_p or top_k")
 	}
-	return nil
+	return checkResponseFormat(r.ResponseFormat)
+}
+
+// checkResponseFormat takes response_format {"type": "text"} (what the server does anyway) and
+// refuses the JSON modes: they need constrained decoding, which the server does not do, and
+// a reply that merely looks like JSON would break the client's parser later.
+func checkResponseFormat(raw json.RawMessage) error {
+	if len(raw) == 0 || isJSON(raw, "null") {
+		return nil
+	}
+	var f struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return invalid("response_format", "response_format must be an object such as {\"type\": \"text\"}")
+	}
+	switch f.Type {
+	case "text":
+		return nil
+	case "json_object", "json_schema":
+		return invalid("response_format", "response_format type %s is not supported: the server has no constrained decoding; leave response_format out or use {\"type\": \"text\"}", f.Type)
+	}
+	return invalid("response_format", "response_format type %q is not one of text, json_object, json_schema; use {\"type\": \"text\"} or leave it out", f.Type)
 }
 
 func isJSON(raw json.RawMessage, values ...string) bool {
@@ -272,17 +368,26 @@ func (r *chatRequest) messages() ([]chat.Message, error) {
 	for i, m := range r.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
-		case "system", "developer", "user", "assistant":
+		case "system", "developer", "user", "assistant", "tool":
 		case "":
-			return nil, invalid(param+".role", "%s has no role; use system, user or assistant", param)
+			return nil, invalid(param+".role", "%s has no role; use system, user, assistant or tool", param)
 		default:
-			return nil, invalid(param+".role", "%s has role %q; this server takes system, developer, user and assistant", param, m.Role)
+			return nil, invalid(param+".role", "%s has role %q; this server takes system, developer, user, assistant and tool", param, m.Role)
 		}
 		text, err := contentText(m.Content)
 		if err != nil {
 			return nil, invalid(param+".content", "%s: %v", param, err)
 		}
-		out[i] = chat.Message{Role: m.Role, Content: text}
+		if len(m.ToolCalls) > 0 && !isJSON(m.ToolCalls, "null", "[]") {
+			var calls []json.RawMessage
+			if json.Unmarshal(m.ToolCalls, &calls) != nil {
+				return nil, invalid(param+".tool_calls", "%s: tool_calls must be an array of tool calls", param)
+			}
+		} else {
+			m.ToolCalls = nil
+		}
+		out[i] = chat.Message{Role: m.Role, Content: text, ReasoningContent: m.ReasoningContent,
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name}
 	}
 	return out, nil
 }

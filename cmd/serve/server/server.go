@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -34,6 +35,8 @@ type config struct {
 	// write of the answer, and an idle keep-alive connection; the connections held at once.
 	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
 	maxConns                                              int
+	// logger writes one line per request (logging.go); nil: none (--quiet).
+	logger *slog.Logger
 }
 
 // server serves one model.
@@ -43,15 +46,11 @@ type server struct {
 	sched   *serve.Scheduler // decoders
 	embed   *serve.Embedder  // encoders
 	created int64
-	routes  map[string]route
+	mux     *http.ServeMux
+	metrics *metrics
 	// base is cancelled when the server gives up on in-flight requests (shutdown past its
 	// grace period).
 	base context.Context
-}
-
-type route struct {
-	method  string
-	handler func(http.ResponseWriter, *http.Request) error
 }
 
 func newServer(base context.Context, m *model, cfg config) *server {
@@ -61,13 +60,36 @@ func newServer(base context.Context, m *model, cfg config) *server {
 	} else {
 		s.sched = serve.NewScheduler(m.e, serve.Config{Parallel: cfg.parallel, Queue: cfg.queue, Chunk: cfg.chunk, StepDelay: cfg.stepDelay})
 	}
-	s.routes = map[string]route{
-		"/health":              {http.MethodGet, s.health},
-		"/v1/models":           {http.MethodGet, s.models},
-		"/v1/completions":      {http.MethodPost, s.completions},
-		"/v1/chat/completions": {http.MethodPost, s.chat},
-		"/v1/embeddings":       {http.MethodPost, s.embeddings},
+	s.metrics = newMetrics(s)
+	s.mux = http.NewServeMux()
+	for _, rt := range []struct {
+		method, path string
+		handler      func(http.ResponseWriter, *http.Request) error
+	}{
+		{http.MethodGet, "/health", s.health},
+		{http.MethodGet, "/v1/models", s.models},
+		{http.MethodPost, "/v1/completions", s.completions},
+		{http.MethodPost, "/v1/chat/completions", s.chat},
+		{http.MethodPost, "/v1/embeddings", s.embeddings},
+		{http.MethodPost, "/tokenize", s.tokenize},
+		{http.MethodPost, "/detokenize", s.detokenize},
+		{http.MethodPost, "/apply-template", s.applyTemplate},
+		{http.MethodGet, "/props", s.props},
+		{http.MethodGet, "/slots", s.slots},
+	} {
+		s.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			if err := rt.handler(w, r); err != nil {
+				writeError(w, err)
+			}
+		})
+		s.mux.HandleFunc(rt.path, methodNotAllowed(rt.method))
 	}
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("/metrics", methodNotAllowed(http.MethodGet))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
+			Message: fmt.Sprintf("unknown path %s %s; the server has /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/models, /health, /metrics, /props, /slots, /tokenize, /detokenize and /apply-template", r.Method, r.URL.Path)})
+	})
 	return s
 }
 
@@ -78,32 +100,35 @@ func (s *server) close() {
 	}
 }
 
-// ServeHTTP routes by path, answering unknown paths and methods with OpenAI's error object.
-// The request's body must arrive within bodyTimeout, and each write of the answer within
+// methodNotAllowed answers the methods a path does not take. It is registered on the path
+// without a method, which matches the methods the path's "METHOD /path" pattern does not (that
+// one is more specific): OpenAI's error object instead of ServeMux's plain-text 405.
+func methodNotAllowed(method string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", method)
+		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+			Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, method, r.Method)})
+	}
+}
+
+// ServeHTTP routes by method and path (ServeMux patterns), answering unknown paths and
+// methods with OpenAI's error object, and logs and counts every request (logging.go). The
+// request's body must arrive within bodyTimeout, and each write of the answer within
 // writeTimeout. The read deadline also bounds what net/http reads of a body the handler left
 // unread; once a body is read whole, net/http lifts it.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	if s.cfg.bodyTimeout > 0 {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.bodyTimeout))
 	}
 	if s.cfg.writeTimeout > 0 {
 		w = newDeadlineWriter(w, s.cfg.writeTimeout)
 	}
-	rt, ok := s.routes[r.URL.Path]
-	switch {
-	case !ok:
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
-			Message: fmt.Sprintf("unknown path %s %s; the server has /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/models and /health", r.Method, r.URL.Path)})
-		return
-	case r.Method != rt.method:
-		w.Header().Set("Allow", rt.method)
-		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
-			Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, rt.method, r.Method)})
-		return
-	}
-	if err := rt.handler(w, r); err != nil {
-		writeError(w, err)
-	}
+	rec := &statusRecorder{ResponseWriter: w}
+	info := &requestInfo{start: start}
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+	s.mux.ServeHTTP(rec, r) // sets r.Pattern, the route the metrics label
+	s.record(r, rec.status, info, time.Since(start))
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) error {
@@ -126,7 +151,7 @@ func (s *server) models(w http.ResponseWriter, r *http.Request) error {
 		"data": []any{map[string]any{
 			"id": s.m.name, "object": "model", "created": s.created, "owned_by": "posformer",
 			"meta": map[string]any{"kind": c.Kind, "n_ctx": s.m.e.Capacity, "n_vocab": c.VocabSize, "n_embd": c.Dim,
-				"positional": c.SchemeName(), "chat_template": s.m.template.Name},
+				"positional": c.SchemeName(), "chat_template": s.m.template.Describe()},
 		}},
 	})
 	return nil
@@ -233,6 +258,9 @@ func (s *server) completions(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, s.cfg.maxBody, &req); err != nil {
 		return err
 	}
+	if err := s.checkModel(req.Model); err != nil {
+		return err
+	}
 	if s.sched == nil {
 		return invalid("", "%s is an encoder: it serves /v1/embeddings only", s.m.name)
 	}
@@ -260,11 +288,11 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) error {
 	if s.sched == nil {
 		return invalid("", "%s is an encoder: it serves /v1/embeddings only", s.m.name)
 	}
-	msgs, err := req.messages()
+	msgs, o, err := s.chatInput(&req)
 	if err != nil {
 		return err
 	}
-	ids, err := s.m.encodeChat(msgs)
+	ids, err := s.m.encodeChatWith(msgs, o)
 	if err != nil {
 		return invalid("messages", "%v", err)
 	}
@@ -327,6 +355,11 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, g *generation,
 	var all []byte
 	generated := 0
 	finish := ""
+	info := infoOf(r)
+	info.promptTokens = len(g.prompt)
+	s.metrics.promptTokens.Add(float64(len(g.prompt)))
+	arrived, last := info.start, time.Time{}
+	defer func() { info.generatedTokens = generated }()
 	for finish == "" {
 		var ev serve.Event
 		select {
@@ -343,6 +376,15 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request, g *generation,
 			piece = text.flush()
 		default:
 			generated++
+			now := time.Now()
+			if last.IsZero() {
+				info.ttft = now.Sub(arrived)
+				s.metrics.ttft.Observe(info.ttft.Seconds())
+			} else {
+				s.metrics.perToken.Observe(now.Sub(last).Seconds())
+			}
+			last = now
+			s.metrics.generatedTokens.Inc()
 			var stopped bool
 			if piece, stopped = text.push(ev.Token); stopped {
 				finish = "stop"

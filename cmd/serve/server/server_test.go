@@ -123,7 +123,7 @@ func TestConcurrentClientsGetTheirOwnContinuation(t *testing.T) {
 // request answered whole.
 func TestChatStreamFraming(t *testing.T) {
 	ts, _ := startServer(t, decoderPath, nil)
-	body := map[string]any{"model": "anything", "messages": []map[string]any{{"role": "system", "content": "You write Go."}, {"role": "user", "content": "func add(a, b int) int {"}},
+	body := map[string]any{"model": "rope-decoder", "messages": []map[string]any{{"role": "system", "content": "You write Go."}, {"role": "user", "content": "func add(a, b int) int {"}},
 		"max_tokens": 30, "temperature": 0, "stream": true, "stream_options": map[string]any{"include_usage": true}}
 	chunks, done := readStream(t, stream(t, context.Background(), ts.URL+"/v1/chat/completions", body))
 	if !done || len(chunks) < 3 {
@@ -315,7 +315,7 @@ func TestLimitsAndBadRequests(t *testing.T) {
 	if status != 200 || out["usage"].(map[string]any)["completion_tokens"] != 3.0 {
 		t.Errorf("a request with unknown fields: %d %v", status, out)
 	}
-	for _, c := range []struct{ method, path string }{{"GET", "/v1/completions"}, {"POST", "/v1/models"}, {"GET", "/nowhere"}} {
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/completions"}, {"POST", "/v1/models"}, {"POST", "/metrics"}, {"GET", "/tokenize"}, {"GET", "/nowhere"}} {
 		req, _ := http.NewRequest(c.method, ts.URL+c.path, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
