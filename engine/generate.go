@@ -262,7 +262,7 @@ func (e *Engine) generate(prompt []int, n int, sm *Sampler, stop []int, shift *C
 	}
 	keep, discard := 0, 0
 	if shift != nil {
-		if keep, discard, err = shift.resolve(limit, len(prompt)); err != nil {
+		if keep, discard, err = shift.Resolve(limit, len(prompt)); err != nil {
 			return st, err
 		}
 	}

@@ -47,12 +47,14 @@ type ContextShift struct {
 	Discard int
 }
 
-// resolve returns the sinks and the entries to drop for a cache of limit slots and a prompt of
+// Resolve returns the sinks and the entries to drop for a cache of limit slots and a prompt of
 // promptLen tokens, or an error naming the bad setting.
-func (c ContextShift) resolve(limit, promptLen int) (keep, discard int, err error) {
+func (c ContextShift) Resolve(limit, promptLen int) (keep, discard int, err error) {
 	keep = c.Keep
 	if keep < 0 {
-		keep = promptLen
+		// The whole prompt, as far as it leaves room to shift (llama-server caps it at
+		// n_ctx - 4 too): a prompt that fills the cache keeps its start.
+		keep = max(0, min(promptLen, limit-4))
 	}
 	if keep > limit-2 {
 		return 0, 0, fmt.Errorf("--keep %d leaves fewer than 2 of the %d cache slots to shift; lower --keep or raise -c", keep, limit)
@@ -256,7 +258,7 @@ func (e *Engine) StreamLogProbs(tokens []int, sinks, window, discard int) ([]flo
 	case limit > e.SequenceLimit():
 		return nil, fmt.Errorf("%d sinks + a window of %d exceed the %d slots a sequence holds; raise -c or shrink the window", sinks, window, e.SequenceLimit())
 	}
-	keep, drop, err := ContextShift{Keep: sinks, Discard: discard}.resolve(limit, 0)
+	keep, drop, err := ContextShift{Keep: sinks, Discard: discard}.Resolve(limit, 0)
 	if err != nil {
 		return nil, err
 	}

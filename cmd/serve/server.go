@@ -34,6 +34,7 @@ type config struct {
 	// write of the answer, and an idle keep-alive connection; the connections held at once.
 	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
 	maxConns                                              int
+	contextShift                                          *engine.ContextShift // nil: a request ends when its row is full
 }
 
 // server serves one model.
@@ -59,7 +60,7 @@ func newServer(base context.Context, m *model, cfg config) *server {
 	if m.encoder() {
 		s.embed = serve.NewEmbedder(m.e, cfg.queue)
 	} else {
-		s.sched = serve.NewScheduler(m.e, serve.Config{Parallel: cfg.parallel, Queue: cfg.queue, Chunk: cfg.chunk, StepDelay: cfg.stepDelay})
+		s.sched = serve.NewScheduler(m.e, serve.Config{Parallel: cfg.parallel, Queue: cfg.queue, Chunk: cfg.chunk, StepDelay: cfg.stepDelay, ContextShift: cfg.contextShift})
 	}
 	s.routes = map[string]route{
 		"/health":              {http.MethodGet, s.health},
@@ -169,7 +170,7 @@ func (s *server) prepare(r *genRequest, promptParam string, prompt []int, extraS
 		g.max = room
 	case *maxTokens < 1:
 		return nil, invalid("max_tokens", "max_tokens must be at least 1, got %d", *maxTokens)
-	case *maxTokens > room:
+	case *maxTokens > room && s.cfg.contextShift == nil:
 		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "max_tokens", Code: "context_length_exceeded",
 			Message: fmt.Sprintf("the prompt (%d tokens) plus max_tokens (%d) exceeds the context of %d tokens (--ctx-size); ask for at most %d tokens", len(prompt), *maxTokens, limit, room)}
 	default:
