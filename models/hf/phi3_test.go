@@ -65,7 +65,7 @@ func TestPhi3LongRoPEConfig(t *testing.T) {
 			n    int
 			freq []float64
 		}{
-			{16, []float64{1, 0.05, 0.0025, 0.000125}},     // 1/(1·1), 1/(2·10), 1/(4·100), 1/(8·1000)
+			{16, []float64{1, 0.05, 0.0025, 0.000125}},      // 1/(1·1), 1/(2·10), 1/(4·100), 1/(8·1000)
 			{17, []float64{0.5, 0.025, 0.00125, 0.0000625}}, // the long factors, twice the short
 		} {
 			got := l.InvFreqAt(want.n)
