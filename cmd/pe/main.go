@@ -163,8 +163,8 @@ type setup struct {
 	options map[string]any
 	scheme  positional.Scheme
 	arch    positional.Arch
-	ctx     *context.Context // root context (random or loaded variables)
-	model   string           // checkpoint directory, if any
+	ctx     *context.Context  // root context (random or loaded variables)
+	model   string            // checkpoint directory, if any
 	ssmax   *positional.SSMax // scalable softmax ("ssmax": true), or nil
 }
 
