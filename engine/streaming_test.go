@@ -3,6 +3,9 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -225,5 +228,44 @@ func TestShiftRefusals(t *testing.T) {
 	s := e.NewSession(1)
 	if err := s.Shift(0, 2, 3); err == nil {
 		t.Error("shifting an empty row was accepted")
+	}
+}
+
+// On the shipped RoPE decoder (trained at 128 bytes), scoring Go source through a cache of 128
+// (4 sinks + 124) keeps its bits per byte near the trained length's, where a cache of 1024 lets
+// positions run far past what RoPE learned: the property StreamingLLM is for. The figures are
+// in benchmarks/STREAMING.md.
+func TestStreamingBoundedCacheBPB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scores 4 KiB four times on the shipped model")
+	}
+	text, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "fmt", "print.go"))
+	if err != nil {
+		t.Skipf("no Go source to score: %v", err)
+	}
+	e, err := Load("../weights/rope-decoder", "", 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, 4096)
+	for i, b := range text[:len(ids)] {
+		ids[i] = int(b) // the byte tokenizer: id = byte
+	}
+	bpb := func(sinks, window, discard int) float64 {
+		lp, err := e.StreamLogProbs(ids, sinks, window, discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, x := range lp {
+			sum -= x
+		}
+		b := sum / math.Ln2 / float64(len(lp))
+		t.Logf("%d sinks + window %d, discard %d: %.3f bits/byte", sinks, window, discard, b)
+		return b
+	}
+	bounded, rolling, noSinks, long := bpb(4, 124, 0), bpb(4, 124, 1), bpb(0, 128, 0), bpb(0, 1024, 0)
+	if !(bounded < long-1) || !(rolling < long-1) || !(noSinks < long-1) {
+		t.Errorf("a cache of 128 gives %.3f (halving), %.3f (rolling), %.3f (no sinks) bits/byte, a cache of 1024 %.3f: want the bounded ones lower by a bit", bounded, rolling, noSinks, long)
 	}
 }
