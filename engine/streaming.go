@@ -12,9 +12,9 @@ package engine
 //
 // Moving an entry changes its position. Schemes whose positions enter attention at read time
 // (ALiBi, T5, Shaw, FIRE, CoPE, dynamic NTK and LongRoPE, which rotate keys as they read them,
-// NoPE) read the new positions from the cache and need nothing more. RoPE rotates keys once,
-// before they enter the cache, so the kept keys are rotated again by the change of position
-// (llama.cpp's K-shift, positional.Shifter). The alternative, keeping keys unrotated and
+// NoPE) read the new positions from the cache and need nothing more. RoPE (and xPos) rotate keys
+// once, before they enter the cache, so the kept keys are rotated again by the change of
+// position (llama.cpp's K-shift, positional.Shifter). The alternative, keeping keys unrotated and
 // rotating the whole cache at every step, is what the paper's code does; it would make every
 // decoding step pay a rotation of every cached key, where the K-shift costs one such pass per
 // shift. Schemes that add positions to the embeddings (sinusoidal, learned) cannot shift: the

@@ -22,6 +22,7 @@ var shiftSchemes = []map[string]any{
 	{"name": "t5"},
 	{"name": "none"},
 	{"name": "rope", "rope_scaling": map[string]any{"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 8}},
+	{"name": "xpos", "scale_base": 16.0}, // a strong decay: ζ^(-n/B) over several B
 }
 
 // shiftEngine is a decoder of the given depth whose context holds capacity tokens.
@@ -153,7 +154,9 @@ func cacheFloats(t *testing.T, s *Session, i int) []float32 {
 // as its position.
 func TestShiftedKeysEqualPrefill(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, pe := range shiftSchemes[:2] {
+	// The schemes that rotate cached keys: RoPE (plain, and interleaved, partial and scaled) and
+	// xPos.
+	for _, pe := range append(slices.Clone(shiftSchemes[:2]), shiftSchemes[len(shiftSchemes)-1]) {
 		e := shiftEngine(t, 2, pe, 64)
 		toks := randomTokens(r, 60)
 		s, kept := fillAndShift(t, e, toks, 4, 28)
@@ -203,10 +206,10 @@ func TestGenerateShiftingPastContext(t *testing.T) {
 	}
 }
 
-// Schemes that put positions into the embeddings, or rotate keys with no way back, refuse to
-// shift with a one-line error; bad settings are refused too.
+// Schemes that put positions into the embeddings refuse to shift with a one-line error; bad
+// settings are refused too.
 func TestShiftRefusals(t *testing.T) {
-	for _, pe := range []map[string]any{{"name": "sinusoidal"}, {"name": "learned", "max_positions": 64}, {"name": "xpos"}} {
+	for _, pe := range []map[string]any{{"name": "sinusoidal"}, {"name": "learned", "max_positions": 64}, {"name": "multiplicative"}} {
 		e := shiftEngine(t, 1, pe, 64)
 		sm, _ := NewSampler(Sampling{})
 		_, err := e.GenerateShifting([]int{1, 2}, 5, sm, nil, ContextShift{Keep: 4}, func(int) {})

@@ -36,3 +36,9 @@ func (r *RoPE) anglesCosSin(pos *Node, dtype dtypes.DType, invFreq []float64) (c
 	angles := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), 1, -1), Reshape(Const(g, r.dimFreq(invFreq)), 1, 1, 1, hd))
 	return ConvertDType(Cos(angles), dtype), ConvertDType(Sin(angles), dtype)
 }
+
+// ShiftKeys implements Shifter. The rotation and the scale ζ^(-n/B) commute and both compose by
+// adding positions, so a key written at from is rotated and scaled by (to - from) more.
+func (x *XPos) ShiftKeys(layer int, k, from, to *Node) *Node {
+	return x.Scale(x.RoPE.ShiftKeys(layer, k, from, to), Sub(to, from), -1)
+}
