@@ -29,6 +29,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -171,11 +172,20 @@ func (e *Engine) shifterFor(batch, window int) (sh *shifter, err error) {
 	if v, ok := e.shifters.Load(key); ok {
 		return v.(*shifter), nil
 	}
+	e.stepMu.Lock() // one compilation at a time, as for the steppers
+	defer e.stepMu.Unlock()
+	if v, ok := e.shifters.Load(key); ok {
+		return v.(*shifter), nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("compiling the K-shift (batch %d, window %d): %v", batch, window, r)
 		}
 	}()
+	// Counted as the decoding steps are, so that generation's rates leave the compilation out.
+	start := time.Now()
+	defer func() { e.compiling.Add(int64(time.Since(start))) }()
+	e.builds.Add(1)
 	hook := e.Model.Scheme.(positional.Shifter)
 	g := NewGraph(e.Backend, fmt.Sprintf("kshift_b%d_w%d", batch, window))
 	posShape := shapes.Make(dtypes.Int32, batch, window)
