@@ -134,7 +134,9 @@ func (s *Session) Shift(row, keep, discard int) error {
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("shifting row %d of cache tensor %d: %w", row, i, err)
+			// Some tensors moved and others not: the cache no longer describes one sequence.
+			s.cache, s.broken = nil, fmt.Errorf("shifting row %d of cache tensor %d: %w", row, i, err)
+			return s.broken
 		}
 	}
 	// Positions (cache tensor 0) were moved with their entries: each becomes its slot.
@@ -147,7 +149,8 @@ func (s *Session) Shift(row, keep, discard int) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("shifting row %d: %w", row, err)
+		s.cache, s.broken = nil, fmt.Errorf("shifting row %d: %w", row, err)
+		return s.broken
 	}
 	s.Used[row] = used - discard
 	if !e.rotatesKeys() {
