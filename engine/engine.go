@@ -35,6 +35,7 @@ type Engine struct {
 	compiling atomic.Int64  // nanoseconds spent compiling decoding steps (stepper.go)
 	steppers  sync.Map      // stepKey -> *stepper: the compiled decoding steps
 	stepMu    sync.Mutex    // held while a stepper is built
+	shifters  sync.Map      // [2]int{batch, window} -> *shifter: the compiled K-shifts (streaming.go)
 	full      *context.Exec // the whole sequence without a cache (Forward)
 }
 

@@ -213,6 +213,7 @@ type Stats struct {
 	Prefill, Decode         time.Duration // excluding Compile
 	Compile                 time.Duration // graphs compiled on first use during the generation
 	Cache                   time.Duration // allocating the KV cache ahead (Session.Reserve)
+	Shifts                  int           // context shifts (GenerateShifting)
 	StopReason              string
 }
 
@@ -231,6 +232,21 @@ func rate(n int, d time.Duration) float64 {
 // with each new token as soon as it is chosen. It stops at a token in stop, at n, or when the
 // context (or the positional scheme's range) is full.
 func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit func(token int)) (st Stats, err error) {
+	return e.generate(prompt, n, sm, stop, nil, emit)
+}
+
+// GenerateShifting is Generate that goes on past a full context by shifting it (StreamingLLM,
+// streaming.go): the first shift.Keep tokens stay, a block of the oldest after them is dropped,
+// and the cache never holds more than the context size. n < 0 generates until a stop token.
+func (e *Engine) GenerateShifting(prompt []int, n int, sm *Sampler, stop []int, shift ContextShift, emit func(token int)) (st Stats, err error) {
+	if err := e.CanShift(); err != nil {
+		return st, err
+	}
+	return e.generate(prompt, n, sm, stop, &shift, emit)
+}
+
+// generate is Generate, shifting the context when shift is not nil.
+func (e *Engine) generate(prompt []int, n int, sm *Sampler, stop []int, shift *ContextShift, emit func(token int)) (st Stats, err error) {
 	if len(prompt) == 0 {
 		return st, fmt.Errorf("empty prompt: give at least one token")
 	}
@@ -244,7 +260,14 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 		}
 		limit = min(limit, l)
 	}
+	keep, discard := 0, 0
+	if shift != nil {
+		if keep, discard, err = shift.Resolve(limit, len(prompt)); err != nil {
+			return st, err
+		}
+	}
 	s := e.NewSession(1)
+	defer s.Close()
 	// The cache is allocated before the first token (up to Reserve's bound), as llama.cpp does
 	// when it creates a context; its time is reported apart from the rates, like compilation.
 	reserved := time.Now()
@@ -283,9 +306,17 @@ func (e *Engine) Generate(prompt []int, n int, sm *Sampler, stop []int, emit fun
 		case n >= 0 && st.Generated >= n:
 			st.StopReason = "length"
 			return st, nil
-		case pos >= limit:
+		case pos >= limit && shift == nil:
 			st.StopReason = "context full"
 			return st, nil
+		case pos >= limit:
+			// The cache is full: drop a block after the sinks; positions are slots, so the
+			// token goes to the first free one.
+			if err := s.Shift(0, keep, discard); err != nil {
+				return st, err
+			}
+			pos -= discard
+			st.Shifts++
 		}
 		if logits, err = s.appendOne(tok, pos); err != nil {
 			return st, err

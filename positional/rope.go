@@ -191,10 +191,7 @@ func (r *RoPE) CosSin(pos *Node, dtype dtypes.DType) (cos, sin *Node) {
 func (r *RoPE) cosSinOf(pos *Node, dtype dtypes.DType, invFreq []float64) (cos, sin *Node) {
 	g := pos.Graph()
 	hd := r.HeadDim
-	freq := r.dimFreq(invFreq)
-	angles := Mul(ExpandAxes(ConvertDType(pos, dtypes.Float32), 1, -1), Reshape(Const(g, freq), 1, 1, 1, hd)) // [b, 1, s, hd]
-	cos = ConvertDType(Cos(angles), dtype)
-	sin = ConvertDType(Sin(angles), dtype)
+	cos, sin = r.anglesCosSin(pos, dtype, invFreq)
 	if m := r.AttentionFactor(); m != 1 {
 		// Only rotated dims carry the factor; pass-through dims stay as they are, as in HF.
 		scale := make([]float32, hd)

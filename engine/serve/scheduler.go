@@ -99,6 +99,9 @@ type Config struct {
 	Chunk    int // prompt tokens a joining request feeds per step (>= 1)
 	// StepDelay slows every step down, so that tests can watch requests while they run.
 	StepDelay time.Duration
+	// ContextShift, when not nil, lets a row generate past the context: when its cache is
+	// full it drops old tokens after the sinks (engine.ContextShift), each row on its own.
+	ContextShift *engine.ContextShift
 }
 
 // Scheduler owns the engine and its sessions.
@@ -109,6 +112,7 @@ type Scheduler struct {
 	parallel int  // rows at most, both pools together
 	chunk    int  // prompt tokens a row feeds per step
 	limit    int  // tokens a row holds at most
+	shift    *engine.ContextShift
 
 	queue chan *Job // waiting jobs; its capacity is Config.Queue
 	quit  chan struct{}
@@ -128,7 +132,7 @@ type Scheduler struct {
 // scheduler); Stop ends it.
 func NewScheduler(e *engine.Engine, c Config) *Scheduler {
 	s := &Scheduler{
-		e: e, parallel: c.Parallel, chunk: c.Chunk, limit: e.SequenceLimit(), delay: c.StepDelay,
+		e: e, parallel: c.Parallel, chunk: c.Chunk, limit: e.SequenceLimit(), delay: c.StepDelay, shift: c.ContextShift,
 		queue: make(chan *Job, c.Queue), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.ids = make([]bool, c.Parallel)
@@ -450,9 +454,22 @@ func (s *Scheduler) decode() error {
 	n := len(p.rows)
 	tokens, positions := make([][]int, n), make([][]int, n)
 	for i, r := range p.rows {
-		if r != nil {
-			tokens[i], positions[i] = []int{r.next}, []int{r.pos}
+		if r == nil {
+			continue
 		}
+		if r.pos >= s.limit && s.shift != nil {
+			// The row is full: shift it; positions are slots, so the token goes to the first
+			// free one.
+			keep, discard, err := s.shift.Resolve(s.limit, len(r.j.prompt))
+			if err == nil {
+				err = p.sess.Shift(i, keep, discard)
+			}
+			if err != nil {
+				return fmt.Errorf("context shift: %w", err)
+			}
+			r.pos -= discard
+		}
+		tokens[i], positions[i] = []int{r.next}, []int{r.pos}
 	}
 	last, err := p.sess.AppendLast(tokens, positions)
 	if err != nil {
@@ -485,7 +502,7 @@ func (s *Scheduler) sample(p *pool, i int, logits []float32) (finish string) {
 	}
 	r.j.events <- Event{Token: tok}
 	r.generated++
-	if r.generated >= r.j.max || r.pos >= s.limit {
+	if r.generated >= r.j.max || (r.pos >= s.limit && s.shift == nil) {
 		return "length"
 	}
 	r.next = tok

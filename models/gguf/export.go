@@ -66,7 +66,7 @@ func exportArch(m *models.Model) (arch string, permute bool, err error) {
 		check(c.TokenTypes == 0 && !c.EmbedNorm && !c.HeadTransform && !c.HeadBias, "no token types, embedding norm or head transform")
 		check(len(c.NoPELayers) == 0, "no nope_layers")
 	}
-	switch s := m.Scheme.(type) {
+	switch s := ropeOf(m.Scheme).(type) {
 	case *positional.RoPE:
 		arch = "llama"
 		common()
@@ -76,11 +76,11 @@ func exportArch(m *models.Model) (arch string, permute bool, err error) {
 		check(s.RotaryDims() == s.HeadDim, "rotary_fraction 1 (llama.cpp's llama rotates whole heads)")
 		if s.Scaling != nil {
 			switch s.Scaling.Type {
-			case "linear":
+			case "linear", "longrope":
 			case "yarn":
 				check(s.Scaling.Truncate, "yarn with truncate (llama.cpp always truncates the ramp)")
 			default:
-				bad = append(bad, fmt.Sprintf("rope_scaling none, linear or yarn (GGUF has no key for %s)", s.Scaling.Type))
+				bad = append(bad, fmt.Sprintf("rope_scaling none, linear, yarn or longrope (GGUF has no key for %s)", s.Scaling.Type))
 			}
 		}
 		switch {
@@ -105,6 +105,14 @@ func exportArch(m *models.Model) (arch string, permute bool, err error) {
 		return "", false, fmt.Errorf("llama.cpp's %s cannot run this model: it needs %s", arch, strings.Join(bad, ", "))
 	}
 	return arch, permute, nil
+}
+
+// ropeOf is the RoPE under a LongRoPE scheme (whose factors are its scaling), else scheme.
+func ropeOf(scheme positional.Scheme) positional.Scheme {
+	if l, ok := scheme.(*positional.LongRoPE); ok {
+		return l.RoPE
+	}
+	return scheme
 }
 
 // exportPlan builds the metadata and the tensors (made as they are written) of m.
@@ -218,7 +226,7 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 	if arch == "gpt2" {
 		add("attention.layer_norm_epsilon", Float32(float32(c.NormEps)))
 	} else {
-		r := m.Scheme.(*positional.RoPE)
+		r := ropeOf(m.Scheme).(*positional.RoPE)
 		add("attention.layer_norm_rms_epsilon", Float32(float32(c.NormEps)))
 		add("rope.dimension_count", Uint32(uint32(hd)))
 		add("rope.freq_base", Float32(float32(r.Base)))
@@ -235,6 +243,25 @@ func exportPlan(m *models.Model, ctx *context.Context, opts ExportOptions) ([]KV
 				}
 				if s.BetaSlow != 1 {
 					add("rope.scaling.yarn_beta_slow", Float32(float32(s.BetaSlow)))
+				}
+			}
+			if s.Type == "longrope" {
+				// As llama.cpp's converter writes Phi-3: the attention factor itself, and the
+				// factors as tensors (longRoPEScaling reads them back).
+				add("rope.scaling.attn_factor", Float32(float32(s.AttentionFactor())))
+				for _, f := range []struct {
+					name    string
+					factors []float64
+				}{{RopeFactorsLong, s.Long}, {RopeFactorsShort, s.Short}} {
+					data := make([]float32, len(f.factors))
+					for i, x := range f.factors {
+						data[i] = float32(x)
+					}
+					raw, err := quant.Quantize(quant.F32, data)
+					if err != nil {
+						return nil, nil, fmt.Errorf("%s: %w", f.name, err)
+					}
+					out = append(out, Tensor{Name: f.name, Shape: []int{len(data)}, Type: quant.F32, Data: raw})
 				}
 			}
 		}

@@ -309,7 +309,11 @@ func config(f *File) (models.Config, map[string]models.Source, error) {
 		if n := m.int("rope.dimension_count", hd); n != hd {
 			m.errorf("%s is %d but the head size is %d; partial rotary is not supported for %s", m.key("rope.dimension_count"), n, hd, arch)
 		}
-		if sc := ropeScaling(m, ctxLen); sc != nil {
+		sc := longRoPEScaling(f, m, ctxLen, hd/2)
+		if sc == nil {
+			sc = ropeScaling(m, ctxLen)
+		}
+		if sc != nil {
 			pe["rope_scaling"] = sc
 		}
 		c.Positional = pe
@@ -340,7 +344,7 @@ func config(f *File) (models.Config, map[string]models.Source, error) {
 	if err := m.err(); err != nil {
 		return models.Config{}, nil, err
 	}
-	if err := matchTensors(f, arch, table); err != nil {
+	if err := matchTensors(f, arch, table, RopeFactorsLong, RopeFactorsShort); err != nil {
 		return models.Config{}, nil, err
 	}
 	c.Defaults()
@@ -351,9 +355,13 @@ func config(f *File) (models.Config, map[string]models.Source, error) {
 }
 
 // matchTensors checks that the file holds exactly the tensors of table, each of the shape the
-// metadata implies: every size the model will allocate is then one the file backs.
-func matchTensors(f *File, arch string, table map[string]models.Source) error {
+// metadata implies, besides the tensors read into the configuration (known): every size the
+// model will allocate is then one the file backs.
+func matchTensors(f *File, arch string, table map[string]models.Source, known ...string) error {
 	used := map[string]bool{}
+	for _, name := range known {
+		used[name] = true
+	}
 	for _, ours := range slices.Sorted(maps.Keys(table)) {
 		src := table[ours]
 		info, ok := f.Tensor(src.Name)
@@ -398,8 +406,11 @@ func ropeScaling(m *meta, ctxLen int) map[string]any {
 	case "", "none":
 		return nil
 	case "linear", "yarn":
+	case "longrope":
+		m.errorf("%s is longrope but the file has no %s and %s (the per-pair factors)", m.key("rope.scaling.type"), RopeFactorsShort, RopeFactorsLong)
+		return nil
 	default:
-		m.errorf("%s is %q (supported: none, linear, yarn)", m.key("rope.scaling.type"), typ)
+		m.errorf("%s is %q (supported: none, linear, yarn, longrope)", m.key("rope.scaling.type"), typ)
 		return nil
 	}
 	if factor <= 1 {
@@ -417,6 +428,66 @@ func ropeScaling(m *meta, ctxLen int) map[string]any {
 		}
 		if m.has("rope.scaling.yarn_beta_slow") {
 			sc["beta_slow"] = m.float("rope.scaling.yarn_beta_slow", 1)
+		}
+	}
+	return sc
+}
+
+// LongRoPE's per-pair rescale factors, as llama.cpp's converter writes Phi-3's (F32, one value per
+// rotary pair, outside the blocks: llama-model.cpp reads them as rope_long and rope_short).
+const (
+	RopeFactorsLong  = "rope_factors_long.weight"
+	RopeFactorsShort = "rope_factors_short.weight"
+)
+
+// longRoPEScaling reads LongRoPE into the config's rope_scaling block when the file holds its
+// factors (nil otherwise): the factors from the two tensors, the original context from
+// rope.scaling.original_context_length (default: the context length), the attention factor from
+// rope.scaling.attn_factor, which the converter writes as the factor itself (√(1 + ln s / ln L)
+// when absent), and s from rope.scaling.factor, or context_length / L as the converter computes
+// it.
+func longRoPEScaling(f *File, m *meta, ctxLen, pairs int) map[string]any {
+	long, hasLong := f.Tensor(RopeFactorsLong)
+	short, hasShort := f.Tensor(RopeFactorsShort)
+	if !hasLong && !hasShort {
+		return nil
+	}
+	if !hasLong || !hasShort {
+		m.errorf("the file has only one of %s and %s; LongRoPE needs both", RopeFactorsShort, RopeFactorsLong)
+		return nil
+	}
+	if typ := m.str("rope.scaling.type", "longrope"); typ != "longrope" {
+		m.errorf("%s is %q but the file holds LongRoPE's factors (%s)", m.key("rope.scaling.type"), typ, RopeFactorsLong)
+		return nil
+	}
+	read := func(t TensorInfo) []any {
+		if t.Type != quant.F32 || len(t.Dims) != 1 || t.Numel() != pairs {
+			m.errorf("tensor %s is %v %v; want F32 [%d], one factor per rotary pair", t.Name, t.Type, t.Shape(), pairs)
+			return nil
+		}
+		v, err := f.ReadFloat32(t)
+		if err != nil {
+			m.errorf("%v", err)
+			return nil
+		}
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out
+	}
+	orig := m.int("rope.scaling.original_context_length", ctxLen)
+	factor := m.float("rope.scaling.factor", 0)
+	if factor <= 0 && orig > 0 {
+		factor = float64(ctxLen) / float64(orig)
+	}
+	sc := map[string]any{"rope_type": "longrope", "factor": max(factor, 1), "original_max_position_embeddings": orig,
+		"short_factor": read(short), "long_factor": read(long)}
+	// The converter always writes the attention factor; the default one (to float32's
+	// precision) stays implicit, so that a round trip gives back the configuration it wrote.
+	if a := m.float("rope.scaling.attn_factor", 0); a > 0 && orig > 0 {
+		if def := positional.LongRoPEAttentionFactor(max(factor, 1), orig); math.Abs(a-def) > 1e-6*def {
+			sc["attention_factor"] = a
 		}
 	}
 	return sc

@@ -35,15 +35,18 @@ func configs() map[string]models.Config {
 		}
 		return pe
 	}
-	interleaved, half, qwen, qkvInter, yarn, gpt := base, base, base, base, base, base
+	interleaved, half, qwen, qkvInter, yarn, gpt, long := base, base, base, base, base, base, base
 	interleaved.Positional = rope("interleaved", nil)
 	half.Positional, half.TieEmbeddings = rope("half", nil), true
 	qwen.Positional, qwen.QKVBias = rope("half", nil), true
 	qkvInter.Positional, qkvInter.QKVBias = rope("interleaved", nil), true
 	yarn.Positional = rope("half", map[string]any{"rope_scaling": map[string]any{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}})
+	// LongRoPE: 8 pairs (head dim 16), factors float32 holds exactly, switching past 16.
+	long.Positional = rope("half", map[string]any{"rope_scaling": map[string]any{"rope_type": "longrope", "factor": 4.0, "original_max_position_embeddings": 16,
+		"short_factor": []any{1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 4.0}, "long_factor": []any{1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0}}})
 	gpt = models.Config{Kind: models.Decoder, VocabSize: 96, Dim: 64, NumLayers: 2, NumHeads: 4, HiddenDim: 128, FFN: "gelu_tanh",
 		Norm: "layernorm", NormEps: 1e-5, Bias: true, MaxSeqLen: 48, Positional: map[string]any{"name": "learned", "max_positions": 48}}
-	return map[string]models.Config{"llama-interleaved": interleaved, "llama-half": half, "qwen2": qwen, "llama-qkv-bias": qkvInter, "llama-yarn": yarn, "gpt2": gpt}
+	return map[string]models.Config{"llama-interleaved": interleaved, "llama-half": half, "qwen2": qwen, "llama-qkv-bias": qkvInter, "llama-yarn": yarn, "llama-longrope": long, "gpt2": gpt}
 }
 
 // randomModel builds cfg with random weights (norms around 1) in a checkpoint-layout context.
@@ -437,7 +440,8 @@ func TestLoadRefuses(t *testing.T) {
 		{setKV("llama.embedding_length", gguf.String("64")), `llama.embedding_length is "64" (string); want a non-negative integer`},
 		{setKV("llama.rope.dimension_count", gguf.Uint32(8)), "partial rotary is not supported"},
 		{setKV("llama.expert_count", gguf.Uint32(8)), "mixture-of-experts models are not supported"},
-		{setKV("llama.rope.scaling.type", gguf.String("longrope")), `llama.rope.scaling.type is "longrope" (supported: none, linear, yarn)`},
+		{setKV("llama.rope.scaling.type", gguf.String("longrope")), `llama.rope.scaling.type is longrope but the file has no rope_factors_short.weight and rope_factors_long.weight`},
+		{setKV("llama.rope.scaling.type", gguf.String("su")), `llama.rope.scaling.type is "su" (supported: none, linear, yarn, longrope)`},
 		{setKV("llama.vocab_size", gguf.Uint32(100)), "llama.vocab_size is 100 but token_embd.weight has 96 rows"},
 		{addT("rope_freqs.weight", 8), "rope_freqs.weight (per-pair RoPE factors"},
 		{addT("blk.0.attn_output.bias", 64), "biases on attn_output only are not supported"},

@@ -38,7 +38,7 @@ type family struct {
 	export func(c models.Config) (map[string]any, error)
 }
 
-var known = []*family{llama, gpt2, bert}
+var known = []*family{llama, phi3, gpt2, bert}
 
 // familyOf picks the family from model_type, or from architectures when it is absent.
 func familyOf(r rawConfig) (*family, error) {
@@ -125,7 +125,9 @@ var llama = &family{
 			c.MaxSeqLen = window
 		}
 		pe := map[string]any{"name": "rope", "layout": "half", "base": r.Float("rope_theta", 10000)}
-		if r.has("rope_scaling") {
+		if block, ok := r.m["rope_scaling"].(map[string]any); ok {
+			pe["rope_scaling"] = longRoPEBlock(r, block, maxPos)
+		} else if r.has("rope_scaling") {
 			pe["rope_scaling"] = r.m["rope_scaling"]
 		}
 		// transformers v5 moves theta and scaling into one rope_parameters block.
@@ -141,7 +143,7 @@ var llama = &family{
 				}
 			}
 			if t, _ := scaling["rope_type"].(string); t != "" && t != "default" {
-				pe["rope_scaling"] = scaling
+				pe["rope_scaling"] = longRoPEBlock(r, scaling, maxPos)
 			}
 		}
 		c.Positional = pe

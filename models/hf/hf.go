@@ -2,9 +2,10 @@
 // listed in model.safetensors.index.json, tokenizer.json) into posformer's one Config and its
 // variables, and exports posformer models in that layout.
 //
-// Three families carry the positional schemes we study (see families.go):
+// Four families carry the positional schemes we study (see families.go, phi3.go):
 //
 //	Llama (llama, mistral, qwen2)  RoPE, half-split pairs   -> scheme "rope", layout "half"
+//	Phi-3 (phi3)                   the same, q/k/v and gate/up fused; LongRoPE (read only)
 //	GPT-2 (gpt2)                   learned absolute table   -> scheme "learned"
 //	BERT (bert)                    learned absolute table   -> scheme "learned", encoder
 //

@@ -479,7 +479,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unsupported model_type", func(_ string, c map[string]any, specs []spec, w weights) ([]spec, weights) {
 			c["model_type"] = "t5"
 			return specs, w
-		}, []string{`"t5"`, "supported: bert, gpt2, llama, mistral, qwen2"}},
+		}, []string{`"t5"`, "supported: bert, gpt2, llama, mistral, phi3, qwen2"}},
 		{"NaN weight", func(_ string, _ map[string]any, specs []spec, w weights) ([]spec, weights) {
 			nw := weights{}
 			for k, v := range w {

@@ -72,6 +72,8 @@ type options struct {
 	parallel, queue, batch        int
 	maxConns                      int
 	ctxSize, nPredict             int
+	contextShift                  bool // --context-shift: rows generate past -c (StreamingLLM)
+	keep                          int  // --keep: the tokens a context shift never drops
 	maxBody                       int64
 	timeout, grace                time.Duration
 	sampling                      engine.Sampling // the defaults of requests; Seed unused (seed)
@@ -108,6 +110,8 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	for _, name := range []string{"n", "n-predict"} {
 		fs.IntVar(&o.nPredict, name, -1, "max_tokens of requests that give none (-1: up to the context)")
 	}
+	fs.BoolVar(&o.contextShift, "context-shift", false, "let a request generate past -c: when its row is full, drop half of the tokens after the first --keep and go on (StreamingLLM attention sinks); max_tokens may then exceed the context")
+	fs.IntVar(&o.keep, "keep", 0, "with --context-shift: the first tokens of each request never dropped, the attention sinks (-1: the whole prompt)")
 	fs.IntVar(&o.maxConns, "max-connections", 256, "connections held at once, idle keep-alive ones included; past it a new connection gets a 503 and is closed")
 	fs.Int64Var(&o.maxBody, "max-body", 1<<20, "largest request body in bytes (413 past it)")
 	for _, name := range []string{"to", "timeout"} {
@@ -157,6 +161,8 @@ func (o *options) check() error {
 		return fmt.Errorf("--batch-size must be >= 1, got %d", o.batch)
 	case o.batch > maxCtx:
 		return fmt.Errorf("--batch-size must be at most %d (a prompt chunk is never longer than -c), got %d", maxCtx, o.batch)
+	case o.keep < -1:
+		return fmt.Errorf("--keep must be >= -1, got %d", o.keep)
 	case o.ctxSize < 0:
 		return fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)
 	case o.ctxSize > maxCtx:
@@ -193,6 +199,14 @@ func (o *options) check() error {
 func (o *options) checkModel(e *engine.Engine, avail int64) error {
 	if lim := e.SequenceLimit(); o.ctxSize > lim {
 		return fmt.Errorf("-c %d is past the %d positions this model's positional encoding reaches; use -c %d or less", o.ctxSize, lim, lim)
+	}
+	if o.contextShift && e.Model.Config.Causal() {
+		if err := e.CanShift(); err != nil {
+			return err
+		}
+		if _, _, err := o.shift().Resolve(e.SequenceLimit(), 0); err != nil {
+			return err
+		}
 	}
 	if !e.Model.Config.Causal() || avail < 0 {
 		return nil
@@ -232,6 +246,14 @@ func (o *options) edits() []models.Edit {
 	return []models.Edit{o.rope.Edit()}
 }
 
+// shift is --context-shift's setting, nil when off.
+func (o *options) shift() *engine.ContextShift {
+	if !o.contextShift {
+		return nil
+	}
+	return &engine.ContextShift{Keep: o.keep}
+}
+
 // config is the server's part of the options.
 func (o *options) config() config {
 	return config{
@@ -239,7 +261,7 @@ func (o *options) config() config {
 		defaults: o.sampling,
 		seed:     o.seed, stepDelay: o.stepDelay,
 		headerTimeout: headerTimeout, bodyTimeout: bodyTimeout, writeTimeout: writeTimeout, idleTimeout: idleTimeout,
-		maxConns: o.maxConns,
+		maxConns: o.maxConns, contextShift: o.shift(),
 	}
 }
 

@@ -36,8 +36,13 @@ type config struct {
 	headerTimeout, bodyTimeout, writeTimeout, idleTimeout time.Duration
 	maxConns                                              int
 	// logger writes one line per request (logging.go); nil: none (--quiet).
-	logger *slog.Logger
+	logger       *slog.Logger
+	contextShift *engine.ContextShift // nil: max_tokens fits in the context
 }
+
+// maxShiftedTokens bounds max_tokens under --context-shift, where the context no longer does: a
+// job holds a buffer of max_tokens events (serve.NewJob), 40 bytes each.
+const maxShiftedTokens = 1 << 16
 
 // server serves one model.
 type server struct {
@@ -58,7 +63,7 @@ func newServer(base context.Context, m *model, cfg config) *server {
 	if m.encoder() {
 		s.embed = serve.NewEmbedder(m.e, cfg.queue)
 	} else {
-		s.sched = serve.NewScheduler(m.e, serve.Config{Parallel: cfg.parallel, Queue: cfg.queue, Chunk: cfg.chunk, StepDelay: cfg.stepDelay})
+		s.sched = serve.NewScheduler(m.e, serve.Config{Parallel: cfg.parallel, Queue: cfg.queue, Chunk: cfg.chunk, StepDelay: cfg.stepDelay, ContextShift: cfg.contextShift})
 	}
 	s.metrics = newMetrics(s)
 	s.mux = http.NewServeMux()
@@ -194,7 +199,9 @@ func (s *server) prepare(r *genRequest, promptParam string, prompt []int, extraS
 		g.max = room
 	case *maxTokens < 1:
 		return nil, invalid("max_tokens", "max_tokens must be at least 1, got %d", *maxTokens)
-	case *maxTokens > room:
+	case s.cfg.contextShift != nil && *maxTokens > maxShiftedTokens:
+		return nil, invalid("max_tokens", "with --context-shift, max_tokens is at most %d, got %d", maxShiftedTokens, *maxTokens)
+	case *maxTokens > room && s.cfg.contextShift == nil:
 		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "max_tokens", Code: "context_length_exceeded",
 			Message: fmt.Sprintf("the prompt (%d tokens) plus max_tokens (%d) exceeds the context of %d tokens (--ctx-size); ask for at most %d tokens", len(prompt), *maxTokens, limit, room)}
 	default:

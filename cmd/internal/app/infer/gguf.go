@@ -77,7 +77,7 @@ func runGGUF(o options, out io.Writer) error {
 		fmt.Fprint(out, o.prompt)
 		emit = printText(out, tok, prompt)
 	}
-	st, err := e.Generate(prompt, o.n, sm, stop, emit)
+	st, err := o.generate(e, prompt, o.n, sm, stop, emit)
 	fmt.Fprintln(out)
 	if err != nil {
 		return err

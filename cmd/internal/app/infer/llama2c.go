@@ -131,7 +131,7 @@ func runLlama2C(o options, out io.Writer) error {
 	if o.ignoreEOS {
 		stop = nil
 	}
-	st, err := e.Generate(prompt, steps-len(prompt)+1, sm, stop, emit)
+	st, err := o.generate(e, prompt, steps-len(prompt)+1, sm, stop, emit)
 	fmt.Fprintln(out)
 	if err != nil {
 		return err

@@ -54,6 +54,8 @@ type options struct {
 	n, ctxSize                         int
 	sampling                           engine.Sampling // its Seed comes from seed
 	ignoreEOS                          bool
+	contextShift                       bool // --context-shift: past -c, drop old tokens (StreamingLLM)
+	keep                               int  // --keep: the tokens a context shift never drops
 	seed                               int64
 	rope                               *ropeflags.Flags
 	pe                                 positional.OptionFlag // --pe key=value: the scheme's options, over the checkpoint's
@@ -140,6 +142,8 @@ func parse(args []string, stderr io.Writer) (o options, help bool, err error) {
 	}
 	fs.BoolVar(&o.version, "version", false, "print the build's version and exit")
 	sampleflag.Register(fs, &o.sampling, "")
+	fs.BoolVar(&o.contextShift, "context-shift", false, "generate past -c: when the KV cache is full, drop half of the tokens after the first --keep and go on, positions counted in the cache (StreamingLLM attention sinks)")
+	fs.IntVar(&o.keep, "keep", 0, "with --context-shift: the first tokens never dropped, the attention sinks (-1: the whole prompt)")
 	fs.BoolVar(&o.ignoreEOS, "ignore-eos", false, "do not stop at the end-of-text token (BOS for llama2.c models): generate -n tokens, for benchmarks")
 	fs.Int64Var(&o.seed, "seed", -1, "random seed (-1: from the clock)")
 	backendflag.Var(fs, &o.backend, backendflag.Usage)
@@ -151,7 +155,7 @@ func parse(args []string, stderr io.Writer) (o options, help bool, err error) {
 	o.pe = positional.OptionFlag{}
 	fs.Var(o.pe, "pe", "positional scheme option key=value over the checkpoint's (repeatable), e.g. --pe norm_max=128 for FIRE")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: infer [-m DIR|FILE|NAME] [-p PROMPT | -f FILE | --prompt-ids 1,2] [-n N] [-t THREADS] [-cnv] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE]")
+		fmt.Fprintln(fs.Output(), "usage: infer [-m DIR|FILE|NAME] [-p PROMPT | -f FILE | --prompt-ids 1,2] [-n N] [-t THREADS] [-cnv] [--temp T] [--top-k K] [--top-p P] [--seed S] [-c N] [--backend B] [--rope-scaling T --rope-scale S] [--pe KEY=VALUE] [--context-shift --keep K]")
 		flaghelp.PrintDefaults(fs)
 	}
 	fs.SetOutput(io.Discard) // one-line errors below instead of the usage dump
@@ -211,6 +215,8 @@ func run(o options, args []string) error {
 		return fmt.Errorf("unexpected argument %q; pass the prompt with -p", args[0])
 	case o.n < -1:
 		return fmt.Errorf("-n must be >= -1, got %d", o.n)
+	case o.keep < -1:
+		return flagError{fmt.Errorf("--keep must be >= -1, got %d", o.keep)}
 	case o.ctxSize < 0:
 		return flagError{fmt.Errorf("-c must be >= 0, got %d", o.ctxSize)}
 	case o.ctxSize > maxCtx:
@@ -273,13 +279,21 @@ func run(o options, args []string) error {
 		stop = append(stop, eos)
 	}
 	fmt.Print(o.prompt)
-	st, err := e.Generate(ids, o.n, sm, stop, printText(os.Stdout, tok, ids))
+	st, err := o.generate(e, ids, o.n, sm, stop, printText(os.Stdout, tok, ids))
 	fmt.Print("\n")
 	if err != nil {
 		return err
 	}
 	printStats(load, st, e)
 	return nil
+}
+
+// generate is engine.Generate, or with --context-shift its shifting form.
+func (o options) generate(e *engine.Engine, prompt []int, n int, sm *engine.Sampler, stop []int, emit func(int)) (engine.Stats, error) {
+	if !o.contextShift {
+		return e.Generate(prompt, n, sm, stop, emit)
+	}
+	return e.GenerateShifting(prompt, n, sm, stop, engine.ContextShift{Keep: o.keep}, emit)
 }
 
 // weightType parses --weights.
@@ -402,4 +416,7 @@ func (o options) sampler() (*engine.Sampler, error) {
 func printStats(load time.Duration, st engine.Stats, e *engine.Engine) {
 	fmt.Fprintf(os.Stderr, "infer: load %.2f s · compile %.2f s · kv cache %.3f s · prefill %.1f tok/s (%d tokens) · decode %.1f tok/s (%d tokens, %s) · %d graphs compiled · %s\n",
 		load.Seconds(), st.Compile.Seconds(), st.Cache.Seconds(), st.PrefillRate(), st.PromptTokens, st.DecodeRate(), st.Generated, st.StopReason, e.Compilations(), engine.BackendSummary(e.Backend))
+	if st.Shifts > 0 {
+		fmt.Fprintf(os.Stderr, "infer: %d context shifts\n", st.Shifts)
+	}
 }

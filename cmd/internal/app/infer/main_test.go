@@ -31,6 +31,9 @@ func TestBadFlags(t *testing.T) {
 		{func(o *options) { o.model, o.ctxSize = "../../../../weights/bench/lm/learned", 3000 }, nil, "-c 3000 is past the 2048 positions"},
 		{func(o *options) { o.pe = positional.OptionFlag{"name": "alibi"} }, nil, "--pe name"},
 		{func(o *options) { o.pe = positional.OptionFlag{"bogus": 1.0} }, nil, "unknown option bogus"},
+		{func(o *options) { o.contextShift, o.keep = true, -2 }, nil, "--keep must be >= -1"},
+		{func(o *options) { o.model, o.contextShift = "../../../../weights/bench/lm/learned", true }, nil, "--context-shift needs positions inside attention"},
+		{func(o *options) { o.contextShift, o.ctxSize, o.keep = true, 64, 63 }, nil, "--keep 63 leaves fewer than 2"},
 		// The option reaches the scheme: FIRE checks its value.
 		{func(o *options) {
 			o.model, o.pe = "../../../../weights/bench/lm/fire", positional.OptionFlag{"norm_max": -1.0}
@@ -70,6 +73,32 @@ func TestContextBounds(t *testing.T) {
 	for _, avail := range []int64{need, -1} {
 		if err := checkContext(e, 65536, avail); err != nil {
 			t.Errorf("with %d bytes available: %v, want no error", avail, err)
+		}
+	}
+}
+
+// --context-shift generates past -c: 150 tokens through 64 slots, where without it generation
+// stops when the context is full.
+func TestContextShiftPastContext(t *testing.T) {
+	o := options{model: "../../../../weights/" + DefaultModel, n: 150, ctxSize: 64, contextShift: true, keep: 4}
+	e, err := o.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shift := range []bool{true, false} {
+		o.contextShift = shift
+		sm, err := engine.NewSampler(engine.Sampling{Temp: 0.8, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		st, err := o.generate(e, []int{'f', 'u', 'n', 'c'}, o.n, sm, nil, func(int) { n++ })
+		want, reason := 150, "length"
+		if !shift {
+			want, reason = 64-4+1, "context full" // the last token sampled is not fed back
+		}
+		if err != nil || n != want || st.StopReason != reason {
+			t.Errorf("--context-shift=%v: %d tokens (%q, %v), want %d (%q)", shift, n, st.StopReason, err, want, reason)
 		}
 	}
 }

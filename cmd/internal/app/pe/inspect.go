@@ -57,6 +57,18 @@ type report struct {
 	// Rotation is max |PE(pos+k) - M_k PE(pos)| over 0 <= pos < pos+k < len, M_k rotating each
 	// pair (2i, 2i+1) of the code by k·ω_i.
 	Rotation *float64 `json:"rotation_residual,omitempty"`
+	// SSMax is the scalable softmax's factor, when the model has one; Scores then include it.
+	SSMax *ssmaxReport `json:"ssmax,omitempty"`
+}
+
+// ssmaxReport is the scalable softmax of the shown layer: each query's logits are multiplied by
+// s·ln n, n the keys it sees (i+1 for query i of a decoder, len for an encoder's).
+type ssmaxReport struct {
+	TrainLen int       `json:"train_len"` // L: an untrained s is 1/ln L
+	S        []float64 `json:"s"`         // [heads]: the learned (or initial) s
+	// Factor is s·ln(len) per head: the factor of a query that sees len keys (the last query
+	// of a decoder, every query of an encoder); 1 at len = L for an untrained model.
+	Factor []float64 `json:"factor"`
 }
 
 // hooks names the hook and introspection interfaces s implements.
@@ -134,7 +146,11 @@ func inspect(backend backends.Backend, st *setup, n, layer int) (rep *report, er
 	_, qk := s.(positional.QueryKey)
 	_, rel := s.(positional.Relative)
 	_, sc := s.(positional.Scores)
-	hasScores := qk || rel || sc
+	// With SSMax, the scores are shown for every scheme: they are where the factor acts.
+	hasScores := qk || rel || sc || st.ssmax != nil
+	if st.ssmax != nil {
+		rep.Hooks = append(rep.Hooks, "ssmax")
+	}
 	if !hasTable && !hasBias && !hasScores {
 		return rep, nil
 	}
@@ -153,7 +169,12 @@ func inspect(backend backends.Backend, st *setup, n, layer int) (rep *report, er
 			nodes = append(nodes, BroadcastToDims(biasHook.Bias(pctx, layer, p, p, a.NumHeads), 1, a.NumHeads, n, n))
 		}
 		if hasScores {
-			nodes = append(nodes, scores(pctx, s, a, layer, p))
+			logits := scores(pctx, s, a, layer, p)
+			if st.ssmax != nil {
+				// The layer's attention scope holds s, as in layers.Attention.
+				logits = st.ssmax.Scale(ssmaxScope(ctx, layer), logits, visibleKeys(p, a.Causal))
+			}
+			nodes = append(nodes, logits)
 		}
 		for i, x := range nodes {
 			nodes[i] = ConvertDType(x, dtypes.Float32)
@@ -184,6 +205,49 @@ func inspect(backend backends.Backend, st *setup, n, layer int) (rep *report, er
 	}
 	if hasScores {
 		rep.Scores = reshape3(next(), a.NumHeads, n, n)
+	}
+	if st.ssmax != nil {
+		if rep.SSMax, err = ssmaxOf(st, layer, n); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// ssmaxScope is the context scope of layer's attention, where SSMax keeps its s.
+func ssmaxScope(ctx *context.Context, layer int) *context.Context {
+	return ctx.In(models.Scope).In(models.LayerScope(layer)).In("attn")
+}
+
+// visibleKeys is which keys each query sees, [1, 1, n, n]: every key in an encoder, keys up to
+// the query's own position in a decoder.
+func visibleKeys(pos *Node, causal bool) *Node {
+	n := pos.Shape().Dim(1)
+	if !causal {
+		return Ones(pos.Graph(), shapes.Make(dtypes.Bool, 1, 1, n, n))
+	}
+	return Reshape(LessOrEqual(ExpandAxes(pos, 1), ExpandAxes(pos, -1)), 1, 1, n, n)
+}
+
+// ssmaxOf reads s of the layer (loaded, or created by the evaluation at 1/ln L) and its factor
+// at n keys.
+func ssmaxOf(st *setup, layer, n int) (*ssmaxReport, error) {
+	v := ssmaxScope(st.ctx, layer).GetVariable("ssmax")
+	if v == nil {
+		return nil, fmt.Errorf("%s: the model has ssmax but layer %d holds no s", st.name, layer)
+	}
+	value, err := v.Value()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading ssmax's s: %w", st.name, err)
+	}
+	s, err := tensors.CopyFlatData[float32](value)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading ssmax's s: %w", st.name, err)
+	}
+	rep := &ssmaxReport{TrainLen: st.ssmax.TrainLen}
+	for _, x := range s {
+		rep.S = append(rep.S, float64(x))
+		rep.Factor = append(rep.Factor, float64(x)*math.Log(float64(n)))
 	}
 	return rep, nil
 }

@@ -32,7 +32,7 @@ import (
 type options struct {
 	scheme, model, format, out, kind, backend string
 	pe                                        positional.OptionFlag
-	length, dim, heads, layer                 int
+	length, dim, heads, layer, trainLen       int
 	seed                                      int64
 	numBuckets, maxDistance                   int
 	bidirectional                             bool
@@ -56,6 +56,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.IntVar(&o.dim, "dim", 64, "model width")
 	fs.IntVar(&o.heads, "heads", 4, "attention heads")
 	fs.IntVar(&o.layer, "layer", 0, "block whose hooks are shown (per-layer schemes)")
+	fs.IntVar(&o.trainLen, "train-len", 0, "training length L (-pe ssmax=true: an untrained s is 1/ln L; default -len)")
 	fs.StringVar(&o.kind, "kind", models.Decoder, "decoder (causal) or encoder (bidirectional)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the random initialization of learned variables")
 	fs.StringVar(&o.format, "format", "json", "json, csv or png")
@@ -120,6 +121,8 @@ func run(o options, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-len must be >= 1, got %d", o.length)
 	case o.layer < 0:
 		return fmt.Errorf("-layer must be >= 0, got %d", o.layer)
+	case o.trainLen < 0 || o.trainLen == 1:
+		return fmt.Errorf("-train-len must be >= 2, got %d", o.trainLen)
 	}
 	backend, err := engine.NewBackend(o.backend)
 	if err != nil {
@@ -164,8 +167,9 @@ type setup struct {
 	options map[string]any
 	scheme  positional.Scheme
 	arch    positional.Arch
-	ctx     *context.Context // root context (random or loaded variables)
-	model   string           // checkpoint directory, if any
+	ctx     *context.Context  // root context (random or loaded variables)
+	model   string            // checkpoint directory, if any
+	ssmax   *positional.SSMax // scalable softmax ("ssmax": true), or nil
 }
 
 // schemeOptions merges -pe with the named scheme flags that were given.
@@ -227,9 +231,19 @@ func fromFlags(o options) (*setup, error) {
 	}
 	arch := positional.Arch{
 		Dim: o.dim, NumHeads: o.heads, NumKVHeads: o.heads, HeadDim: o.dim / o.heads,
-		NumLayers: o.layer + 1, Causal: o.kind == models.Decoder,
+		NumLayers: o.layer + 1, Causal: o.kind == models.Decoder, TrainLen: o.trainLen,
 	}
 	s, err := positional.New(o.scheme, opts, arch)
+	if err != nil {
+		return nil, err
+	}
+	// SSMax needs L; without -train-len it is -len, so that s·ln len starts at 1. The scheme
+	// itself keeps L unknown (a RoPE scaling then asks for --yarn-orig-ctx, as before).
+	ssArch := arch
+	if ssArch.TrainLen == 0 {
+		ssArch.TrainLen = max(o.length, 2)
+	}
+	ss, err := positional.NewSSMax(opts, ssArch)
 	if err != nil {
 		return nil, err
 	}
@@ -237,11 +251,11 @@ func fromFlags(o options) (*setup, error) {
 	if err := ctx.SetRNGStateFromSeed(o.seed); err != nil {
 		return nil, fmt.Errorf("-seed: %w", err)
 	}
-	return &setup{name: o.scheme, options: opts, scheme: s, arch: arch, ctx: ctx}, nil
+	return &setup{name: o.scheme, options: opts, scheme: s, arch: arch, ctx: ctx, ssmax: ss}, nil
 }
 
 // checkpointDecides are flags whose value a checkpoint's config fixes.
-var checkpointDecides = []string{"pe", "num-buckets", "max-distance", "bidirectional", "dim", "heads", "kind", "seed"}
+var checkpointDecides = []string{"pe", "num-buckets", "max-distance", "bidirectional", "dim", "heads", "kind", "seed", "train-len"}
 
 func fromCheckpoint(o options, backend backends.Backend) (*setup, error) {
 	for _, f := range checkpointDecides {
@@ -269,5 +283,5 @@ func fromCheckpoint(o options, backend backends.Backend) (*setup, error) {
 			opts[k] = v
 		}
 	}
-	return &setup{name: cfg.SchemeName(), options: opts, scheme: m.Scheme, arch: cfg.Arch(), ctx: ctx, model: o.model}, nil
+	return &setup{name: cfg.SchemeName(), options: opts, scheme: m.Scheme, arch: cfg.Arch(), ctx: ctx, model: o.model, ssmax: m.SSMax}, nil
 }

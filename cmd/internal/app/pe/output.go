@@ -159,6 +159,14 @@ func title(rep *report) string {
 	if len(opts) > 0 {
 		t += " · " + strings.Join(opts, " ")
 	}
+	if rep.SSMax != nil {
+		// The factor the scores carry, for the query that sees all len keys.
+		var f []string
+		for _, x := range rep.SSMax.Factor {
+			f = append(f, strconv.FormatFloat(x, 'f', 3, 64))
+		}
+		t += fmt.Sprintf(" · ssmax s·ln %d = %s", rep.Len, strings.Join(f, ", "))
+	}
 	if rep.Model != "" {
 		t += " · " + rep.Model
 	}
