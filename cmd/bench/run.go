@@ -191,7 +191,7 @@ func printTables(task string, rs []report.Result) {
 // runFull trains and evaluates the recipe's grid, cell by cell, resumably.
 func runFull(o options) error {
 	start := time.Now()
-	r := recipe.V2
+	r := pickRecipe(o)
 	if o.steps > 0 {
 		r.StepCap = cloneCaps(r.StepCap, o.steps)
 	}
@@ -222,6 +222,9 @@ func runFull(o options) error {
 			}
 		}
 		return report.WriteReport(o.out)
+	}
+	if handled, err := runCluster(o, cells); handled {
+		return err
 	}
 	cores := runtime.NumCPU()
 	if o.plan {
@@ -306,6 +309,9 @@ func runFull(o options) error {
 	}
 	if o.within > 0 {
 		runner.Deadline = start.Add(o.within)
+	}
+	if o.cluster.cells != "" {
+		return runCells(o, runner, cells, logs)
 	}
 	// The run order is grid.Order's; the results keep the recipe's (Assemble, Plan).
 	runErr := runner.Run(grid.Order(cells, report.Compared()))
