@@ -321,6 +321,9 @@ func runCells(o options, runner *grid.Runner, cells []grid.Cell, logs string) er
 	for _, i := range ids {
 		c := cells[i]
 		fmt.Fprintf(os.Stderr, "bench: cell %d, %s, on %d cores\n", i, c.ID(), runner.Cores)
+		if step := grid.LastStep(c.Dir); step > 0 && !c.Baseline {
+			fmt.Fprintf(os.Stderr, "bench: cell %d was begun (its curve ends at step %d): resuming from its last checkpoint\n", i, step)
+		}
 		err := runner.RunOne(cells, i)
 		switch {
 		case errors.Is(err, grid.ErrHeld):
