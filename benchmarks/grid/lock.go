@@ -117,6 +117,11 @@ func TryLock(path string) (*Lock, *Holder, error) {
 			return nil, nil, fmt.Errorf("creating the lock %s: %w", path, err)
 		}
 		h, err := readHolder(path)
+		// The holder creates the file, then writes itself into it: give it a moment.
+		for wait := 0; err == nil && h.PID == 0 && wait < 100 && time.Since(h.touched) < time.Second; wait++ {
+			time.Sleep(10 * time.Millisecond)
+			h, err = readHolder(path)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			continue // released meanwhile
 		}
