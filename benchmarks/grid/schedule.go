@@ -143,8 +143,12 @@ func (h *byTail) Pop() any     { k := h.ks[len(h.ks)-1]; h.ks = h.ks[:len(h.ks)-
 // critical path.
 func PlanNodes(w io.Writer, out string, cells []Cell, nodes, cores int) {
 	s := Simulate(out, cells, nodes*cores)
-	fmt.Fprintf(w, "on %d nodes × %d cores (%d cells at once, one per core): %d cells to run, %s of one-core work, estimated %s wall (training at the step caps)\n",
-		nodes, cores, s.Slots, s.Cells, recipe.Hours(s.Work), recipe.Hours(s.Wall))
+	nodeWord := "nodes"
+	if nodes == 1 {
+		nodeWord = "node"
+	}
+	fmt.Fprintf(w, "on %d %s × %d cores (%d cells at once, one per core): %d cells to run, %s of one-core work, estimated %s wall (training at the step caps)\n",
+		nodes, nodeWord, cores, s.Slots, s.Cells, recipe.Hours(s.Work), recipe.Hours(s.Wall))
 	if len(s.Critical) > 0 {
 		bound := "the number of cores bounds the wall time"
 		if s.Path*float64(s.Slots) >= s.Work {
