@@ -150,9 +150,9 @@ wait_idle
 check "-plan: the cancelled cell is not done" sh -c "! grep -q '^0 .*  done' \"$T/kill-plan.txt\""
 check "-plan: its fine-tune waits on it" grep -q "^1 .*waiting on copy/rope" "$T/kill-plan.txt"
 check "the fine-tune's task failed with one line naming it" sh -c "cat \"$T\"/kill/cluster/slurm/logs/*_1.out | grep -q 'starts from copy/rope, which is not done; run that cell first (--cell 0)'"
-$SUBMIT | tee "$T/kill-submit2.log"
+$SUBMIT 2>&1 | tee "$T/kill-submit2.log"
 wait_idle
-check "the same command again: 2 cells resubmitted" grep -q "2 cells to run\|level 1: job" "$T/kill-submit2.log"
+check "the same command again: the 2 cells not done resubmitted" grep -q "2 cells to run in 2 dependency levels" "$T/kill-submit2.log"
 check "the cancelled cell resumed from its checkpoint" sh -c "cat \"$T\"/kill/cluster/slurm/logs/*.out | grep -q 'cell 0 was begun.*resuming'"
 check "-plan: every cell done after the second submission" sh -c "\"$T/bench\" $KILL -plan | grep -c '  done' | grep -qx 4"
 check "the report after the second submission" test -s "$T/kill/RESULTS.md"
