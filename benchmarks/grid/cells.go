@@ -183,9 +183,24 @@ func readFailure(out string, c Cell) string {
 	return strings.TrimSpace(string(data))
 }
 
-// runMarked is runCell that leaves a failure marker when the cell fails and removes it when it
-// succeeds.
+// runMarked is runCell under the cell's lock, for the whole-grid run: a cell that a --cell
+// process (a scheduler's task) runs now is left to it and counts as failed here, to be retried
+// by the next run.
 func (r *Runner) runMarked(c Cell, procs int, progress func(frac float64, phase string)) error {
+	lock, holder, err := TryLock(LockPath(r.Out, c))
+	if err != nil {
+		return err
+	}
+	if lock == nil {
+		return fmt.Errorf("%w: %s", ErrHeld, holder)
+	}
+	defer lock.Unlock()
+	return r.runAndMark(c, procs, progress)
+}
+
+// runAndMark is runCell that leaves a failure marker when the cell fails and removes it when it
+// succeeds.
+func (r *Runner) runAndMark(c Cell, procs int, progress func(frac float64, phase string)) error {
 	err := r.runCell(c, procs, progress)
 	path := FailurePath(r.Out, c)
 	if err == nil {
@@ -240,7 +255,7 @@ func (r *Runner) RunOne(cells []Cell, i int) error {
 		return err
 	}
 	total := c.Seconds()
-	return r.runMarked(c, max(r.Cores, 1), func(frac float64, phase string) {
+	return r.runAndMark(c, max(r.Cores, 1), func(frac float64, phase string) {
 		if r.Progress != nil {
 			r.Progress(frac*total, total, c.ID()+" "+phase)
 		}

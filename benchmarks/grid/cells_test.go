@@ -209,3 +209,28 @@ func TestRunOneTwiceAtOnce(t *testing.T) {
 		t.Errorf("%d held, trained %v, done %v; want 1 held, the cell trained once and done", held, f.trained, Done(dir, cells[2]))
 	}
 }
+
+// The whole-grid run leaves a cell that another process holds to it: it counts as failed (the
+// next run retries it), the cells that start from it do not start, and the rest run.
+func TestRunLeavesHeldCells(t *testing.T) {
+	dir := t.TempDir()
+	cells := grid(filepath.Join(dir, "weights"))[:3] // lm/rope, its fine-tune, lm/alibi
+	lock, _, err := TryLock(LockPath(dir, cells[0]))
+	if err != nil || lock == nil {
+		t.Fatalf("taking the lock: %v", err)
+	}
+	f := newFake()
+	r := fakeRunner(dir, f)
+	r.Jobs = 2
+	err = r.Run(cells)
+	lock.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "lm/rope: held by another process") || !strings.Contains(err.Error(), "lm/rope-pi4: not started") {
+		t.Errorf("Run over a held cell: %v", err)
+	}
+	if !slices.Equal(f.trained, []string{"lm/alibi"}) {
+		t.Errorf("trained %v, want lm/alibi alone", f.trained)
+	}
+	if err := r.Run(cells); err != nil || len(f.trained) != 3 {
+		t.Errorf("the next run: %v, trained %v", err, f.trained)
+	}
+}
