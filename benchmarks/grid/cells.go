@@ -1,6 +1,8 @@
 package grid
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +29,17 @@ func NeedsOf(c Cell) []string {
 		return nil
 	}
 	return []string{c.Task + "/" + c.Needs}
+}
+
+// Fingerprint names a cell list: the first 12 hex digits of the SHA-256 of its IDs in order.
+// The scripts a scheduler runs carry it (--grid), so that a task started after the recipe or the
+// flags changed, when its number may name another cell, refuses to run.
+func Fingerprint(cells []Cell) string {
+	h := sha256.New()
+	for _, c := range cells {
+		h.Write([]byte(c.ID() + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // Select reads a cell selection: an index ("7"), a range ("4-9"), a name ("copy/rope-seed2"),

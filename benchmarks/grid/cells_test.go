@@ -234,3 +234,17 @@ func TestRunLeavesHeldCells(t *testing.T) {
 		t.Errorf("the next run: %v, trained %v", err, f.trained)
 	}
 }
+
+// The fingerprint changes with the list: another cell, or the same cells in another order.
+func TestFingerprint(t *testing.T) {
+	cells := grid(t.TempDir())
+	fp := Fingerprint(cells)
+	if len(fp) != 12 || Fingerprint(grid(t.TempDir())) != fp {
+		t.Errorf("fingerprint %q is not 12 hex digits, or depends on the weights folder", fp)
+	}
+	swapped := slices.Clone(cells)
+	swapped[0], swapped[2] = swapped[2], swapped[0]
+	if Fingerprint(swapped) == fp || Fingerprint(cells[:6]) == fp {
+		t.Error("the fingerprint misses a reordered or shorter list")
+	}
+}

@@ -15,7 +15,7 @@ import (
 func TestSlurmScripts(t *testing.T) {
 	dir := t.TempDir()
 	s := Slurm{Command: []string{"/shared/bench", "--full", "-o", "/shared/out", "-ship", ""}, Dir: dir, Workdir: "/shared",
-		JobName: "g", Partition: "cpu", Time: "2:00:00", Mem: "4G", CPUsPerTask: 1, ArrayLimit: 50}
+		JobName: "g", Grid: "abc123", Partition: "cpu", Time: "2:00:00", Mem: "4G", CPUsPerTask: 1, ArrayLimit: 50}
 	submit, err := s.Write([][]int{{0, 2, 3, 5, 6}, {1, 4}})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestSlurmScripts(t *testing.T) {
 	cell, _ := os.ReadFile(filepath.Join(dir, SlurmCellScript))
 	for _, want := range []string{"#SBATCH --partition=cpu\n", "#SBATCH --time=2:00:00\n", "#SBATCH --mem=4G\n", "#SBATCH --cpus-per-task=1\n",
 		"#SBATCH --chdir=/shared\n", "#SBATCH --output=" + filepath.Join(dir, "logs") + "/%x-%A_%a.out\n",
-		"exec /shared/bench --full -o /shared/out -ship '' --cell \"$SLURM_ARRAY_TASK_ID\"\n"} {
+		"exec /shared/bench --full -o /shared/out -ship '' --grid abc123 --cell \"$SLURM_ARRAY_TASK_ID\"\n"} {
 		if !strings.Contains(string(cell), want) {
 			t.Errorf("cell.sbatch lacks %q:\n%s", want, cell)
 		}
@@ -53,7 +53,7 @@ func TestSlurmScripts(t *testing.T) {
 func TestK8sManifests(t *testing.T) {
 	dir := t.TempDir()
 	k := K8s{Name: "posformer-grid", Image: "registry.example/posformer-bench:1", PVC: "grid-data", Mount: "/data",
-		Args: []string{"--full", "-o", "/data/out"}, Parallelism: 4, CPU: "1", Mem: "4Gi", Retries: 3}
+		Args: []string{"--full", "-o", "/data/out"}, Parallelism: 4, CPU: "1", Mem: "4Gi", Retries: 3, Grid: "abc123"}
 	levels := [][]int{{0, 2, 3, 5, 6}, {1, 4}}
 	apply, err := k.Write(dir, levels)
 	if err != nil {
@@ -118,7 +118,7 @@ func TestK8sManifests(t *testing.T) {
 			if get("spec", "completionMode") != "Indexed" || int(completions) != len(levels[i]) || int(parallelism) != min(4, len(levels[i])) {
 				t.Errorf("%s: completionMode %v, completions %v, parallelism %v", n, get("spec", "completionMode"), completions, parallelism)
 			}
-			if want := "--full -o /data/out --cells " + Ranges(levels[i]) + " --index $(JOB_COMPLETION_INDEX) --cores 1"; args != want {
+			if want := "--full -o /data/out --grid abc123 --cells " + Ranges(levels[i]) + " --index $(JOB_COMPLETION_INDEX) --cores 1"; args != want {
 				t.Errorf("%s: args %q, want %q", n, args, want)
 			}
 			env, _ := c["env"].([]any)

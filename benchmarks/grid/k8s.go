@@ -28,6 +28,7 @@ type K8s struct {
 	// Retries is each Job's backoffLimit: pods that may fail before the Job gives up. A retried
 	// pod resumes its cell from its checkpoint.
 	Retries int
+	Grid    string // the cell list's fingerprint (Fingerprint), passed to each cell's pod with --grid
 }
 
 // Job is the part of a batch/v1 Job this package writes (and its test reads back).
@@ -91,7 +92,7 @@ func (k K8s) Jobs(levels [][]int) []Job {
 	var out []Job
 	for i, ids := range levels {
 		n := len(ids)
-		args := append(append([]string(nil), k.Args...), "--cells", Ranges(ids), "--index", "$(JOB_COMPLETION_INDEX)", "--cores", k.CPU)
+		args := append(append([]string(nil), k.Args...), "--grid", k.Grid, "--cells", Ranges(ids), "--index", "$(JOB_COMPLETION_INDEX)", "--cores", k.CPU)
 		j := k.job(fmt.Sprintf("%s-level%d", k.Name, i), args, n, min(max(k.Parallelism, 1), n))
 		j.Spec.CompletionMode = "Indexed"
 		// The controller sets JOB_COMPLETION_INDEX itself since Kubernetes 1.22; set here too,

@@ -19,6 +19,8 @@ type Slurm struct {
 	// Command is the bench binary and the flags that rebuild the same cell list, with absolute
 	// paths on the storage every node shares (-o, -weights).
 	Command []string
+	// Grid is the cell list's fingerprint (Fingerprint), passed to each task with --grid.
+	Grid string
 	// Dir is where the scripts and the jobs' logs go (shared too); Workdir is where the jobs run.
 	Dir, Workdir string
 	JobName      string
@@ -49,7 +51,7 @@ func (s Slurm) Write(levels [][]int) (string, error) {
 	logs := filepath.Join(s.Dir, "logs")
 	cell := s.header(s.JobName, filepath.Join(logs, "%x-%A_%a.out")) +
 		"# One cell of the grid: the array index is the cell's id (bench --full -plan lists them).\n" +
-		"exec " + shellJoin(s.Command) + " --cell \"$SLURM_ARRAY_TASK_ID\"\n"
+		"exec " + shellJoin(s.Command) + " --grid " + shellQuote(s.Grid) + " --cell \"$SLURM_ARRAY_TASK_ID\"\n"
 	report := s.header(s.JobName+"-report", filepath.Join(logs, "%x-%j.out")) +
 		"exec " + shellJoin(s.Command) + " --report\n"
 	var b strings.Builder

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ type clusterOptions struct {
 	cells string
 	index int
 	cores int
+	grid  string // the cell list's fingerprint the scripts were written for
 	// -plan --nodes N --cores-per-node C: the wall time on a cluster.
 	nodes, coresPerNode int
 	// --slurm
@@ -47,6 +49,7 @@ func registerCluster(fs *flag.FlagSet, c *clusterOptions) {
 	fs.StringVar(&c.cells, "cells", "", "the same as --cell")
 	fs.IntVar(&c.index, "index", -1, "with --cells: run only the cell at this position of the list (0 the first): a Kubernetes completion index")
 	fs.IntVar(&c.cores, "cores", 0, "with --cell: the cores the cell trains and evaluates on (default: Slurm's SLURM_CPUS_PER_TASK, else every core)")
+	fs.StringVar(&c.grid, "grid", "", "with --cell: refuse to run unless the cell list's fingerprint is this one (the scripts --slurm and --k8s write pass it)")
 	fs.IntVar(&c.nodes, "nodes", 0, "with -plan: the estimated wall time on this many nodes, and the critical path")
 	fs.IntVar(&c.coresPerNode, "cores-per-node", runtime.NumCPU(), "with --nodes: cores per node (one cell per core)")
 	fs.BoolVar(&c.slurm, "slurm", false, "with --full: write Slurm batch scripts (one job array per dependency level, then the report) for the cells not done, into --cluster-dir")
@@ -111,6 +114,9 @@ func checkCluster(o *options, set map[string]bool) error {
 	if c.coresPerNode < 1 || c.cpusPerTask < 1 || c.arrayLimit < 0 || c.parallelism < 1 {
 		return fmt.Errorf("--cores-per-node, --cpus-per-task and --parallelism want at least 1, --array-limit 0 or more")
 	}
+	if set["grid"] && c.cells == "" {
+		return fmt.Errorf("--grid goes with --cell: it checks that the cell ids mean what they meant when the scripts were written")
+	}
 	if set["cores"] && (c.cells == "" || c.cores < 1) {
 		return fmt.Errorf("--cores %d: want --cell ID --cores N with N at least 1", c.cores)
 	}
@@ -165,10 +171,14 @@ func tinyRecipe() recipe.Recipe {
 }
 
 // runCluster handles the cluster modes that need no training machinery (-plan's list, --slurm,
-// --k8s); handled is false for the others.
+// --k8s) and refuses a --cell whose --grid is not this cell list's; handled is false for the
+// others.
 func runCluster(o options, cells []grid.Cell) (handled bool, err error) {
 	c := o.cluster
 	switch {
+	case c.grid != "" && c.grid != grid.Fingerprint(cells):
+		return true, fmt.Errorf("--grid %s: this binary's cell list is %s, another (the recipe or the flags changed since the scripts were written); write them again with --slurm or --k8s",
+			c.grid, grid.Fingerprint(cells))
 	case o.plan:
 		grid.Plan(os.Stdout, o.out, cells, o.jobs, runtime.NumCPU(), report.Compared())
 		fmt.Println()
@@ -241,8 +251,8 @@ func writeSlurm(o options, cells []grid.Cell) error {
 		return err
 	}
 	s := grid.Slurm{
-		Command: append([]string{paths[0]}, gridArgs(o, paths[1], paths[2], paths[3])...),
-		Dir:     dir, Workdir: wd, JobName: "posformer-grid",
+		Command: append([]string{paths[0]}, gridArgs(o, paths[1], paths[2], paths[3])...), Grid: grid.Fingerprint(cells),
+		Dir: dir, Workdir: wd, JobName: "posformer-grid",
 		Partition: c.partition, Time: c.time, Mem: c.mem, CPUsPerTask: c.cpusPerTask, ArrayLimit: c.arrayLimit,
 	}
 	levels := grid.Levels(o.out, cells)
@@ -250,9 +260,14 @@ func writeSlurm(o options, cells []grid.Cell) error {
 	if err != nil {
 		return err
 	}
-	n := 0
+	n, top := 0, 0
 	for _, l := range levels {
 		n += len(l)
+		top = max(top, slices.Max(l))
+	}
+	if top >= 1001 {
+		// Slurm refuses array indices at or past MaxArraySize, 1001 unless slurm.conf raises it.
+		fmt.Fprintf(os.Stderr, "bench: the cell ids reach %d: the cluster's MaxArraySize (scontrol show config) must be above it\n", top)
 	}
 	fmt.Fprintf(os.Stderr, "bench: %d cells to run in %d dependency levels (one job array each), then the report: %s\n", n, len(levels), submit)
 	if !c.submit {
@@ -275,7 +290,7 @@ func writeK8s(o options, cells []grid.Cell) error {
 	}
 	k := grid.K8s{Name: c.k8sName, Image: c.image, PVC: c.pvc, Mount: c.mount,
 		Args:        gridArgs(o, c.mount+"/out", c.mount+"/weights", ship),
-		Parallelism: c.parallelism, CPU: strconv.Itoa(c.cpusPerTask), Mem: k8sMem(c.mem), Retries: 3}
+		Parallelism: c.parallelism, CPU: strconv.Itoa(c.cpusPerTask), Mem: k8sMem(c.mem), Retries: 3, Grid: grid.Fingerprint(cells)}
 	dir := c.dir
 	if dir == "" {
 		dir = filepath.Join(o.out, "cluster", "k8s")

@@ -163,3 +163,16 @@ func TestGridArgsRoundTrip(t *testing.T) {
 		t.Errorf("gridArgs %v parsed back as %+v", args, back)
 	}
 }
+
+// A task whose scripts were written for another cell list refuses before any work.
+func TestGridFingerprintChecked(t *testing.T) {
+	dir := t.TempDir()
+	o, err := parseFlags([]string{"--full", "--recipe", "tiny", "-task", "copy", "-scheme", "rope", "-o", dir, "-weights", dir, "--cell", "0", "--grid", "000000000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run(o)
+	if err == nil || !strings.Contains(err.Error(), "write them again") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a stale --grid: %v", err)
+	}
+}
