@@ -126,7 +126,7 @@ func (s State) String() string {
 	case s.Done:
 		return "done"
 	case s.Holder != nil:
-		return "running (" + s.Holder.String() + ")"
+		return "running (held by " + s.Holder.String() + ")"
 	}
 	var parts []string
 	if s.Failed != "" {
@@ -205,7 +205,7 @@ func (r *Runner) runMarked(c Cell, procs int, progress func(frac float64, phase 
 		return err
 	}
 	if lock == nil {
-		return fmt.Errorf("%w: %s", ErrHeld, holder)
+		return fmt.Errorf("%w (%s)", ErrHeld, holder)
 	}
 	defer lock.Unlock()
 	return r.runAndMark(c, procs, progress)
@@ -250,7 +250,7 @@ func (r *Runner) RunOne(cells []Cell, i int) error {
 		return err
 	}
 	if lock == nil {
-		return fmt.Errorf("%s: %w: %s", c.ID(), ErrHeld, holder)
+		return fmt.Errorf("%s: %w (%s)", c.ID(), ErrHeld, holder)
 	}
 	defer lock.Unlock()
 	// Checked again under the lock: another process may have finished it since.

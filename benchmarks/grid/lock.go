@@ -41,7 +41,7 @@ type Holder struct {
 }
 
 func (h Holder) String() string {
-	return fmt.Sprintf("held by pid %d on %s since %s", h.PID, h.Host, h.Since.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("pid %d on %s since %s", h.PID, h.Host, h.Since.UTC().Format(time.RFC3339))
 }
 
 // stale reports whether the holder is gone: its process is not running (on this host), or it

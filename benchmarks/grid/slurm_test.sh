@@ -164,7 +164,7 @@ a=$!
 sleep 1
 "$T/bench" $TWICE >"$T/twice-b.log" 2>&1
 wait $a
-check "a second process on a running cell is a no-op naming the holder" grep -q "held by pid $a" "$T/twice-b.log"
+check "a second process on a running cell is a no-op naming the holder" grep -q "held by another process (pid $a on" "$T/twice-b.log"
 
 echo "slurm_test.sh: 4 cells, local (-jobs 2): $local_ms ms; Slurm (one node, 2 CPUs, two levels and the report): $slurm_ms ms"
 if [ "$fail" != 0 ]; then
