@@ -113,6 +113,9 @@ func TestK8sManifests(t *testing.T) {
 		}
 		args := strings.Join(toStrings(c["args"]), " ")
 		completions, _ := get("spec", "completions").(float64)
+		if backoff, _ := get("spec", "backoffLimit").(float64); (i < len(levels) && int(backoff) != 3*len(levels[i])) || (i == len(levels) && backoff != 3) {
+			t.Errorf("%s: backoffLimit %v, want 3 per cell", n, backoff)
+		}
 		parallelism, _ := get("spec", "parallelism").(float64)
 		if i < len(levels) {
 			if get("spec", "completionMode") != "Indexed" || int(completions) != len(levels[i]) || int(parallelism) != min(4, len(levels[i])) {

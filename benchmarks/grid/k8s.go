@@ -25,8 +25,9 @@ type K8s struct {
 	Args        []string // bench's flags that rebuild the same cell list, paths under Mount
 	Parallelism int      // pods of a level at once
 	CPU, Mem    string   // each pod's request, e.g. "1" and "4Gi"
-	// Retries is each Job's backoffLimit: pods that may fail before the Job gives up. A retried
-	// pod resumes its cell from its checkpoint.
+	// Retries is how many times a cell's pod may fail: a level's backoffLimit is Retries times
+	// its cells, since the limit counts the failures of every index and one cell failing must not
+	// stop the level's others. A retried pod resumes its cell from its checkpoint.
 	Retries int
 	Grid    string // the cell list's fingerprint (Fingerprint), passed to each cell's pod with --grid
 }
@@ -94,6 +95,8 @@ func (k K8s) Jobs(levels [][]int) []Job {
 		n := len(ids)
 		args := append(append([]string(nil), k.Args...), "--grid", k.Grid, "--cells", Ranges(ids), "--index", "$(JOB_COMPLETION_INDEX)", "--cores", k.CPU)
 		j := k.job(fmt.Sprintf("%s-level%d", k.Name, i), args, n, min(max(k.Parallelism, 1), n))
+		retries := k.Retries * n
+		j.Spec.BackoffLimit = &retries
 		j.Spec.CompletionMode = "Indexed"
 		// The controller sets JOB_COMPLETION_INDEX itself since Kubernetes 1.22; set here too,
 		// from the annotation every version has, so that $(JOB_COMPLETION_INDEX) always expands.
