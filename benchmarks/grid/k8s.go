@@ -40,11 +40,13 @@ type Job struct {
 	Spec       JobSpec `json:"spec"`
 }
 
+// Meta is an object's metadata.
 type Meta struct {
 	Name   string            `json:"name,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
+// JobSpec is a Job's spec: Indexed with one completion per cell.
 type JobSpec struct {
 	CompletionMode string      `json:"completionMode,omitempty"`
 	Completions    *int        `json:"completions,omitempty"`
@@ -53,17 +55,20 @@ type JobSpec struct {
 	Template       PodTemplate `json:"template"`
 }
 
+// PodTemplate is the pod each completion runs.
 type PodTemplate struct {
 	Metadata Meta    `json:"metadata"`
 	Spec     PodSpec `json:"spec"`
 }
 
+// PodSpec is a pod's spec: one container, the claim as a volume.
 type PodSpec struct {
 	RestartPolicy string      `json:"restartPolicy"`
 	Containers    []Container `json:"containers"`
 	Volumes       []Volume    `json:"volumes,omitempty"`
 }
 
+// Container is bench with the grid's flags.
 type Container struct {
 	Name         string         `json:"name"`
 	Image        string         `json:"image"`
@@ -73,16 +78,19 @@ type Container struct {
 	VolumeMounts []VolumeMount  `json:"volumeMounts,omitempty"`
 }
 
+// EnvVar is an environment variable taken from the pod (the downward API).
 type EnvVar struct {
 	Name      string         `json:"name"`
 	ValueFrom map[string]any `json:"valueFrom,omitempty"`
 }
 
+// VolumeMount mounts the claim in the container.
 type VolumeMount struct {
 	Name      string `json:"name"`
 	MountPath string `json:"mountPath"`
 }
 
+// Volume is the claim holding the results and weights.
 type Volume struct {
 	Name                  string            `json:"name"`
 	PersistentVolumeClaim map[string]string `json:"persistentVolumeClaim,omitempty"`
