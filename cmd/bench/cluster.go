@@ -33,18 +33,19 @@ type clusterOptions struct {
 	grid  string // the cell list's fingerprint the scripts were written for
 	// -plan --nodes N --cores-per-node C: the wall time on a cluster.
 	nodes, coresPerNode int
-	// --slurm
-	slurm, submit              bool
-	partition, time, mem       string
-	cpusPerTask, arrayLimit    int
-	bench, dir                 string
+	// --slurm and its job's options (mem, cpusPerTask and dir serve --k8s too).
+	slurm, submit           bool
+	partition, time, mem    string
+	cpusPerTask, arrayLimit int
+	bench, dir              string
+	// --k8s
 	k8s                        bool
 	image, pvc, mount, k8sName string
 	parallelism                int
 }
 
 func registerCluster(fs *flag.FlagSet, c *clusterOptions) {
-	fs.StringVar(&c.recipe, "recipe", "v2", "with --full: the recipe, v2 (the benchmark's) or tiny (1-layer models of 30 steps, for testing the cluster path; not the benchmark's)")
+	fs.StringVar(&c.recipe, "recipe", "v2", "with --full: the recipe, v2 (the benchmark's) or tiny (1-layer models of 600 steps at L = 16, seconds each, for testing the cluster path; not the benchmark's)")
 	fs.StringVar(&c.cells, "cell", "", "with --full: run only these cells, by id (-plan lists them), range A-B, name task/model, or a comma-separated list of those")
 	fs.StringVar(&c.cells, "cells", "", "the same as --cell")
 	fs.IntVar(&c.index, "index", -1, "with --cells: run only the cell at this position of the list (0 the first): a Kubernetes completion index")
