@@ -336,6 +336,10 @@ func runCells(o options, runner *grid.Runner, cells []grid.Cell, logs string) er
 	var failed []string
 	for _, i := range ids {
 		c := cells[i]
+		if grid.Finished(o.out, cells)[c.ID()] {
+			fmt.Fprintf(os.Stderr, "bench: cell %d, %s, is done already: skipped\n", i, c.ID())
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "bench: cell %d, %s, on %d cores\n", i, c.ID(), runner.Cores)
 		if step := grid.LastStep(c.Dir); step > 0 && !c.Baseline {
 			fmt.Fprintf(os.Stderr, "bench: cell %d was begun (its curve ends at step %d): resuming from its last checkpoint\n", i, step)
