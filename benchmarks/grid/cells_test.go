@@ -248,3 +248,13 @@ func TestFingerprint(t *testing.T) {
 		t.Error("the fingerprint misses a reordered or shorter list")
 	}
 }
+
+// A chain of three (a sweep, then a model that starts from it, then its fine-tune) is three
+// levels; a cell is in the level after the longest chain it waits on.
+func TestLevelsOfAChain(t *testing.T) {
+	cells := []Cell{timed("ft", "b", 1), timed("a", "", 1), timed("b", "a", 1), timed("c", "", 1)}
+	want := [][]int{{1, 3}, {2}, {0}}
+	if got := Levels(t.TempDir(), cells); !equalLevels(got, want) {
+		t.Errorf("Levels = %v, want %v", got, want)
+	}
+}
