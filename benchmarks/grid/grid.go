@@ -265,7 +265,7 @@ func (r *Runner) Run(cells []Cell) error {
 				running[id], status[id] = 0, id
 				tell()
 				mu.Unlock()
-				err := r.runCell(c, procs, func(frac float64, phase string) {
+				err := r.runMarked(c, procs, func(frac float64, phase string) { // cells.go: under the cell's lock, a failure leaves a marker
 					mu.Lock()
 					running[id], status[id] = frac*c.Seconds(), id+" "+phase
 					tell()

@@ -60,6 +60,7 @@ type options struct {
 	seeds, jobs, steps int
 	slidingStride      int
 	within             time.Duration
+	cluster            clusterOptions // cluster.go
 }
 
 // Main runs the command with args (the arguments after the command's name) and returns its
@@ -113,6 +114,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.slidingStride, "sliding-stride", 0, "with -m and -task lm: slide the sliding-window row by this many tokens (1 to L) instead of L/2")
 	backendflag.Var(fs, &o.backend, "")
 	userRope = ropeflags.Register(fs)
+	registerCluster(fs, &o.cluster)
 	fs.IntVar(&o.seeds, "seeds", 0, "with --full: seeds per (task, scheme) (0: the recipe's, 3)")
 	fs.IntVar(&o.jobs, "jobs", runtime.NumCPU(), "with --full: cells run at once, each on NumCPU/jobs cores (small models train faster one per core)")
 	fs.DurationVar(&o.within, "within", 0, "with --full: start no cell whose estimate (at its step cap) would end it later than this from now, e.g. 2h30m before a machine goes away; the rest waits for the next run")
@@ -156,6 +158,9 @@ func parseFlags(args []string) (options, error) {
 		if o.steps != 0 {
 			o.ship = "" // a pilot's models are not the benchmark's
 		}
+	}
+	if err := checkCluster(&o, set); err != nil {
+		return o, err
 	}
 	var err error
 	if o.tasks, err = pickTasks(taskList); err != nil {

@@ -100,3 +100,79 @@ func TestSpeedBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// The cluster flags: each bad combination is a one-line error naming the fix.
+func TestClusterFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cell", "3"}, "add --full"},
+		{[]string{"--slurm"}, "add --full"},
+		{[]string{"--full", "--recipe", "v9"}, "want v2"},
+		{[]string{"--full", "--cell", "3", "--slurm"}, "exclude each other"},
+		{[]string{"--full", "-plan", "--k8s", "--image", "i", "--pvc", "p"}, "exclude each other"},
+		{[]string{"--full", "--submit"}, "add --slurm"},
+		{[]string{"--full", "--partition", "cpu"}, "add --slurm"},
+		{[]string{"--full", "--image", "x"}, "add --k8s"},
+		{[]string{"--full", "--mem", "4G"}, "add one"},
+		{[]string{"--full", "--k8s"}, "--image"},
+		{[]string{"--full", "--k8s", "--image", "i", "--pvc", "p", "--k8s-name", "Bad_Name"}, "--k8s-name"},
+		{[]string{"--full", "--k8s", "--image", "i", "--pvc", "p", "--mount", "data"}, "absolute"},
+		{[]string{"--full", "--nodes", "4"}, "-plan --nodes N"},
+		{[]string{"--full", "-plan", "--nodes", "0"}, "at least 1"},
+		{[]string{"--full", "-plan", "--cores-per-node", "8"}, "--nodes"},
+		{[]string{"--full", "--index", "2"}, "--cells LIST --index N"},
+		{[]string{"--full", "--cells", "1-3", "--index", "-1"}, "--cells LIST --index N"},
+		{[]string{"--full", "--cores", "2"}, "--cell ID --cores N"},
+		{[]string{"--full", "--slurm", "--array-limit", "-1"}, "--array-limit 0 or more"},
+	}
+	for _, c := range cases {
+		_, err := parseFlags(c.args)
+		if err == nil {
+			t.Errorf("%v: no error", c.args)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+			t.Errorf("%v: error %q, want one line containing %q", c.args, msg, c.want)
+		}
+	}
+	o, err := parseFlags([]string{"--full", "--recipe", "tiny", "--cells", "0-3", "--index", "2", "--cores", "1"})
+	if err != nil || o.cluster.cells != "0-3" || o.cluster.index != 2 || o.cluster.cores != 1 || o.cluster.recipe != "tiny" {
+		t.Errorf("--cells flags: %+v, %v", o.cluster, err)
+	}
+	o, err = parseFlags([]string{"--full", "--slurm", "--submit", "--partition", "cpu", "--time", "1:00:00", "--mem", "2G", "--cpus-per-task", "2", "--array-limit", "16"})
+	if err != nil || !o.cluster.slurm || !o.cluster.submit || o.cluster.arrayLimit != 16 || o.cluster.cpusPerTask != 2 {
+		t.Errorf("--slurm flags: %+v, %v", o.cluster, err)
+	}
+}
+
+// The flags a scheduler's task gets rebuild the same grid: parsed again they give the same cells.
+func TestGridArgsRoundTrip(t *testing.T) {
+	o, err := parseFlags([]string{"--full", "--recipe", "tiny", "-task", "copy,lm", "-scheme", "rope,alibi", "-seeds", "2", "-steps", "50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := gridArgs(o, "/shared/out", "/shared/w", "")
+	back, err := parseFlags(append(args, "--cell", "0"))
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	if back.out != "/shared/out" || back.weights != "/shared/w" || back.ship != "" || back.seeds != 2 || back.steps != 50 ||
+		back.cluster.recipe != "tiny" || strings.Join(back.tasks, ",") != "copy,lm" || strings.Join(back.schemes, ",") != "rope,alibi" {
+		t.Errorf("gridArgs %v parsed back as %+v", args, back)
+	}
+}
+
+// A task whose scripts were written for another cell list refuses before any work.
+func TestGridFingerprintChecked(t *testing.T) {
+	dir := t.TempDir()
+	o, err := parseFlags([]string{"--full", "--recipe", "tiny", "-task", "copy", "-scheme", "rope", "-o", dir, "-weights", dir, "--cell", "0", "--grid", "000000000000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run(o)
+	if err == nil || !strings.Contains(err.Error(), "write them again") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a stale --grid: %v", err)
+	}
+}

@@ -189,7 +189,7 @@ func printTables(task string, rs []report.Result) {
 // runFull trains and evaluates the recipe's grid, cell by cell, resumably.
 func runFull(o options) error {
 	start := time.Now()
-	r := recipe.V3
+	r := pickRecipe(o)
 	if o.steps > 0 {
 		r.StepCap = cloneCaps(r.StepCap, o.steps)
 	}
@@ -225,6 +225,9 @@ func runFull(o options) error {
 			}
 		}
 		return writeGridReport(o, r, cells)
+	}
+	if handled, err := runCluster(o, cells); handled {
+		return err
 	}
 	cores := runtime.NumCPU()
 	if o.plan {
@@ -324,6 +327,9 @@ func runFull(o options) error {
 	}
 	if o.within > 0 {
 		runner.Deadline = start.Add(o.within)
+	}
+	if o.cluster.cells != "" {
+		return runCells(o, runner, cells, logs)
 	}
 	// Wave by wave (grid.Wave): the papers' rows first, each wave in grid.Order; the results
 	// keep the recipe's order (Assemble, Plan).
