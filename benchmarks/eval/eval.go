@@ -52,6 +52,12 @@ type Row struct {
 	RandomPositions int
 	// BOS: the model was trained with a BOS token first (cmd/train -bos) and is scored with it.
 	BOS bool
+	// StreamSinks > 0 scores the row as StreamingLLM (Xiao et al. 2023) runs a long text:
+	// through a cache of L entries, the first StreamSinks tokens kept as attention sinks and half
+	// of the rest dropped whenever it is full (engine.StreamLogProbs). Every byte then has between
+	// L/2 and L of context, as in the sliding-window row; the difference is the sinks and the
+	// cached keys' moved positions. MinLength skips shorter cells.
+	StreamSinks, MinLength int
 }
 
 // randomPlacement is a model scored at sorted random positions of [0, n), a fixed draw.
@@ -309,7 +315,23 @@ func RowsForModel(task string, ti *recipe.TrainInfo, dir string, b Budget, varia
 		}
 		rows = append(rows, c)
 	}
+	if task == tasks.LM && plain && slices.Contains(recipe.V3.StreamSchemes, ti.Scheme) {
+		st := base
+		st.Variant, st.StreamSinks, st.MinLength, st.MaxLength = recipe.StreamVariant, recipe.V3.StreamSinks, recipe.V3.StreamFactor*base.TrainLen, 0
+		rows = append(rows, st)
+	}
 	if ti.Scheme == "rope" && plain && slices.Contains(recipe.V3.RopeTasks, task) && tasks.Kind(task) == models.Decoder {
+		// Self-Extend (Jin et al. 2024): neighbours within W = L/2 as trained, the rest at
+		// positions floor(p/G), G the smallest group that keeps every position under L.
+		se := base
+		se.Variant = recipe.SelfExtendVariant
+		se.Override = func(length int, c *models.Config) error {
+			w := base.TrainLen / 2
+			g := max(1, (length-w+base.TrainLen-w-1)/(base.TrainLen-w))
+			c.Positional["self_extend"] = map[string]any{"group": float64(g), "window": float64(w)}
+			return nil
+		}
+		rows = append(rows, se)
 		for _, t := range recipe.V3.RopeTypes {
 			for _, f := range b.RopeFactors {
 				v := base
@@ -377,7 +399,7 @@ func Units(rows []Row, cells []Cell) int {
 	n := 0
 	for _, r := range rows {
 		for _, c := range cells {
-			if r.MaxLength == 0 || c.Length <= r.MaxLength {
+			if (r.MaxLength == 0 || c.Length <= r.MaxLength) && c.Length >= r.MinLength {
 				n += len(c.Exs)
 			}
 		}
@@ -408,7 +430,7 @@ func EvaluateDocs(backend backends.Backend, task string, rows []Row, cells []Cel
 		}
 		var e *engine.Engine
 		for i, c := range cells {
-			if r.MaxLength > 0 && c.Length > r.MaxLength {
+			if r.MaxLength > 0 && c.Length > r.MaxLength || c.Length < r.MinLength {
 				continue
 			}
 			// A row without an override keeps one engine (and its compiled graphs) for every
@@ -451,11 +473,17 @@ func EvaluateDocs(backend backends.Backend, task string, rows []Row, cells []Cel
 					}
 				}
 			}
-			err := tasks.ScoreEach(f, exs, batch, r.TrainLen, &s, func(n int) {
+			tell := func(n int) {
 				if progress != nil {
 					progress(base+int(float64(n)*scale), fmt.Sprintf("%s %s len %d", task, label(r), c.Length))
 				}
-			}, each)
+			}
+			var err error
+			if r.StreamSinks > 0 {
+				err = scoreStreaming(e, exs, r, &s, tell, each)
+			} else {
+				err = tasks.ScoreEach(f, exs, batch, r.TrainLen, &s, tell, each)
+			}
 			done = base + len(c.Exs)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "\nbench: %s %s at length %d: %v\n", task, label(r), c.Length, err)
@@ -487,6 +515,36 @@ func EncodeDocScores(ds []DocScore) []byte {
 	}
 	w.Flush()
 	return buf.Bytes()
+}
+
+// scoreStreaming scores examples one at a time through StreamingLLM's bounded cache
+// (Row.StreamSinks); only the NLL is scored (no accuracy: lm reports none).
+func scoreStreaming(e *engine.Engine, exs []tasks.Example, r Row, s *tasks.Scores, done func(int), each func(tasks.Example, []float64)) error {
+	for i, ex := range exs {
+		toks := make([]int, len(ex.Input)+1)
+		for j, t := range ex.Input {
+			toks[j] = int(t)
+		}
+		toks[len(ex.Input)] = int(ex.Target[len(ex.Target)-1])
+		lp, err := e.StreamLogProbs(toks, r.StreamSinks, r.TrainLen-r.StreamSinks, 0)
+		if err != nil {
+			return fmt.Errorf("streaming %d tokens: %w", len(toks), err)
+		}
+		nll, right := make([]float64, len(ex.Target)), make([]bool, len(ex.Target))
+		for j, w := range ex.Weight {
+			if w > 0 {
+				nll[j] = -lp[j]
+			}
+		}
+		s.AddAt(nll, right, ex.Weight, r.TrainLen, ex.Offset)
+		if each != nil {
+			each(ex, nll)
+		}
+		if done != nil {
+			done(i + 1)
+		}
+	}
+	return nil
 }
 
 func label(r Row) string {

@@ -106,16 +106,16 @@ func toBytes(xs []int32) []byte {
 func TestRowsFor(t *testing.T) {
 	rope := &recipe.TrainInfo{Task: tasks.LM, Scheme: "rope", SeqLen: 128, Seed: 2, TaskVersion: 1}
 	rows := RowsFor(tasks.LM, rope, "w/lm/rope-seed2", Full)
-	if len(rows) != 2+6*len(Full.RopeFactors) || rows[1].Variant != recipe.SlidingVariant || !rows[1].Sliding || rows[0].MaxLength != 16*128 {
+	if len(rows) != 2+6*len(Full.RopeFactors)+2 || rows[1].Variant != recipe.SlidingVariant || !rows[1].Sliding || rows[0].MaxLength != 16*128 {
 		t.Fatalf("%d rows: %+v", len(rows), rows[:2])
 	}
 	alibi := &recipe.TrainInfo{Task: tasks.LM, Scheme: "alibi", SeqLen: 128}
-	if r := RowsFor(tasks.LM, alibi, "w", Full); len(r) != 2 || r[0].MaxLength != 0 || r[1].SlidingStride != 0 {
+	if r := RowsFor(tasks.LM, alibi, "w", Full); len(r) != 3 || r[0].MaxLength != 0 || r[1].SlidingStride != 0 || r[2].StreamSinks != 4 || r[2].MinLength != 16*128 {
 		t.Errorf("alibi rows %+v", r)
 	}
 	fine := Full
 	fine.SlidingStride = 16
-	if r := RowsFor(tasks.LM, alibi, "w", fine); len(r) != 2 || r[1].Variant != "sliding L by 16" || r[1].SlidingStride != 16 || !r[1].Sliding {
+	if r := RowsFor(tasks.LM, alibi, "w", fine); len(r) != 3 || r[1].Variant != "sliding L by 16" || r[1].SlidingStride != 16 || !r[1].Sliding {
 		t.Errorf("alibi rows with a stride of 16: %+v", r)
 	}
 	fire := &recipe.TrainInfo{Task: tasks.LM, Scheme: "fire", SeqLen: 128}
@@ -146,6 +146,19 @@ func TestRowsFor(t *testing.T) {
 		t.Errorf("sweep model: %d rows (want %d), first %q", len(r), len(rows), r[0].Variant)
 	}
 	for _, r := range rows {
+		if r.Variant == recipe.SelfExtendVariant {
+			// W = 64; at 16L = 2048, G = ceil((2048 − 64) / (128 − 64)) = 31 keeps every position
+			// under L: 64 + (2048 − 64)/31 = 128; at L, G = 1 is plain attention.
+			for length, g := range map[int]float64{2048: 31, 128: 1, 256: 3} {
+				cfg := models.Config{Positional: map[string]any{"name": "rope"}}
+				if err := r.Override(length, &cfg); err != nil {
+					t.Fatal(err)
+				}
+				if b := cfg.Positional["self_extend"].(map[string]any); b["group"] != g || b["window"] != 64.0 {
+					t.Errorf("self-extend at %d: %v, want group %g, window 64", length, b, g)
+				}
+			}
+		}
 		if r.Variant == recipe.ScalingVariant("yarn", 4) {
 			cfg := models.Config{Positional: map[string]any{"name": "rope"}}
 			if err := r.Override(512, &cfg); err != nil {
@@ -332,5 +345,52 @@ func TestEvaluateDocs(t *testing.T) {
 	csv := string(EncodeDocScores(ds[:1]))
 	if !strings.HasPrefix(csv, "model,variant,length,bits,n\nrope,,16,") || strings.Count(csv, "\n") != 2 {
 		t.Errorf("encoded: %q", csv)
+	}
+}
+
+// StreamingLLM's row: with a cache that holds the whole example it is the plain row (nothing is
+// ever dropped); past it, the cache shifts and the row is another finite number.
+func TestEvaluateStreaming(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rope")
+	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
+	b := Quick
+	b.CorpusBytes = 512
+	cells, err := Plan(tasks.LM, 1, 16, b, []int{16, 64}, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := RowsFor(tasks.LM, ti, dir, b)
+	var plain, stream Row
+	for _, r := range rows {
+		switch r.Variant {
+		case "":
+			plain = r
+		case recipe.StreamVariant:
+			stream = r
+		}
+	}
+	if stream.StreamSinks == 0 {
+		t.Fatalf("no StreamingLLM row among %d", len(rows))
+	}
+	stream.MinLength = 0
+	backend, _ := engine.NewBackend("")
+	rs, err := Evaluate(backend, tasks.LM, []Row{plain, stream}, cells, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(variant string, length int) float64 {
+		for _, r := range rs {
+			if r.Variant == variant && r.Length == length && r.Metric == "bits_per_byte" {
+				return r.Value
+			}
+		}
+		t.Fatalf("no %q at %d", variant, length)
+		return 0
+	}
+	if p, s := get("", 16), get(recipe.StreamVariant, 16); math.IsNaN(p) || math.Abs(p-s) > 1e-4 {
+		t.Errorf("at L the cache holds everything: plain %v, streaming %v; want equal", p, s)
+	}
+	if p, s := get("", 64), get(recipe.StreamVariant, 64); math.IsNaN(s) || math.Abs(p-s) < 1e-6 {
+		t.Errorf("at 4L: plain %v, streaming %v; want two finite numbers", p, s)
 	}
 }

@@ -82,6 +82,10 @@ type Recipe struct {
 	Choose func(task, scheme string) (lr float64, ok bool)
 	// SeedsFor overrides Seeds for a row ("task/label", label as report.Result.Label).
 	SeedsFor map[string]int
+	// StreamSchemes are scored on lm through StreamingLLM's bounded cache with StreamSinks sinks,
+	// from StreamFactor·L on (evaluation only).
+	StreamSchemes             []string
+	StreamSinks, StreamFactor int
 	// First are the schemes each task runs first (the papers' rows), before the rest.
 	First map[string][]string
 }
@@ -216,7 +220,7 @@ const (
 // EvalOnly reports whether a variant is an evaluation of a trained model under an edit (a
 // sliding window, a RoPE scaling, FIRE's capped normaliser) rather than a model trained apart.
 func EvalOnly(variant string) bool {
-	return variant == SlidingVariant || variant == FIRECapVariant ||
+	return variant == SlidingVariant || variant == FIRECapVariant || variant == StreamVariant || variant == SelfExtendVariant ||
 		strings.Contains(variant, " s=") && !strings.HasSuffix(variant, " ft")
 }
 

@@ -113,8 +113,12 @@ var V3 = Recipe{
 		// YaRNBeta sets it for this head size.
 		{Label: "yarn s=4 ft", Tag: "yarn4", Steps: 400, Args: []string{"--rope-scaling", "yarn", "--rope-scale", "4", "--yarn-beta-fast", strconv.FormatFloat(YaRNBetaFast, 'g', -1, 64), "--yarn-beta-slow", strconv.FormatFloat(YaRNBetaSlow, 'g', -1, 64)}},
 	},
-	LRs:      []float64{5e-4, 1e-3, 2e-3},
-	LRSweeps: map[string]string{tasks.LM: tasks.LM, tasks.MLM: tasks.LM, tasks.Copy: tasks.Copy, tasks.Reverse: tasks.Copy, tasks.Passkey: tasks.Copy, tasks.MQAR: tasks.Copy},
+	// StreamingLLM on lm, scored at 16L and 32L, for the schemes whose cached keys can move.
+	StreamSchemes: []string{"rope", "alibi", "none"},
+	StreamSinks:   4,
+	StreamFactor:  16,
+	LRs:           []float64{5e-4, 1e-3, 2e-3},
+	LRSweeps:      map[string]string{tasks.LM: tasks.LM, tasks.MLM: tasks.LM, tasks.Copy: tasks.Copy, tasks.Reverse: tasks.Copy, tasks.Passkey: tasks.Copy, tasks.MQAR: tasks.Copy},
 	// The rows v2 left inconclusive, with the seeds its spread asks for (5): NoPE and learned
 	// on copy and reverse, randomized positions and their base rows, and PI against RoPE on
 	// passkey (with PI's control and YaRN's fine-tune beside them).
@@ -139,6 +143,12 @@ var V3 = Recipe{
 // at head dim 128 and 4,096 tokens; here no pair turns 32 times within L (the fastest turns
 // 20 times), so 32 interpolates every pair. β = 2 leaves the same third alone (5 of 16).
 const YaRNBetaFast, YaRNBetaSlow = 2.0, 1.0
+
+// Labels of evaluation-only rows added in version 3.
+const (
+	StreamVariant     = "StreamingLLM"
+	SelfExtendVariant = "self-extend W=L/2"
+)
 
 // Variant is a trained row beside a scheme's own: other options or training flags.
 type Variant struct {
