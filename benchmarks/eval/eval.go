@@ -683,3 +683,38 @@ func Groups(rows []Row) []Group {
 	}
 	return out
 }
+
+// ZeroShotPasskey scores a language model's rows on the Go passkey (tasks.GoPasskeyExample) at
+// the budget's lengths, b.PasskeyN sequences per (length, depth): Chen et al.'s passkey test of
+// PI, put to models trained on lm alone (the fine-tunes among them), so that extending the
+// context is judged on retrieval too, not only on bits per byte. The results are lm's, with
+// metrics "zero_shot_passkey_exact_match" and "zero_shot_passkey_token_accuracy".
+func ZeroShotPasskey(backend backends.Backend, rows []Row, trainLen int, b Budget, text []byte) ([]report.Result, error) {
+	hay := tasks.Haystack(text)
+	var cells []Cell
+	for _, f := range b.Factors {
+		n := f * trainLen
+		if n < tasks.MinGoPasskeyLength {
+			continue
+		}
+		for _, d := range b.Depths {
+			r := rand.New(rand.NewPCG(seedOf("go-passkey", 1, n, d), 3))
+			c := Cell{Length: n, Depth: d}
+			for range b.PasskeyN {
+				c.Exs = append(c.Exs, tasks.GoPasskeyExample(r, hay, n, d))
+			}
+			cells = append(cells, c)
+		}
+	}
+	rs, err := Evaluate(backend, tasks.Passkey, rows, cells, b, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rs {
+		rs[i].Task, rs[i].Metric = tasks.LM, ZeroShotPrefix+rs[i].Metric
+	}
+	return rs, nil
+}
+
+// ZeroShotPrefix starts the metrics of ZeroShotPasskey's results.
+const ZeroShotPrefix = "zero_shot_passkey_"

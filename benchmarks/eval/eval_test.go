@@ -394,3 +394,26 @@ func TestEvaluateStreaming(t *testing.T) {
 		t.Errorf("at 4L: plain %v, streaming %v; want two finite numbers", p, s)
 	}
 }
+
+// The zero-shot passkey scores lm rows on the Go passkey: lm results with its own metrics, one
+// per (length, depth), exact match within [0, 1].
+func TestZeroShotPasskey(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rope")
+	ti := checkpoint(t, dir, tasks.LM, "rope", 64)
+	b := Quick
+	rows := RowsFor(tasks.LM, ti, dir, b)[:1]
+	backend, _ := engine.NewBackend("")
+	rs, err := ZeroShotPasskey(backend, rows, 64, b, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Quick: lengths 64 and 256 (1L and 4L), depths 0 and 1, two metrics each.
+	if len(rs) != 2*2*2 {
+		t.Fatalf("%d results, want 8", len(rs))
+	}
+	for _, r := range rs {
+		if r.Task != tasks.LM || !strings.HasPrefix(r.Metric, ZeroShotPrefix) || r.Value < 0 || r.Value > 1 || math.IsNaN(r.Depth) {
+			t.Errorf("result %+v", r)
+		}
+	}
+}

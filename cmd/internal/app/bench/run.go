@@ -298,6 +298,16 @@ func runFull(o options) error {
 				}
 				out, docs = append(out, rs...), append(docs, ds...)
 			}
+			if m.Task == tasks.LM && ti.Scheme == "rope" {
+				// Chen et al.'s passkey test, zero-shot: every RoPE language model, its
+				// fine-tunes at 4L (with interpolation, without, YaRN's) among them.
+				base := eval.RowsForModel(m.Task, ti, m.Dir, eval.Full, m.Variant)[:1]
+				rs, err := eval.ZeroShotPasskey(backend, base, base[0].TrainLen, eval.Full, data.Test.Text)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, rs...)
+			}
 			if len(docs) > 0 {
 				// Beside the cell's results, written first: the cell is done only once both are.
 				if err := models.WriteFileAtomic(grid.DocsPath(o.out, grid.Cell{Model: m}), eval.EncodeDocScores(docs)); err != nil {
