@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
@@ -142,6 +143,19 @@ func WriteReport(out string) error {
 	if err != nil {
 		return err
 	}
+	// Version 3's results name their text; its learning-rate sweeps' other rates are kept out of
+	// every table and finding (they have a table of their own), and lm's and mlm's per-document
+	// scores give their intervals.
+	v3 := text != ""
+	docs := map[string]DocIndex{}
+	for _, task := range tasks.Names() {
+		if v3 {
+			byTask[task] = WithoutSweepRates(byTask[task])
+		}
+		if docs[task], err = ReadDocs(out, task); err != nil {
+			return err
+		}
+	}
 	// The grid keeps every trained model's curve beside its results; v1's report has none.
 	_, err = os.Stat(filepath.Join(out, "results", "curves"))
 	keptCurves := err == nil
@@ -159,17 +173,29 @@ func WriteReport(out string) error {
 	b.WriteString(
 		"size, data, optimizer, stopping rule and seeds; only the positional scheme differs. Lengths are the tokens the\n" +
 			"model reads. A cell is the mean over seeds ± the half width of its 95% interval (Student t; no interval for one\n" +
-			"seed). A ranking is called only between schemes whose intervals do not overlap (groups split by `>`, or, where\n" +
+			"seed), or on lm and mlm, where each document's scores were kept, the mean and its 95% interval from a bootstrap\n" +
+			"over seeds and documents (each table's caption says which). A ranking is called only between schemes whose intervals do not overlap (groups split by `>`, or, where\n" +
 			"one wide interval joins them, letters: schemes that share none differ). In the plots the curves are shifted a\n" +
 			"little along the length axis so that their error bars do not hide each other. Only the text between the\n" +
 			"reading markers is written by hand.\n\n")
-	curves := map[string][]Curve{} // by task, read once for the header and the training sections
+	curves := map[string][]Curve{}    // by task, read once for the header and the training sections
+	allCurves := map[string][]Curve{} // with the sweeps' other rates, for the cost
+	var lrRows []LRRow
 	if keptCurves {
 		n, secs := 0, 0.0
 		for _, task := range tasks.Names() {
 			cs, err := ReadCurves(out, task)
 			if err != nil {
 				return err
+			}
+			allCurves[task] = cs
+			if v3 {
+				for i := range cs {
+					cs[i].Label = v3Label(cs[i])
+				}
+				var rows []LRRow
+				rows, cs = SplitSweep(task, cs)
+				lrRows = append(lrRows, rows...)
 			}
 			curves[task] = cs
 			for _, c := range cs {
@@ -182,8 +208,10 @@ func WriteReport(out string) error {
 				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, secs/3600/2)
 		}
 	}
-	if text != "" {
-		fmt.Fprintf(&b, "Every number was scored on the test text `%s` (Go version : the first digits of its SHA-256; cmd/bench prints both texts' whole hashes).\n\n", text)
+	if v3 {
+		goVersion, sha, _ := strings.Cut(text, ":")
+		fmt.Fprintf(&b, "%s\n\nEvery number was scored on the test text of Go %s's standard library, SHA-256 `%s…` (cmd/bench prints both texts' whole hashes).\n\n",
+			recipe.V3.Describe(), goVersion, sha)
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
 	ov := Overview(byTask, overviewMultiples)
@@ -198,7 +226,7 @@ func WriteReport(out string) error {
 		b.WriteString("\n## Overview\n\n" + overviewAbout + "\n\n![every scheme on every task](results/overview.png)\n\n" +
 			ov.Table(overviewTable...))
 	}
-	b.WriteString("\n## Against the papers\n\n" + PapersSection(Papers(byTask)))
+	b.WriteString("\n## Against the papers\n\n" + PapersSection(Papers(Source{ByTask: byTask, Docs: docs})))
 	for _, task := range tasks.Names() {
 		rs := byTask[task]
 		if len(rs) == 0 {
@@ -225,7 +253,7 @@ func WriteReport(out string) error {
 			if png != nil {
 				fmt.Fprintf(&b, "![%s %s vs length](results/%s)\n\n", task, metric, name)
 			}
-			b.WriteString(Table(task, rs, metric, AllSubs))
+			b.WriteString(TableDocs(task, rs, metric, AllSubs, docs[task]))
 			if r := Ranking(task, rs, metric); r != "" {
 				b.WriteString("\n" + r)
 			}
@@ -261,11 +289,21 @@ func WriteReport(out string) error {
 			b.WriteString(TrainingSection(task, cs, rs, name))
 		}
 	}
-	if keptCurves {
+	if len(lrRows) > 0 {
+		b.WriteString("\n## Learning rates\n\n" + lrAbout + "\n\n" + LRTable(lrRows))
+	}
+	switch {
+	case keptCurves && v3:
+		b.WriteString("\n## Cost\n\n" + KeptCost(allCurves, tasks.Names()))
+	case keptCurves:
 		b.WriteString("\n## What the grid took\n\n" + costAbout + "\n\n" + CostTable(byTask, curves))
 	}
 	return models.WriteFileAtomic(path, []byte(b.String()))
 }
+
+const lrAbout = "Seed 1 of every scheme trained on lm and on copy at each rate; the rate with the lowest validation loss at L\n" +
+	"(marked) trains every other model of the scheme (lm's choice for lm and mlm, copy's for the synthetic tasks), and its\n" +
+	"seed-1 model is the tables' row. The other rates' models appear only here."
 
 const costAbout = "Wall time on one core of two, both busy, summed over the trained models (RoPE-scaling rows, capped FIRE\n" +
 	"and the sliding window are evaluated from their model's checkpoint and count in its evaluation). Training is\n" +
