@@ -63,11 +63,26 @@ type check struct {
 type checks struct {
 	src  Source
 	list []check
+	// cells are the unpaired comparisons' cells, each measured once, by "task at kL"
+	cells     map[string][]string
+	cellOrder []string
 	// methods used for the intervals (t over seeds, bootstrap), for the finding's conditions
 	methods map[string]bool
 }
 
-func newChecks(src Source) *checks { return &checks{src: src, methods: map[string]bool{}} }
+func newChecks(src Source) *checks {
+	return &checks{src: src, methods: map[string]bool{}, cells: map[string][]string{}}
+}
+
+// addCell records a cell's text under its task and length, once.
+func (c *checks) addCell(where, text string) {
+	if _, ok := c.cells[where]; !ok {
+		c.cellOrder = append(c.cellOrder, where)
+	}
+	if !slices.Contains(c.cells[where], text) {
+		c.cells[where] = append(c.cells[where], text)
+	}
+}
 
 // rs and idx of a task.
 func (c *checks) data(task string) ([]Result, DocIndex) { return c.src.ByTask[task], c.src.Docs[task] }
@@ -132,7 +147,9 @@ func (c *checks) compare(task, metric, a string, la int, b string, lb int, paire
 	} else {
 		sa, ta := c.cell(task, a, metric, la)
 		sb, tb := c.cell(task, b, metric, lb)
-		ch = check{name: name, measured: fmt.Sprintf("%s%s %s vs %s", task, at(la, L), ta, tb)}
+		c.addCell(task+at(la, L), ta)
+		c.addCell(task+at(lb, L), tb)
+		ch = check{name: name}
 		aBetter := func() bool { return stats.Below(sb, sa) }
 		bBetter := func() bool { return stats.Below(sa, sb) }
 		if !higher {
@@ -183,7 +200,7 @@ func (c *checks) flat(task, label string, k int, flat bool) {
 func (c *checks) note(task, label, metric string, length int) {
 	rs, _ := c.data(task)
 	_, text := c.cell(task, label, metric, length)
-	c.list = append(c.list, check{name: "", measured: fmt.Sprintf("%s%s %s", task, at(length, TrainLen(rs)), text), out: -1})
+	c.addCell(task+at(length, TrainLen(rs)), text)
 }
 
 // finding turns the comparisons into the verdict: not reproduced when one holds the other way
@@ -191,8 +208,13 @@ func (c *checks) note(task, label, metric string, length int) {
 // overlap, reproduced when every one holds.
 func (c *checks) finding(f Finding) Finding {
 	var measured, rev, unc, miss []string
+	for _, where := range c.cellOrder {
+		measured = append(measured, where+": "+strings.Join(c.cells[where], ", "))
+	}
 	for _, ch := range c.list {
-		measured = append(measured, ch.measured)
+		if ch.measured != "" {
+			measured = append(measured, ch.measured)
+		}
 		switch ch.out {
 		case holds:
 			f.Comparisons++
@@ -342,7 +364,7 @@ func ruossFinding(src Source, schemes []string, factor int) Finding {
 			rp := s + " + " + recipe.RandPosVariant
 			plain, with := summaryOf(meanOverLengths(rs, s, "token_accuracy", past)), summaryOf(meanOverLengths(rs, rp, "token_accuracy", past))
 			c.methods[ByT] = true
-			ch := check{name: task + " " + s, measured: fmt.Sprintf("%s %s: %s → %s", task, s, fmtSum("", plain, false), fmtSum("", with, false))}
+			ch := check{name: task + " " + s, measured: fmt.Sprintf("%s %s: %s → %s", task, s, strings.TrimSpace(fmtSum("", plain, false)), strings.TrimSpace(fmtSum("", with, false)))}
 			switch {
 			case !plain.HasInterval() || !with.HasInterval():
 				ch.out = missingSeeds
@@ -549,9 +571,16 @@ func PapersSection(fs []Finding) string {
 	b.WriteString("| finding | paper reports | we measured (mean [95% interval]) | verdict | why |\n| --- | --- | --- | --- | --- |\n")
 	esc := func(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 	for _, f := range fs {
-		fmt.Fprintf(&b, "| %s (%s; %s; %d comparisons) | %s | %s | **%s** | %s |\n", esc(f.Paper), f.Tasks, esc(f.Conditions), f.Comparisons, esc(f.Claim), esc(f.Measured), f.Verdict, esc(f.Reason))
+		fmt.Fprintf(&b, "| %s (%s; %s; %s) | %s | %s | **%s** | %s |\n", esc(f.Paper), f.Tasks, esc(f.Conditions), plural(f.Comparisons, "comparison"), esc(f.Claim), esc(f.Measured), f.Verdict, esc(f.Reason))
 	}
 	return b.String()
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func seeds(n int) string {

@@ -254,7 +254,7 @@ func WriteReport(out string) error {
 				fmt.Fprintf(&b, "![%s %s vs length](results/%s)\n\n", task, metric, name)
 			}
 			b.WriteString(TableDocs(task, rs, metric, AllSubs, docs[task]))
-			if r := Ranking(task, rs, metric); r != "" {
+			if r := RankingDocs(task, rs, metric, docs[task]); r != "" {
 				b.WriteString("\n" + r)
 			}
 		}

@@ -263,7 +263,14 @@ func SubTables(task string, rs []Result, metric string) string {
 // and variants left out) are ranked above which: tiers split only where the 95% intervals are
 // disjoint, so "A > B" is never claimed where the seeds cannot tell.
 func Ranking(task string, rs []Result, metric string) string {
-	ss, lengths := Aggregate(rs, metric, AllSubs)
+	return RankingDocs(task, rs, metric, nil)
+}
+
+// RankingDocs is Ranking on the intervals TableDocs shows (the bootstrap where lm's and mlm's
+// per-document scores are kept). A cell whose seeds split between learning and not keeps its
+// t-interval here: wide, it joins the tiers it spans, and the letters show what it does not.
+func RankingDocs(task string, rs []Result, metric string, idx DocIndex) string {
+	ss, lengths := AggregateDocs(rs, metric, AllSubs, idx)
 	L := TrainLen(rs)
 	var b strings.Builder
 	ranked, usedLetters := false, false
