@@ -187,3 +187,31 @@ func pairsOf(a, b map[int]float64) []int {
 	}
 	return out
 }
+
+// sharedTextSummary is a at la minus b at lb for two different models (seeds not paired) on the
+// same text: the bootstrap with each arm's own seeds and the documents shared, false unless
+// every seed of both has per-document scores (over as many documents).
+func sharedTextSummary(rs []Result, idx DocIndex, metric, a string, la int, b string, lb int) (stats.Summary, bool) {
+	da, db := seedDocs(rs, idx, a, metric, la), seedDocs(rs, idx, b, metric, lb)
+	if da == nil || db == nil || len(da) != len(seedValues(rs, a, metric, la)) || len(db) != len(seedValues(rs, b, metric, lb)) {
+		return stats.Summary{}, false
+	}
+	arm := func(m map[int]stats.Docs) []stats.Docs {
+		var out []stats.Docs
+		for _, s := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, m[s])
+		}
+		return out
+	}
+	armA, armB := arm(da), arm(db)
+	if len(armA[0].Bits) != len(armB[0].Bits) {
+		return stats.Summary{}, false
+	}
+	iv := stats.BootstrapSharedText([][]stats.Docs{armA, armB}, func(v []float64) float64 { return v[0] - v[1] })
+	s := iv.Summary()
+	s.N = min(len(armA), len(armB)) // an interval needs two seeds on each side
+	if s.N < 2 {
+		s.Lo, s.Hi = s.Mean, s.Mean
+	}
+	return s, true
+}

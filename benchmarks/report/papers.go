@@ -129,21 +129,17 @@ func (c *checks) compare(task, metric, a string, la int, b string, lb int, paire
 			c.methods[method] = true
 		}
 		ch = check{name: name, measured: fmtSum(name+": difference", d, true)}
-		if !higher {
-			d.Lo, d.Hi = -d.Hi, -d.Lo // the gain of a over b, whatever the metric's direction
-		}
-		switch {
-		case !d.HasInterval():
-			ch.out = missingSeeds
-		case d.Lo > 0:
-			ch.out = holds
-		case d.Hi < 0:
-			ch.out = reversed
-		case weak:
-			ch.out = holds
-		default:
-			ch.out = unclear
-		}
+		ch.out = judgeGain(d, higher, weak)
+	} else if d, ok := sharedTextSummary(rs, idx, metric, a, la, b, lb); ok {
+		// Two models read the same documents: the text's variance is common to both and
+		// cancels from their difference (the seeds are resampled on each side on their own).
+		_, ta := c.cell(task, a, metric, la)
+		_, tb := c.cell(task, b, metric, lb)
+		c.addCell(task+at(la, L), ta)
+		c.addCell(task+at(lb, L), tb)
+		c.methods[ByBootstrap] = true
+		ch = check{name: name, measured: fmtSum(name+": difference (documents shared)", d, true)}
+		ch.out = judgeGain(d, higher, weak)
 	} else {
 		sa, ta := c.cell(task, a, metric, la)
 		sb, tb := c.cell(task, b, metric, lb)
@@ -169,6 +165,25 @@ func (c *checks) compare(task, metric, a string, la int, b string, lb int, paire
 		}
 	}
 	c.list = append(c.list, ch)
+}
+
+// judgeGain decides a claim that a is better than b (weak: at least as good) from the interval of
+// a − b: better is above 0 when higher is better, below 0 otherwise.
+func judgeGain(d stats.Summary, higher, weak bool) outcome {
+	if !higher {
+		d.Lo, d.Hi = -d.Hi, -d.Lo // the gain of a over b
+	}
+	switch {
+	case !d.HasInterval():
+		return missingSeeds
+	case d.Lo > 0:
+		return holds
+	case d.Hi < 0:
+		return reversed
+	case weak:
+		return holds
+	}
+	return unclear
 }
 
 // flat files the claim that label stays flat at k·L (flat) or degrades there (!flat), against its

@@ -52,6 +52,18 @@ type Interval struct {
 // combine of the arms' means over every seed and document (each seed's value as the results
 // report it).
 func Bootstrap(arms [][]Docs, combine func([]float64) float64) Interval {
+	return bootstrap(arms, combine, true)
+}
+
+// BootstrapSharedText is Bootstrap for arms that are different models (their seeds not paired,
+// their numbers of seeds free) scored on the same text: each resample draws every arm's seeds
+// on its own and the documents once for all. The text's variance is common to the arms and
+// cancels from a difference, as it does in the models' scores; the seeds' does not.
+func BootstrapSharedText(arms [][]Docs, combine func([]float64) float64) Interval {
+	return bootstrap(arms, combine, false)
+}
+
+func bootstrap(arms [][]Docs, combine func([]float64) float64, pairedSeeds bool) Interval {
 	if combine == nil {
 		combine = func(v []float64) float64 { return v[0] }
 	}
@@ -61,7 +73,7 @@ func Bootstrap(arms [][]Docs, combine func([]float64) float64) Interval {
 	}
 	seeds, docs := len(arms[0]), len(arms[0][0].Bits)
 	for _, arm := range arms {
-		if len(arm) != seeds {
+		if len(arm) == 0 || pairedSeeds && len(arm) != seeds {
 			return nan
 		}
 		for _, d := range arm {
@@ -76,25 +88,37 @@ func Bootstrap(arms [][]Docs, combine func([]float64) float64) Interval {
 		for _, d := range arm {
 			sum += d.ratio(nil)
 		}
-		vals[k] = sum / float64(seeds)
+		vals[k] = sum / float64(len(arm))
 	}
 	out := Interval{Mean: combine(vals), Seeds: seeds, Docs: docs}
 	rng := rand.New(rand.NewPCG(BootstrapSeed, BootstrapSeed))
 	stat := make([]float64, Resamples)
-	seedIdx, docIdx := make([]int, seeds), make([]int, docs)
+	draw := func(idx []int, n int) {
+		for i := range idx {
+			idx[i] = rng.IntN(n)
+		}
+	}
+	seedIdx, docIdx := make([][]int, len(arms)), make([]int, docs)
+	for k, arm := range arms {
+		seedIdx[k] = make([]int, len(arm))
+	}
 	for b := range stat {
-		for i := range seedIdx {
-			seedIdx[i] = rng.IntN(seeds)
+		// Paired arms share the first arm's draw of seeds; the documents are always shared.
+		draw(seedIdx[0], seeds)
+		for k := 1; k < len(arms); k++ {
+			if pairedSeeds {
+				copy(seedIdx[k], seedIdx[0])
+			} else {
+				draw(seedIdx[k], len(arms[k]))
+			}
 		}
-		for i := range docIdx {
-			docIdx[i] = rng.IntN(docs)
-		}
+		draw(docIdx, docs)
 		for k, arm := range arms {
 			sum := 0.0
-			for _, s := range seedIdx {
+			for _, s := range seedIdx[k] {
 				sum += arm[s].ratio(docIdx)
 			}
-			vals[k] = sum / float64(seeds)
+			vals[k] = sum / float64(len(arm))
 		}
 		stat[b] = combine(vals)
 	}

@@ -106,3 +106,27 @@ func TestSplitLearned(t *testing.T) {
 		t.Error("none above 0.14 is no split")
 	}
 }
+
+// Two models on one text: b is a plus 0.5 bit on every document, each with its own seeds (a's
+// two seeds differ by 0.2, b's three by 0.1). Shared documents cancel the text's variance from the
+// difference, so its interval is the seeds' alone: within [0.5 - 0.2, 0.5 + 0.1], while each arm's own interval is wider than that, the text's variance
+// included.
+func TestBootstrapSharedText(t *testing.T) {
+	mk := func(offset float64) Docs {
+		var bits, n []float64
+		for d := range 30 {
+			bits, n = append(bits, (2+offset+0.8*math.Sin(float64(d)))*100), append(n, 100)
+		}
+		return docsOf(bits, n)
+	}
+	a := []Docs{mk(0), mk(0.2)}
+	b := []Docs{mk(0.5), mk(0.55), mk(0.6)}
+	iv := BootstrapSharedText([][]Docs{b, a}, func(v []float64) float64 { return v[0] - v[1] })
+	if math.Abs(iv.Mean-0.45) > 1e-12 || iv.Lo < 0.3-1e-9 || iv.Hi > 0.6+1e-9 || iv.Lo > 0.35 || iv.Hi < 0.5 {
+		t.Errorf("difference %+v, want mean 0.45 within [0.3, 0.6]", iv)
+	}
+	alone := BootstrapSharedText([][]Docs{a}, nil)
+	if alone.Hi-alone.Lo < 0.3 {
+		t.Errorf("a alone should carry the text's variance: %+v", alone)
+	}
+}
