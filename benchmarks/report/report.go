@@ -67,10 +67,18 @@ func about(task string, rs []Result) string {
 // SummaryCSV is the tables as data: per label, length, depth or pairs ("" for the mean over
 // them) and metric, the number of seeds, the mean and its 95% interval (equal to the mean for
 // one seed).
-func SummaryCSV(rs []Result) []byte {
+func SummaryCSV(rs []Result) []byte { return SummaryCSVDocs(rs, nil) }
+
+// SummaryCSVDocs is SummaryCSV with lm's and mlm's per-document scores: their intervals are the
+// tables' (the bootstrap over seeds and documents), and a last column names the method.
+func SummaryCSVDocs(rs []Result, idx DocIndex) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	w.Write([]string{"label", "length", "sub", "metric", "seeds", "mean", "lo95", "hi95"})
+	header := []string{"label", "length", "sub", "metric", "seeds", "mean", "lo95", "hi95"}
+	if idx != nil {
+		header = append(header, "interval")
+	}
+	w.Write(header)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	metrics := map[string]bool{}
 	var order []string
@@ -82,7 +90,7 @@ func SummaryCSV(rs []Result) []byte {
 	}
 	for _, metric := range order {
 		for _, sub := range append([]float64{AllSubs}, Subs(rs, metric)...) {
-			ss, lengths := Aggregate(rs, metric, sub)
+			ss, lengths := AggregateDocs(rs, metric, sub, idx)
 			subText := ""
 			if sub != AllSubs {
 				subText = f(sub)
@@ -90,7 +98,15 @@ func SummaryCSV(rs []Result) []byte {
 			for _, s := range ss {
 				for _, l := range lengths {
 					if c, ok := s.Cells[l]; ok {
-						w.Write([]string{s.Label, strconv.Itoa(l), subText, metric, strconv.Itoa(c.N), f(c.Mean), f(c.Lo), f(c.Hi)})
+						line := []string{s.Label, strconv.Itoa(l), subText, metric, strconv.Itoa(c.N), f(c.Mean), f(c.Lo), f(c.Hi)}
+						if idx != nil {
+							method := ByT
+							if s.Bootstrapped[l] {
+								method = ByBootstrap
+							}
+							line = append(line, method)
+						}
+						w.Write(line)
 					}
 				}
 			}
@@ -233,13 +249,13 @@ func WriteReport(out string) error {
 			fmt.Fprintf(&b, "\n## %s\n\nNot evaluated yet: `go run ./cmd/bench -task %s`.\n", task, task)
 			continue
 		}
-		if err := models.WriteFileAtomic(filepath.Join(out, "results", task+"-summary.csv"), SummaryCSV(rs)); err != nil {
+		if err := models.WriteFileAtomic(filepath.Join(out, "results", task+"-summary.csv"), SummaryCSVDocs(rs, docs[task])); err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "\n## %s\n\nL = %d. %s Per-seed values: `results/%s.csv`; means and intervals: `results/%s-summary.csv`.\n",
 			task, TrainLen(rs), about(task, rs), task, task)
 		for _, metric := range tasks.Metrics(task) {
-			png, err := PlotMetric(rs, task, metric)
+			png, err := PlotMetricDocs(rs, task, metric, docs[task])
 			if err != nil {
 				return fmt.Errorf("plotting %s %s: %w", task, metric, err)
 			}

@@ -380,7 +380,13 @@ func Num(v float64) string {
 // bars, the training length marked; variant rows (RoPE scaling, sliding window, PI, randomized
 // positions) get panels of their own beside the schemes (splitPanels).
 func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
-	ss, _ := Aggregate(rs, metric, AllSubs)
+	return PlotMetricDocs(rs, task, metric, nil)
+}
+
+// PlotMetricDocs is PlotMetric with the tables' intervals (the bootstrap where lm's and mlm's
+// per-document scores are kept).
+func PlotMetricDocs(rs []Result, task, metric string, idx DocIndex) ([]byte, error) {
+	ss, _ := AggregateDocs(rs, metric, AllSubs, idx)
 	var all []plot.Series
 	lo, hi := math.Inf(1), math.Inf(-1)
 	base := math.NaN()
