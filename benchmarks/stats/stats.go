@@ -1,7 +1,10 @@
 // Package stats summarizes a benchmark cell over seeds: the mean, a 95% confidence interval from
-// Student's t distribution (the seeds are few, so the normal interval would be too narrow), and
-// the one comparison the reports allow themselves: two cells differ only where their intervals
-// do not overlap.
+// Student's t distribution (the seeds are few, so the normal interval would be too narrow; the
+// quantiles are gonum's), and the one comparison the reports allow themselves: two cells differ
+// only where their intervals do not overlap. Where a cell's scores are kept per document of the
+// test text (lm, mlm), Bootstrap resamples seeds and documents together, so that the interval
+// includes the text's variance; where an accuracy's seeds split between learning and not,
+// SplitLearned says so instead of an interval that would leave [0, 1].
 package stats
 
 import (
