@@ -265,7 +265,7 @@ func (c *checks) finding(f Finding) Finding {
 	case len(unc) > 0:
 		f.Verdict, f.Reason = Inconclusive, "intervals overlap: "+strings.Join(unc, "; ")
 	default:
-		f.Verdict, f.Reason = Reproduced, "every comparison holds with disjoint 95% intervals"
+		f.Verdict, f.Reason = Reproduced, "every comparison holds at 95% (disjoint intervals, or a paired difference clear of its bound)"
 	}
 	return f
 }
@@ -575,7 +575,8 @@ func PapersSection(fs []Finding) string {
 	b.WriteString("Computed by `benchmarks/report` from the results below, never written by hand; each paper at its own length\n" +
 		"ratio and with its own metric. A claim is **reproduced** when each comparison it makes holds with disjoint 95%\n" +
 		"intervals (a row and its own sliding-window row, PI and its control, YaRN and the checkpoint it rescales: the\n" +
-		"difference per seed, then its interval), **not reproduced** when one holds the other way round (\"we disagree\"),\n" +
+		"difference per seed, then its interval; two models scored on the same documents: their difference with the\n" +
+		"documents resampled once for both), **not reproduced** when one holds the other way round (\"we disagree\"),\n" +
 		"and **inconclusive** otherwise (the seeds cannot tell, or a row was not measured). \"Flat\": the row minus the same\n" +
 		fmt.Sprintf("model's sliding-window row at that length has its interval under +%.1f bit per byte, a threshold of ours.\n", FlatBits) +
 		"Intervals on lm and mlm are a bootstrap over seeds and the test text's documents where the per-document scores\n" +
