@@ -214,11 +214,16 @@ func WriteReport(out string) error {
 				lrRows = append(lrRows, rows...)
 			}
 			curves[task] = cs
-			for _, c := range cs {
+			for _, c := range allCurves[task] {
 				n, secs = n+1, secs+c.Info.WallSeconds
 			}
 		}
-		if n > 0 {
+		switch {
+		case n > 0 && v3:
+			fmt.Fprintf(&b, "Training: %d models with kept curves (the learning-rate sweeps' included), %.1f h of wall time on one core "+
+				"each; the grid trains two at a time on 2 cores, so about %.1f h of the machine (\"Cost\", at the end, adds evaluation).\n\n",
+				n, secs/3600, secs/3600/2)
+		case n > 0:
 			fmt.Fprintf(&b, "Training: %d models with kept curves, %.1f h of wall time on one core each; the grid trains two at a "+
 				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share; \"What the grid took\", "+
 				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, secs/3600/2)
@@ -226,7 +231,7 @@ func WriteReport(out string) error {
 	}
 	if v3 {
 		goVersion, sha, _ := strings.Cut(text, ":")
-		fmt.Fprintf(&b, "%s\n\nEvery number was scored on the test text of Go %s's standard library, SHA-256 `%s…` (cmd/bench prints both texts' whole hashes).\n\n",
+		fmt.Fprintf(&b, "%s\n\nEvery number was scored on the test text drawn from the standard library of Go version %s, SHA-256 `%s…` (cmd/bench prints both texts' whole hashes).\n\n",
 			recipe.V3.Describe(), goVersion, sha)
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
