@@ -10,6 +10,7 @@ require (
 	github.com/x448/float16 v0.8.4
 	golang.org/x/sys v0.43.0
 	golang.org/x/text v0.28.0
+	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.15.2
 )
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/posformer/posformer/benchmarks/recipe"
 	"github.com/posformer/posformer/engine/train/tasks"
 	"github.com/posformer/posformer/models"
 )
@@ -66,10 +67,18 @@ func about(task string, rs []Result) string {
 // SummaryCSV is the tables as data: per label, length, depth or pairs ("" for the mean over
 // them) and metric, the number of seeds, the mean and its 95% interval (equal to the mean for
 // one seed).
-func SummaryCSV(rs []Result) []byte {
+func SummaryCSV(rs []Result) []byte { return SummaryCSVDocs(rs, nil) }
+
+// SummaryCSVDocs is SummaryCSV with lm's and mlm's per-document scores: their intervals are the
+// tables' (the bootstrap over seeds and documents), and a last column names the method.
+func SummaryCSVDocs(rs []Result, idx DocIndex) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	w.Write([]string{"label", "length", "sub", "metric", "seeds", "mean", "lo95", "hi95"})
+	header := []string{"label", "length", "sub", "metric", "seeds", "mean", "lo95", "hi95"}
+	if idx != nil {
+		header = append(header, "interval")
+	}
+	w.Write(header)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	metrics := map[string]bool{}
 	var order []string
@@ -81,7 +90,7 @@ func SummaryCSV(rs []Result) []byte {
 	}
 	for _, metric := range order {
 		for _, sub := range append([]float64{AllSubs}, Subs(rs, metric)...) {
-			ss, lengths := Aggregate(rs, metric, sub)
+			ss, lengths := AggregateDocs(rs, metric, sub, idx)
 			subText := ""
 			if sub != AllSubs {
 				subText = f(sub)
@@ -89,7 +98,15 @@ func SummaryCSV(rs []Result) []byte {
 			for _, s := range ss {
 				for _, l := range lengths {
 					if c, ok := s.Cells[l]; ok {
-						w.Write([]string{s.Label, strconv.Itoa(l), subText, metric, strconv.Itoa(c.N), f(c.Mean), f(c.Lo), f(c.Hi)})
+						line := []string{s.Label, strconv.Itoa(l), subText, metric, strconv.Itoa(c.N), f(c.Mean), f(c.Lo), f(c.Hi)}
+						if idx != nil {
+							method := ByT
+							if s.Bootstrapped[l] {
+								method = ByBootstrap
+							}
+							line = append(line, method)
+						}
+						w.Write(line)
 					}
 				}
 			}
@@ -142,6 +159,19 @@ func WriteReport(out string) error {
 	if err != nil {
 		return err
 	}
+	// Version 3's results name their text; its learning-rate sweeps' other rates are kept out of
+	// every table and finding (they have a table of their own), and lm's and mlm's per-document
+	// scores give their intervals.
+	v3 := text != ""
+	docs := map[string]DocIndex{}
+	for _, task := range tasks.Names() {
+		if v3 {
+			byTask[task] = WithoutSweepRates(byTask[task])
+		}
+		if docs[task], err = ReadDocs(out, task); err != nil {
+			return err
+		}
+	}
 	// The grid keeps every trained model's curve beside its results; v1's report has none.
 	_, err = os.Stat(filepath.Join(out, "results", "curves"))
 	keptCurves := err == nil
@@ -159,11 +189,14 @@ func WriteReport(out string) error {
 	b.WriteString(
 		"size, data, optimizer, stopping rule and seeds; only the positional scheme differs. Lengths are the tokens the\n" +
 			"model reads. A cell is the mean over seeds ± the half width of its 95% interval (Student t; no interval for one\n" +
-			"seed). A ranking is called only between schemes whose intervals do not overlap (groups split by `>`, or, where\n" +
+			"seed), or on lm and mlm, where each document's scores were kept, the mean and its 95% interval from a bootstrap\n" +
+			"over seeds and documents (each table's caption says which). A ranking is called only between schemes whose intervals do not overlap (groups split by `>`, or, where\n" +
 			"one wide interval joins them, letters: schemes that share none differ). In the plots the curves are shifted a\n" +
 			"little along the length axis so that their error bars do not hide each other. Only the text between the\n" +
 			"reading markers is written by hand.\n\n")
-	curves := map[string][]Curve{} // by task, read once for the header and the training sections
+	curves := map[string][]Curve{}    // by task, read once for the header and the training sections
+	allCurves := map[string][]Curve{} // with the sweeps' other rates, for the cost
+	var lrRows []LRRow
 	if keptCurves {
 		n, secs := 0, 0.0
 		for _, task := range tasks.Names() {
@@ -171,19 +204,35 @@ func WriteReport(out string) error {
 			if err != nil {
 				return err
 			}
+			allCurves[task] = cs
+			if v3 {
+				for i := range cs {
+					cs[i].Label = v3Label(cs[i])
+				}
+				var rows []LRRow
+				rows, cs = SplitSweep(task, cs)
+				lrRows = append(lrRows, rows...)
+			}
 			curves[task] = cs
-			for _, c := range cs {
+			for _, c := range allCurves[task] {
 				n, secs = n+1, secs+c.Info.WallSeconds
 			}
 		}
-		if n > 0 {
+		switch {
+		case n > 0 && v3:
+			fmt.Fprintf(&b, "Training: %d models with kept curves (the learning-rate sweeps' included), %.1f h of wall time on one core "+
+				"each; the grid trains two at a time on 2 cores, so about %.1f h of the machine (\"Cost\", at the end, adds evaluation).\n\n",
+				n, secs/3600, secs/3600/2)
+		case n > 0:
 			fmt.Fprintf(&b, "Training: %d models with kept curves, %.1f h of wall time on one core each; the grid trains two at a "+
 				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share; \"What the grid took\", "+
 				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, secs/3600/2)
 		}
 	}
-	if text != "" {
-		fmt.Fprintf(&b, "Every number was scored on the test text `%s` (Go version : the first digits of its SHA-256; cmd/bench prints both texts' whole hashes).\n\n", text)
+	if v3 {
+		goVersion, sha, _ := strings.Cut(text, ":")
+		fmt.Fprintf(&b, "%s\n\nEvery number was scored on the test text drawn from the standard library of Go version %s, SHA-256 `%s…` (cmd/bench prints both texts' whole hashes).\n\n",
+			recipe.V3.Describe(), goVersion, sha)
 	}
 	b.WriteString("## Reading\n\n" + readingBegin + "\n" + reading + "\n" + readingEnd + "\n")
 	ov := Overview(byTask, overviewMultiples)
@@ -198,20 +247,20 @@ func WriteReport(out string) error {
 		b.WriteString("\n## Overview\n\n" + overviewAbout + "\n\n![every scheme on every task](results/overview.png)\n\n" +
 			ov.Table(overviewTable...))
 	}
-	b.WriteString("\n## Against the papers\n\n" + PapersSection(Papers(byTask)))
+	b.WriteString("\n## Against the papers\n\n" + PapersSection(Papers(Source{ByTask: byTask, Docs: docs})))
 	for _, task := range tasks.Names() {
 		rs := byTask[task]
 		if len(rs) == 0 {
 			fmt.Fprintf(&b, "\n## %s\n\nNot evaluated yet: `go run ./cmd/bench -task %s`.\n", task, task)
 			continue
 		}
-		if err := models.WriteFileAtomic(filepath.Join(out, "results", task+"-summary.csv"), SummaryCSV(rs)); err != nil {
+		if err := models.WriteFileAtomic(filepath.Join(out, "results", task+"-summary.csv"), SummaryCSVDocs(rs, docs[task])); err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "\n## %s\n\nL = %d. %s Per-seed values: `results/%s.csv`; means and intervals: `results/%s-summary.csv`.\n",
 			task, TrainLen(rs), about(task, rs), task, task)
 		for _, metric := range tasks.Metrics(task) {
-			png, err := PlotMetric(rs, task, metric)
+			png, err := PlotMetricDocs(rs, task, metric, docs[task])
 			if err != nil {
 				return fmt.Errorf("plotting %s %s: %w", task, metric, err)
 			}
@@ -225,8 +274,8 @@ func WriteReport(out string) error {
 			if png != nil {
 				fmt.Fprintf(&b, "![%s %s vs length](results/%s)\n\n", task, metric, name)
 			}
-			b.WriteString(Table(task, rs, metric, AllSubs))
-			if r := Ranking(task, rs, metric); r != "" {
+			b.WriteString(TableDocs(task, rs, metric, AllSubs, docs[task]))
+			if r := RankingDocs(task, rs, metric, docs[task]); r != "" {
 				b.WriteString("\n" + r)
 			}
 		}
@@ -261,11 +310,21 @@ func WriteReport(out string) error {
 			b.WriteString(TrainingSection(task, cs, rs, name))
 		}
 	}
-	if keptCurves {
+	if len(lrRows) > 0 {
+		b.WriteString("\n## Learning rates\n\n" + lrAbout + "\n\n" + LRTable(lrRows))
+	}
+	switch {
+	case keptCurves && v3:
+		b.WriteString("\n## Cost\n\n" + KeptCost(allCurves, tasks.Names()))
+	case keptCurves:
 		b.WriteString("\n## What the grid took\n\n" + costAbout + "\n\n" + CostTable(byTask, curves))
 	}
 	return models.WriteFileAtomic(path, []byte(b.String()))
 }
+
+const lrAbout = "Seed 1 of every scheme trained on lm and on copy at each rate; the rate with the lowest validation loss at L\n" +
+	"(marked) trains every other model of the scheme (lm's choice for lm and mlm, copy's for the synthetic tasks), and its\n" +
+	"seed-1 model is the tables' row. The other rates' models appear only here."
 
 const costAbout = "Wall time on one core of two, both busy, summed over the trained models (RoPE-scaling rows, capped FIRE\n" +
 	"and the sliding window are evaluated from their model's checkpoint and count in its evaluation). Training is\n" +

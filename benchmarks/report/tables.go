@@ -20,6 +20,11 @@ type Series struct {
 	Order int
 	Seeds int // seeds with at least one value
 	Cells map[int]stats.Summary
+	// Splits are the cells of an accuracy whose seeds split between learning and not
+	// (stats.SplitLearned): the table shows how many learned instead of the interval.
+	Splits map[int]stats.Split
+	// Bootstrapped are the cells whose interval is the bootstrap over seeds and documents.
+	Bootstrapped map[int]bool
 }
 
 // AllSubs selects the mean over a task's depths or pair counts (the headline); any other value
@@ -52,8 +57,15 @@ func PerSeed(rs []Result, label, metric string, sub float64) map[int]map[int]flo
 	return out
 }
 
-// Aggregate summarizes one metric by label and length (sub: AllSubs, or one depth / pair count).
+// Aggregate summarizes one metric by label and length (sub: AllSubs, or one depth / pair count),
+// with Student-t intervals over seeds.
 func Aggregate(rs []Result, metric string, sub float64) ([]Series, []int) {
+	return AggregateDocs(rs, metric, sub, nil)
+}
+
+// AggregateDocs is Aggregate with the per-document scores of lm and mlm: a cell whose every seed
+// has them gets the bootstrap over seeds and documents (over all depths: sub AllSubs).
+func AggregateDocs(rs []Result, metric string, sub float64, idx DocIndex) ([]Series, []int) {
 	labels := map[string]bool{}
 	lengthSet := map[int]bool{}
 	for _, r := range rs {
@@ -63,7 +75,7 @@ func Aggregate(rs []Result, metric string, sub float64) ([]Series, []int) {
 	}
 	var out []Series
 	for lab := range labels {
-		s := Series{Label: lab, Order: labelOrder(lab), Cells: map[int]stats.Summary{}}
+		s := Series{Label: lab, Order: labelOrder(lab), Cells: map[int]stats.Summary{}, Splits: map[int]stats.Split{}, Bootstrapped: map[int]bool{}}
 		seeds := map[int]bool{}
 		for length, bySeed := range PerSeed(rs, lab, metric, sub) {
 			for seed, v := range bySeed {
@@ -72,6 +84,15 @@ func Aggregate(rs []Result, metric string, sub float64) ([]Series, []int) {
 				}
 			}
 			s.Cells[length] = summaryOf(bySeed)
+			if sub == AllSubs && !IsBaseline(lab) {
+				c, method := cellSummary(rs, idx, lab, metric, length, bySeed)
+				s.Cells[length], s.Bootstrapped[length] = c, method == ByBootstrap
+			}
+			if tasks.HigherIsBetter(metric) && !IsBaseline(lab) {
+				if sp, ok := stats.SplitLearned(sortedValues(bySeed), baselineAt(rs, metric, length)); ok {
+					s.Splits[length] = sp
+				}
+			}
 			lengthSet[length] = true
 		}
 		s.Seeds = len(seeds)
@@ -143,12 +164,21 @@ func displayName(task, label string, seeds int) string {
 // Table renders one metric as Markdown: a row per label, a column per length, each cell the mean
 // over seeds ± the half width of its 95% interval (Student t), or the value alone for one seed.
 func Table(task string, rs []Result, metric string, sub float64) string {
-	ss, lengths := Aggregate(rs, metric, sub)
+	return TableDocs(task, rs, metric, sub, nil)
+}
+
+// TableDocs is Table with lm's and mlm's per-document scores: their cells' intervals are the
+// bootstrap over seeds and documents (the ends need not be symmetric: the cell shows the mean
+// and [lo, hi]). Cells of an accuracy whose seeds split between learning and not show
+// "k/n learned: mean of those". A caption line under the table says which interval is which.
+func TableDocs(task string, rs []Result, metric string, sub float64, idx DocIndex) string {
+	ss, lengths := AggregateDocs(rs, metric, sub, idx)
 	if len(ss) == 0 {
 		return ""
 	}
 	L := TrainLen(rs)
 	var b strings.Builder
+	boot, tcells, splits := 0, 0, 0
 	b.WriteString("| model |")
 	for _, l := range lengths {
 		fmt.Fprintf(&b, " %d (%gL) |", l, float64(l)/float64(L))
@@ -158,18 +188,43 @@ func Table(task string, rs []Result, metric string, sub float64) string {
 		b.WriteString("| " + displayName(task, s.Label, s.Seeds) + " |")
 		for _, l := range lengths {
 			c, ok := s.Cells[l]
+			sp, split := s.Splits[l]
 			switch {
 			case !ok:
 				b.WriteString(" |")
 			case math.IsNaN(c.Mean):
 				b.WriteString(" — |")
+			case split:
+				splits++
+				fmt.Fprintf(&b, " %d/%d learned: %s |", sp.Learned, sp.N, Num(sp.LearnedMean))
+			case c.HasInterval() && s.Bootstrapped[l]:
+				boot++
+				fmt.Fprintf(&b, " %s [%s, %s] |", Num(c.Mean), Num(c.Lo), Num(c.Hi))
 			case c.HasInterval():
+				tcells++
 				fmt.Fprintf(&b, " %s ± %s |", Num(c.Mean), Num(c.HalfWidth()))
 			default:
 				fmt.Fprintf(&b, " %s |", Num(c.Mean))
 			}
 		}
 		b.WriteString("\n")
+	}
+	var notes []string
+	if boot > 0 {
+		notes = append(notes, fmt.Sprintf("mean [95%% interval]: bootstrap over seeds and the test text's documents (%d resamples)", stats.Resamples))
+	}
+	if tcells > 0 {
+		what := "mean ± 95% half width: Student t over seeds"
+		if DocsMetric(task) == metric {
+			what += " (no per-document scores kept for these cells)"
+		}
+		notes = append(notes, what)
+	}
+	if splits > 0 {
+		notes = append(notes, fmt.Sprintf("k/n learned: the seeds split, k of n above the best baseline by %.1f, with those k's mean", stats.LearnMargin))
+	}
+	if len(notes) > 0 && (boot > 0 || splits > 0 || DocsMetric(task) == metric) {
+		b.WriteString("\n" + strings.Join(notes, "; ") + ".\n")
 	}
 	return b.String()
 }
@@ -208,7 +263,14 @@ func SubTables(task string, rs []Result, metric string) string {
 // and variants left out) are ranked above which: tiers split only where the 95% intervals are
 // disjoint, so "A > B" is never claimed where the seeds cannot tell.
 func Ranking(task string, rs []Result, metric string) string {
-	ss, lengths := Aggregate(rs, metric, AllSubs)
+	return RankingDocs(task, rs, metric, nil)
+}
+
+// RankingDocs is Ranking on the intervals TableDocs shows (the bootstrap where lm's and mlm's
+// per-document scores are kept). A cell whose seeds split between learning and not keeps its
+// t-interval here: wide, it joins the tiers it spans, and the letters show what it does not.
+func RankingDocs(task string, rs []Result, metric string, idx DocIndex) string {
+	ss, lengths := AggregateDocs(rs, metric, AllSubs, idx)
 	L := TrainLen(rs)
 	var b strings.Builder
 	ranked, usedLetters := false, false
@@ -318,7 +380,13 @@ func Num(v float64) string {
 // bars, the training length marked; variant rows (RoPE scaling, sliding window, PI, randomized
 // positions) get panels of their own beside the schemes (splitPanels).
 func PlotMetric(rs []Result, task, metric string) ([]byte, error) {
-	ss, _ := Aggregate(rs, metric, AllSubs)
+	return PlotMetricDocs(rs, task, metric, nil)
+}
+
+// PlotMetricDocs is PlotMetric with the tables' intervals (the bootstrap where lm's and mlm's
+// per-document scores are kept).
+func PlotMetricDocs(rs []Result, task, metric string, idx DocIndex) ([]byte, error) {
+	ss, _ := AggregateDocs(rs, metric, AllSubs, idx)
 	var all []plot.Series
 	lo, hi := math.Inf(1), math.Inf(-1)
 	base := math.NaN()
