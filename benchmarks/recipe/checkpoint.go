@@ -40,6 +40,8 @@ type TrainInfo struct {
 	BOS             bool           `json:"bos"`
 	GoVersion       string         `json:"go_version"`
 	ValidationSHA   string         `json:"validation_sha256"`
+
+	dir string // the checkpoint's folder, whose name carries a recipe variant's tag
 	Init            string         `json:"init"`
 }
 
@@ -60,6 +62,7 @@ func ReadTrainInfo(dir string) (*TrainInfo, error) {
 	if err := json.Unmarshal(data, &ti); err != nil {
 		return nil, fmt.Errorf("reading %s/train.json: %w", dir, err)
 	}
+	ti.dir = dir
 	if ti.TaskVersion == 0 {
 		ti.TaskVersion = 1
 	}
@@ -76,9 +79,16 @@ func ReadTrainInfo(dir string) (*TrainInfo, error) {
 	return &ti, nil
 }
 
-// Variant is the trained variant a checkpoint's train.json records: randomized positions, or a
-// fine-tune with a rope_scaling block (position interpolation); "" for a plain model.
+// Variant is the trained variant of a checkpoint: the v3 recipe's label when its folder's name
+// carries one of the recipe's tags (VariantOf), else what train.json records: randomized
+// positions, or a fine-tune with a rope_scaling block (position interpolation); "" for a plain
+// model.
 func (ti *TrainInfo) Variant() string {
+	if ti.dir != "" {
+		if v := V3.VariantOf(ti.Scheme, filepath.Base(ti.dir), ti.Seed); v != "" {
+			return v
+		}
+	}
 	if ti.RandomPositions > 0 {
 		return RandPosVariant
 	}

@@ -391,3 +391,28 @@ func joinStrings(s []string) string {
 	}
 	return out
 }
+
+// VariantOf is the label of the recipe's variant, fine-tune or learning-rate sweep model whose
+// folder name is name (ModelName of the scheme, the tag and the seed), "" if none is.
+func (r Recipe) VariantOf(scheme, name string, seed int) string {
+	tagged := func(tag string) bool { return name == ModelName(scheme, tag, seed) }
+	for _, v := range r.Variants {
+		if slices.Contains(v.Schemes, scheme) && tagged(v.Tag) {
+			return v.Label
+		}
+	}
+	for _, ft := range r.FineTunes {
+		if tagged(ft.Tag) {
+			return ft.Label
+		}
+	}
+	if tagged("randpos") {
+		return RandPosVariant
+	}
+	for _, lr := range r.LRs {
+		if tagged("lr" + strconv.FormatFloat(lr, 'g', -1, 64)) {
+			return SweepVariant(lr)
+		}
+	}
+	return ""
+}

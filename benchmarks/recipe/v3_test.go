@@ -121,3 +121,14 @@ func TestV3AfterTheSweep(t *testing.T) {
 		}
 	}
 }
+
+// Every model of the v3 grid gets its own label back from its folder's name (what the manifest
+// and cmd/bench -m show), and a plain model none.
+func TestVariantOf(t *testing.T) {
+	r := V3
+	for _, m := range r.Models("w", tasks.Names(), r.Schemes, 0) {
+		if got := r.VariantOf(m.Scheme, m.Name, m.Seed); got != m.Variant {
+			t.Errorf("%s: VariantOf %q, want %q", m.ID(), got, m.Variant)
+		}
+	}
+}
