@@ -41,8 +41,8 @@ type TrainInfo struct {
 	GoVersion       string         `json:"go_version"`
 	ValidationSHA   string         `json:"validation_sha256"`
 
-	dir string // the checkpoint's folder, whose name carries a recipe variant's tag
-	Init            string         `json:"init"`
+	dir  string // the checkpoint's folder, whose name carries a recipe variant's tag
+	Init string `json:"init"`
 }
 
 // Plateaued reports whether the stopping rule ended the run, rather than its step cap
