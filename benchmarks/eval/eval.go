@@ -300,7 +300,9 @@ func RowsForModel(task string, ti *recipe.TrainInfo, dir string, b Budget, varia
 	plain := base.Variant == "" || strings.HasPrefix(base.Variant, "lr=")
 	if task == tasks.LM && plain {
 		s := base
-		s.Variant, s.Sliding = recipe.SlidingVariant, true
+		// Windows of L at every length, 32L too: the reference StreamingLLM's rows are judged
+		// against, and no more costly per byte at 32L than at 2L.
+		s.Variant, s.Sliding, s.MaxLength = recipe.SlidingVariant, true, 0
 		if b.SlidingStride > 0 {
 			s.Variant, s.SlidingStride = fmt.Sprintf("%s by %d", recipe.SlidingVariant, b.SlidingStride), b.SlidingStride
 		}

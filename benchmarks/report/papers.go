@@ -189,10 +189,16 @@ func judgeGain(d stats.Summary, higher, weak bool) outcome {
 // flat files the claim that label stays flat at k·L (flat) or degrades there (!flat), against its
 // own sliding-window row at the same length, paired by seed.
 func (c *checks) flat(task, label string, k int, flat bool) {
+	c.flatAgainst(task, label, label+" + "+recipe.SlidingVariant, k, flat)
+}
+
+// flatAgainst is flat with the reference row named: another evaluation of the same model (its
+// sliding window, for a row that reads the text another way), paired by seed.
+func (c *checks) flatAgainst(task, label, ref string, k int, flat bool) {
 	rs, idx := c.data(task)
 	L := TrainLen(rs)
 	metric := DocsMetric(task)
-	d, method := pairedSummary(rs, idx, metric, label, k*L, label+" + "+recipe.SlidingVariant, k*L)
+	d, method := pairedSummary(rs, idx, metric, label, k*L, ref, k*L)
 	if d.N > 0 {
 		c.methods[method] = true
 	}
@@ -283,6 +289,7 @@ func Papers(src Source) []Finding {
 		ruossFinding(src, r.RandPosSchemes, r.RandPosFactor),
 		chenFinding(src, r.PIFactor), pengFinding(src),
 		copeFinding(src), ssmaxFinding(src), dapeFinding(src), pRopeFinding(src), poseFinding(src),
+		jinFinding(src), xiaoFinding(src),
 	}
 }
 
@@ -487,6 +494,39 @@ func poseFinding(src Source) Finding {
 	}
 	return c.finding(Finding{Paper: "Zhu et al. 2023 (PoSE)", Claim: "training at L with positions skipping up to 4L lets RoPE run at 4L",
 		Tasks: "lm, passkey", Conditions: "at 4L: bits per byte (lm), exact match (passkey), PoSE against RoPE"})
+}
+
+// jinFinding: Jin et al. 2024 (Self-Extend, "LLM Maybe LongLM"): grouped positions for distant
+// keys let a RoPE model read past its context without fine-tuning; compared with the same
+// model read plainly, paired by seed.
+func jinFinding(src Source) Finding {
+	c := newChecks(src)
+	label := "rope + " + recipe.SelfExtendVariant
+	for _, k := range []int{4, 16} {
+		n := k * TrainLen(src.ByTask[tasks.LM])
+		c.better(tasks.LM, "bits_per_byte", label, n, "rope", n, true)
+	}
+	n := 4 * TrainLen(src.ByTask[tasks.Passkey])
+	c.better(tasks.Passkey, "exact_match", label, n, "rope", n, true)
+	return c.finding(Finding{Paper: "Jin et al. 2024 (Self-Extend)", Claim: "grouped attention for distant tokens lets a RoPE model read past its context without fine-tuning",
+		Tasks: "lm, passkey", Conditions: "Self-Extend (W = L/2, the smallest group keeping positions under L) against the same model read plainly, per seed: bits per byte at 4L and 16L (lm), exact match at 4L (passkey)"})
+}
+
+// xiaoFinding: Xiao et al. 2023 (StreamingLLM): with a few initial tokens kept as attention
+// sinks, a bounded cache reads a long text as well as a sliding window that recomputes every
+// window (their Fig. 3 and Table 1), for RoPE and ALiBi models; NoPE is our addition.
+func xiaoFinding(src Source) Finding {
+	c := newChecks(src)
+	for _, s := range []string{"rope", "alibi"} {
+		for _, k := range []int{16, 32} {
+			c.flatAgainst(tasks.LM, s+" + "+recipe.StreamVariant, s+" + "+recipe.SlidingVariant, k, true)
+		}
+	}
+	L := TrainLen(src.ByTask[tasks.LM])
+	c.note(tasks.LM, "none + "+recipe.StreamVariant, "bits_per_byte", 16*L)
+	c.note(tasks.LM, "none + "+recipe.SlidingVariant, "bits_per_byte", 16*L)
+	return c.finding(Finding{Paper: "Xiao et al. 2023 (StreamingLLM)", Claim: "a cache of L entries with 4 attention sinks reads a long text about as well as a recomputed sliding window (RoPE and ALiBi models)",
+		Tasks: "lm", Conditions: fmt.Sprintf("bits per byte at 16L and 32L through the bounded cache minus the same model's sliding-window row, per seed; as good: interval under +%.1f bit; NoPE shown beside, not judged (the paper has no NoPE model)", FlatBits)})
 }
 
 // seedValues is one label's value per seed at a length (depths and pairs averaged).

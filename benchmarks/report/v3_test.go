@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,11 +42,14 @@ func synthV3(t *testing.T, dir string) {
 		{"rope", "yarn s=16", c(0.6), []int{16}}, {"rope", "linear s=16", c(0.5), []int{16}}, // YaRN behind linear at 16L: disagree
 		{"rope", "yarn β=32 s=4", c(0.5), []int{4}}, {"rope", "yarn β=32 s=16", c(0.55), []int{16}},
 		{"rope", "PI s=4 ft", c(-0.1), []int{4}}, {"rope", "4L ft", c(0.1), []int{4}}, {"rope", "yarn s=4 ft", c(-0.09), []int{4}},
-		{"rope", "lr=0.002", c(0.2), all}, // a sweep's other rate: in no table
+		{"rope", "lr=0.002", c(0.2), all},                                                                   // a sweep's other rate: in no table
+		{"rope", "self-extend W=L/2", c(0.5), []int{4, 16}},                                                 // ahead of rope, paired: reproduced
+		{"rope", "StreamingLLM", c(0.05), []int{16, 32}}, {"alibi", "StreamingLLM", c(0.02), []int{16, 32}}, // as good as sliding: reproduced
+		{"none", "StreamingLLM", c(0.8), []int{16, 32}}, // shown, not judged
 	}
 	var rs []Result
-	for _, scheme := range []string{"alibi", "kerple", "fire", "sinusoidal", "rope", "t5", "dape"} {
-		rows = append(rows, row{scheme, recipe.SlidingVariant, c(0), all})
+	for _, scheme := range []string{"alibi", "kerple", "fire", "sinusoidal", "rope", "t5", "dape", "none"} {
+		rows = append(rows, row{scheme, recipe.SlidingVariant, c(0), append(slices.Clone(all), 32)})
 	}
 	for _, r := range rows {
 		for seed := 1; seed <= 3; seed++ {
@@ -114,6 +118,7 @@ func synthV3(t *testing.T, dir string) {
 	pk = append(pk, syn("passkey", "rope", "SSMax", 16, "exact_match", three(0.5)...)...)
 	pk = append(pk, syn("passkey", "rope", "", 4, "exact_match", three(0.1)...)...)
 	pk = append(pk, syn("passkey", "rope", "PoSE 4L", 4, "exact_match", three(0.6)...)...)
+	pk = append(pk, syn("passkey", "rope", "self-extend W=L/2", 4, "exact_match", three(0.3)...)...)
 	byTask["passkey"] = pk
 	for task, x := range byTask {
 		if err := WriteCSV(CSVPath(dir, task), x); err != nil {
@@ -178,6 +183,8 @@ func TestWriteReportV3(t *testing.T) {
 		"Zheng et al. 2024 (DAPE)":                                             Inconclusive,
 		"Barbero et al. 2024 (p-RoPE)":                                         Inconclusive,
 		"Zhu et al. 2023 (PoSE)":                                               Reproduced,
+		"Jin et al. 2024 (Self-Extend)":                                        Reproduced,
+		"Xiao et al. 2023 (StreamingLLM)":                                      Reproduced,
 	}
 	for _, f := range fs {
 		if w, ok := want[f.Paper]; !ok || f.Verdict != w {
