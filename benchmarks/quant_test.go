@@ -20,6 +20,9 @@ import (
 //
 //	go test ./benchmarks -run QuantizedBitsPerByte -v
 func TestQuantizedBitsPerByte(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips scoring held-out Go source with the shipped decoder under six weight and activation types (about 30 s); run it with go test ./benchmarks -run TestQuantizedBitsPerByte")
+	}
 	root, err := corpus.GoRoot()
 	if err != nil {
 		t.Skipf("no Go source tree: %v", err)

@@ -275,6 +275,9 @@ func TestTopKMatchesFullSort(t *testing.T) {
 // Top-p without top-k draws what sorting the whole vocabulary drew (the reference below is the
 // sampler as it was), for the same seed, over many draws from random logits.
 func TestNucleusMatchesFullSort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips comparing many top-p draws with a full sort (about 7 s); run it with go test ./engine -run TestNucleusMatchesFullSort")
+	}
 	reference := func(rng *rand.Rand, logits []float32, temp, p float64) int {
 		ids := make([]int, len(logits))
 		for i := range ids {

@@ -240,7 +240,7 @@ func TestShiftRefusals(t *testing.T) {
 // in benchmarks/STREAMING.md.
 func TestStreamingBoundedCacheBPB(t *testing.T) {
 	if testing.Short() {
-		t.Skip("scores 4 KiB four times on the shipped model")
+		t.Skip("-short: skips scoring 4 KiB four times on the shipped model (about 8 s); run it with go test ./engine -run TestStreamingBoundedCacheBPB")
 	}
 	text, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "fmt", "print.go"))
 	if err != nil {

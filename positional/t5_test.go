@@ -144,6 +144,9 @@ func TestT5BucketReference(t *testing.T) {
 // The graph's buckets equal T5Bucket for every (query, key) pair of a window that includes
 // both directions, exact and logarithmic distances, edges, and distances far past max_distance.
 func TestT5GraphMatchesGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips comparing the bucket graph with T5Bucket for eight option sets (about 15 s); run it with go test ./positional -run TestT5GraphMatchesGo")
+	}
 	var pos []int32
 	for p := range int32(70) {
 		pos = append(pos, p)

@@ -52,7 +52,7 @@ type referenceTokenizer struct {
 
 func TestConformance(t *testing.T) {
 	if testing.Short() {
-		t.Skip("conformance against the JavaScript reference skipped in -short mode")
+		t.Skip("-short: skips npm install of the JavaScript reference tokenizers and conformance against them (about 30 s); run it with go test ./tokenizer -run TestConformance")
 	}
 	modules := os.Getenv("POSFORMER_TOKJS_MODULES")
 	if modules == "" {

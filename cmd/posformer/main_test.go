@@ -34,7 +34,7 @@ func TestDispatch(t *testing.T) {
 func installed(t *testing.T) (bin string, env []string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds the posformer binary")
+		t.Skip("-short: skips go install of the posformer binary and running it (about 10 s); run it with go test ./cmd/posformer")
 	}
 	gobin := t.TempDir()
 	install := exec.Command("go", "install", ".")

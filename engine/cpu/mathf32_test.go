@@ -107,6 +107,9 @@ func sweepBits(c mathF32Case, lo, hi, stride uint32, signs bool) (worst float64,
 func f32bits(x float32) uint32 { return math.Float32bits(x) }
 
 func TestMathF32Sweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips the 1-ulp sweep of the float32 math functions over their ranges (about 12 s); run it with go test ./engine/cpu -run TestMathF32Sweep")
+	}
 	// MATHF32_EXHAUSTIVE=1, or a comma-separated list of the functions to check exhaustively
 	// (the others are skipped).
 	env := os.Getenv("MATHF32_EXHAUSTIVE")

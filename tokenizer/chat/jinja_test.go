@@ -74,7 +74,7 @@ var knownDifferences = map[string]string{
 
 func TestJinjaMatchesHuggingFace(t *testing.T) {
 	if testing.Short() {
-		t.Skip("rendering against the JavaScript reference skipped in -short mode")
+		t.Skip("-short: skips npm install of Hugging Face's JavaScript Jinja and rendering against it; run it with go test ./tokenizer/chat -run TestJinjaMatchesHuggingFace")
 	}
 	modules := os.Getenv("POSFORMER_CHATJS_MODULES")
 	if modules == "" {

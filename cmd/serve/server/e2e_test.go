@@ -30,7 +30,7 @@ const openaiVersion = "6.30.1"
 
 func TestOpenAIClient(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end test with the openai npm package skipped in -short mode")
+		t.Skip("-short: skips npm install of the openai client and the end-to-end run against the server; run it with go test ./cmd/serve/server -run TestOpenAIClient")
 	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {

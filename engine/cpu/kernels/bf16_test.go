@@ -73,6 +73,9 @@ func runGemmBF16(t *testing.T, r *rand.Rand, c gemmCase) {
 }
 
 func TestSgemmBF16(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips 250 BF16 matrix shapes, four transpositions each, on every kernel path (about 10 s); run it with go test ./engine/cpu/kernels -run TestSgemmBF16")
+	}
 	forEachPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(31, 32))
 		type dims struct{ m, n, k int }

@@ -11,7 +11,9 @@
 // SwiGLU become architecture llama, decoders with learned positions, LayerNorm and GELU gpt2;
 // other models are refused, saying what llama.cpp could not run. The tokenizer goes into the
 // file (tokenizer.ggml.*): -z's, else the model's own (its tokenizer.json, the byte tokenizer, a
-// GGUF file's vocabulary); a llama2.c model without -z is written without one.
+// GGUF file's vocabulary); a llama2.c model without -z is written without one. A llama2.c
+// model's file always says BOS is 1 and starts every prompt (add_bos_token), with or without
+// -z or --no-vocab, as run.c does.
 //
 // An -o that exists (a file, or a folder holding an export) is refused unless --force replaces
 // it: llama.cpp's converters overwrite silently, but an export may be the only copy of a model
@@ -128,7 +130,8 @@ func run(o options, log io.Writer) error {
 	if opts.Name == "" {
 		opts.Name = strings.TrimSuffix(filepath.Base(filepath.Clean(o.model)), filepath.Ext(o.model))
 	}
-	if !o.noVocab {
+	switch {
+	case !o.noVocab:
 		vocab, note, err := vocabulary(o, kind, m.Config)
 		if err != nil {
 			return err
@@ -137,6 +140,10 @@ func run(o options, log io.Writer) error {
 			fmt.Fprintln(log, "export:", note)
 		}
 		opts.Vocab = vocab.KVs()
+	case kind == kindLlama2C:
+		// No tokens, but still BOS: without it the file's first token is the prompt's, and the
+		// same weights continue differently from the .bin.
+		opts.Vocab = llama2cSpecials(gguf.Vocab{}).KVs()
 	}
 	if err := gguf.Export(o.out, m, ctx, opts); err != nil {
 		return err
@@ -248,9 +255,7 @@ func vocabulary(o options, kind string, cfg models.Config) (gguf.Vocab, string, 
 		}
 		return v, "", nil // as the file has it, whatever our tokenizers make of it
 	case kind == kindLlama2C:
-		// llama2.c fixes BOS and EOS (run.c starts every sequence with BOS).
-		v := gguf.Vocab{BOS: 1, EOS: 2, UNK: -1, PAD: -1, AddBOS: true}
-		return v, "the model has no tokenizer (llama2.c keeps it in a tokenizer.bin): written without one; pass -z tokenizer.bin to include it", nil
+		return llama2cSpecials(gguf.Vocab{}), "the model has no tokenizer (llama2.c keeps it in a tokenizer.bin): written without one; pass -z tokenizer.bin to include it", nil
 	case kind == kindHF:
 		tok, err = tokenizer.Load(filepath.Join(o.model, hf.TokenizerFile))
 	default:
@@ -267,7 +272,23 @@ func vocabulary(o options, kind string, cfg models.Config) (gguf.Vocab, string, 
 	if err != nil {
 		return gguf.Vocab{}, "", fmt.Errorf("storing the tokenizer: %w (pass --no-vocab to write the model without it)", err)
 	}
+	if kind == kindLlama2C {
+		// The model was trained on sequences that start with BOS, whatever -z's tokenizer says.
+		return llama2cSpecials(gguf.Vocab(v)), "", nil
+	}
 	return gguf.Vocab(v), "", nil
+}
+
+// llama2cSpecials sets what llama2.c fixes on v: BOS is 1 and every sequence starts with it
+// (run.c prepends it to each prompt), and without tokens EOS is 2. Without add_bos_token a GGUF
+// runner feeds the prompt alone, and the same weights continue it differently
+// (TestLlama2CKeepsBOS).
+func llama2cSpecials(v gguf.Vocab) gguf.Vocab {
+	if v.Model == "" {
+		v.EOS, v.UNK, v.PAD = 2, -1, -1
+	}
+	v.BOS, v.AddBOS = 1, true
+	return v
 }
 
 // exportHF writes m as a Hugging Face directory: config.json and safetensors weights in the

@@ -484,6 +484,9 @@ func TestPNG(t *testing.T) {
 
 // Every scheme draws, except one with nothing to draw, which says so.
 func TestEverySchemePNG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips drawing every scheme as a PNG (about 5 s; TestPNG still draws one); run it with go test ./cmd/internal/app/pe -run TestEverySchemePNG")
+	}
 	dir := t.TempDir()
 	for _, name := range positional.Names() {
 		path := filepath.Join(dir, name+".png")
