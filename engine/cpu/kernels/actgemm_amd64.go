@@ -1,0 +1,61 @@
+package kernels
+
+// Go declarations of actgemm_avx2_amd64.s, and the checked wrappers that call them.
+
+import (
+	"fmt"
+
+	"github.com/posformer/posformer/layers/quant"
+)
+
+const haveActGemmAsm = true
+
+//go:noescape
+func q8ActGemm4AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, ldy int, n int, nb int)
+
+//go:noescape
+func q4ActGemm4AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, ldy int, n int, nb int)
+
+//go:noescape
+func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+
+//go:noescape
+func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+
+// checkActGemm panics unless the operands hold n weight rows and mr rows of x of nb blocks.
+func checkActGemm(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, mr, n, nb int) {
+	rowBytes := 32 * nb
+	if typ == quant.Q4_0 {
+		rowBytes = 16 * nb
+	}
+	if typ != quant.Q8_0 && typ != quant.Q4_0 || nb <= 0 || n <= 0 || len(q) < n*rowBytes || len(d) < n*nb || len(xq) < mr*32*nb || len(xd) < mr*nb {
+		panic(fmt.Sprintf("actGemm: %v, %d rows of x and %d of W of %d blocks, got %d bytes, %d scales, x of %d and %d scales", typ, mr, n, nb, len(q), len(d), len(xq), len(xd)))
+	}
+}
+
+// actGemm4 computes y[r·ldy + j] for the four rows r of x (scales interleaved) and n rows j of W.
+func actGemm4(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, ldy, n, nb int) {
+	checkActGemm(typ, q, d, xq, xd, 4, n, nb)
+	if len(y) < 3*ldy+n {
+		panic(fmt.Sprintf("actGemm4: y of %d for 4 rows of %d, %d apart", len(y), n, ldy))
+	}
+	if typ == quant.Q8_0 {
+		q8ActGemm4AVX2(&bytesAs[int8](q)[0], &d[0], &xq[0], &xd[0], &y[0], ldy, n, nb)
+	} else {
+		q4ActGemm4AVX2(&q[0], &d[0], &xq[0], &xd[0], &y[0], ldy, n, nb)
+	}
+}
+
+// actGemm1 computes y[j] for one row of x and the n rows of W.
+func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
+	n := len(y)
+	if n == 0 {
+		return
+	}
+	checkActGemm(typ, q, d, xq, xd, 1, n, nb)
+	if typ == quant.Q8_0 {
+		q8ActGemm1AVX2(&bytesAs[int8](q)[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
+	} else {
+		q4ActGemm1AVX2(&q[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
+	}
+}

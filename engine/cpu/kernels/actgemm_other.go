@@ -1,0 +1,15 @@
+//go:build !amd64
+
+package kernels
+
+import "github.com/posformer/posformer/layers/quant"
+
+const haveActGemmAsm = false
+
+func actGemm4(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, ldy, n, nb int) {
+	panic("no assembly")
+}
+
+func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
+	panic("no assembly")
+}

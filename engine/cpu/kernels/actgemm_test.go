@@ -1,0 +1,152 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/posformer/posformer/layers/quant"
+)
+
+// actGemmCase is a product of the integer GEMM: m rows of x against n weight rows of k.
+type actGemmCase struct {
+	typ     quant.Type
+	m, n, k int
+	w       actCase // the weights (its x unused)
+	x       []float32
+}
+
+func newActGemmCase(r *rand.Rand, typ quant.Type, m, n, k int, raw bool) actGemmCase {
+	c := actGemmCase{typ: typ, m: m, n: n, k: k, w: newActCase(r, typ, k, n, raw, 1)}
+	c.x = make([]float32, m*k)
+	for i := range c.x {
+		c.x[i] = float32(r.NormFloat64())
+	}
+	if m > 1 {
+		clear(c.x[k : 2*k]) // a row of zeros: its scales are 0
+	}
+	return c
+}
+
+// run computes the product with the kernel set path into y of ldy = n+3, the gaps poisoned.
+func (c actGemmCase) run(t *testing.T, path string) []float32 {
+	t.Helper()
+	saved := Path()
+	defer SetPath(saved)
+	if err := SetPath(path); err != nil {
+		t.Skipf("kernel set %s: %v", path, err)
+	}
+	buf := make([]byte, ActRowsBytes(c.m, c.k))
+	a, err := QuantizeActRows(c.x, c.m, c.k, c.k, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldy := c.n + 3
+	y := make([]float32, c.m*ldy)
+	for i := range y {
+		y[i] = 12345
+	}
+	ActGemm(c.typ, &a, c.w.q, c.w.d, c.n, y, ldy)
+	for i, v := range y {
+		if i%ldy >= c.n && v != 12345 {
+			t.Fatalf("%v %d×%d×%d: y[%d] (past a row's end) written: %g", c.typ, c.m, c.n, c.k, i, v)
+		}
+	}
+	return y
+}
+
+func gemmShapes() (out [][3]int) {
+	for _, m := range []int{1, 3, 4, 5, 8, 11} {
+		for _, n := range []int{1, 2, 7, 33} {
+			for _, k := range []int{32, 96, 288} {
+				out = append(out, [3]int{m, n, k})
+			}
+		}
+	}
+	return out
+}
+
+// The AVX2 kernels do the Go reference's operations in its order: the same bits.
+func TestActGemmAssemblyMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, raw := range []bool{false, true} {
+			if raw && typ != quant.Q8_0 {
+				continue
+			}
+			for _, s := range gemmShapes() {
+				c := newActGemmCase(r, typ, s[0], s[1], s[2], raw)
+				want := c.run(t, Generic)
+				got := c.run(t, AVX2)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v %v: y[%d] = %g, Go reference %g", typ, s, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// The integer GEMM is the product of x stored as Q8_0 and read back with the weights (from
+// layers/quant alone, in float64) to float32's rounding, and within the quantization of x of
+// the exact float32 path: |Δ| ≤ Σ_b d_x[b]/2 · Σ_{j in b} |w_j| (rounding moves each q_x by at most
+// ½, the scale's half-float rounding is inside ggml's format).
+func TestActGemmMatchesFloat(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, s := range gemmShapes() {
+			c := newActGemmCase(r, typ, s[0], s[1], s[2], false)
+			got := c.run(t, Path())
+			m, n, k := c.m, c.n, c.k
+			nb := k / 32
+			w := make([]float32, n*k)
+			if err := dequantSplit(typ, c.w.q, c.w.d, w); err != nil {
+				t.Fatal(err)
+			}
+			for i := range m {
+				xi := c.x[i*k : i*k+k]
+				raw, err := quant.Quantize(quant.Q8_0, xi)
+				if err != nil {
+					t.Fatal(err)
+				}
+				xr := make([]float32, k)
+				if err := quant.Dequantize(quant.Q8_0, raw, xr); err != nil {
+					t.Fatal(err)
+				}
+				for j := range n {
+					var ref, exact, mag, bound float64
+					for b := range nb {
+						var wabs, dx float64
+						for e := 32 * b; e < 32*b+32; e++ {
+							wv := float64(w[j*k+e])
+							ref += float64(xr[e]) * wv
+							exact += float64(xi[e]) * wv
+							mag += math.Abs(float64(xr[e]) * wv)
+							wabs += math.Abs(wv)
+							dx = max(dx, math.Abs(float64(xi[e]))/127)
+						}
+						bound += dx * 0.5 * 1.001 * wabs
+					}
+					v := float64(got[i*(n+3)+j])
+					if d := math.Abs(v - ref); d > 1e-5*mag+1e-30 {
+						t.Fatalf("%v %v: y[%d,%d] = %g, x as Q8_0 gives %g (Σ|terms| %g)", typ, s, i, j, v, ref, mag)
+					}
+					if d := math.Abs(v - exact); d > bound+1e-5*mag+1e-30 {
+						t.Fatalf("%v %v: y[%d,%d] = %g, float x gives %g: off by %g, more than x's rounding allows (%g)", typ, s, i, j, v, exact, d, bound)
+					}
+				}
+			}
+		}
+	}
+}
+
+// dequantSplit widens weights in the split layout (values, then scales) to float32.
+func dequantSplit(typ quant.Type, q []byte, d []float32, dst []float32) error {
+	if typ == quant.Q8_0 {
+		DequantQ8_0(bytesAs[int8](q), d, dst)
+	} else {
+		DequantQ4_0(q, d, dst)
+	}
+	return nil
+}
