@@ -17,16 +17,14 @@ import (
 	"github.com/posformer/posformer/layers/quant"
 )
 
-// With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights with up to four rows of x equals the int8
-// product ggml's formats define (actCase.reference)  for every row; with more rows (prefill) and
-// for bf16 it is the exact product, as without the option. Under both kernel sets.
+// With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights equals the int8 product ggml's formats define
+// (actCase.reference) for every row, with a few rows of x (decoding) and many (prefill, the
+// integer GEMM, whose rows go by fours and a rest); for bf16 it is the exact product, as without
+// the option. Under every kernel set.
 func TestActQ8Product(t *testing.T) {
 	be := mustBackend(t, "actq8=true")
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, p := range kernels.Paths() {
-		if p == kernels.AVX2 {
-			continue // the int8 path is assembly with AVX-512 VNNI, Go otherwise
-		}
 		t.Run(p, func(t *testing.T) {
 			withKernels(t, p)
 			const N = 37
@@ -37,7 +35,7 @@ func TestActQ8Product(t *testing.T) {
 				}
 				for _, typ := range []quant.Type{quant.BF16, quant.Q8_0, quant.Q4_0} {
 					parts, deq := quantParts(t, typ, wf, N, K)
-					for _, M := range []int{1, 3, 4, 7} {
+					for _, M := range []int{1, 3, 4, 7, 13} {
 						t.Run(fmt.Sprintf("%v/k=%d/m=%d", typ, K, M), func(t *testing.T) {
 							xf := make([]float32, M*K)
 							for i := range xf {
@@ -51,7 +49,7 @@ func TestActQ8Product(t *testing.T) {
 							})
 							args := append([]any{tensors.FromFlatDataAndDimensions(xf, M, K)}, anySlice(parts)...)
 							got := tensors.MustCopyFlatData[float32](exe.MustExec(args...)[0])
-							int8Path := typ != quant.BF16 && M <= 4
+							int8Path := typ != quant.BF16
 							for i := range M {
 								want, mag := make([]float64, N), make([]float64, N)
 								if int8Path {
@@ -93,8 +91,8 @@ func splitParts(t *testing.T, parts []*tensors.Tensor) ([]byte, []float32) {
 // says "int8 activations" once a product takes them, not before; a bad value says which values
 // are valid.
 func TestActQ8Option(t *testing.T) {
-	if be := mustBackend(t, ""); be.actq8 != kernels.VNNI() {
-		t.Errorf("default actq8 = %v, want %v (int8 kernels in assembly: %v)", be.actq8, kernels.VNNI(), kernels.VNNI())
+	if be := mustBackend(t, ""); be.actq8 != kernels.IntAsm() {
+		t.Errorf("default actq8 = %v, want %v (int8 kernels in assembly: %v)", be.actq8, kernels.IntAsm(), kernels.IntAsm())
 	}
 	be := mustBackend(t, "threads=1,actq8=true")
 	if !be.actq8 {

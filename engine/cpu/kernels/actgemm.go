@@ -20,6 +20,10 @@ import (
 	"github.com/posformer/posformer/layers/quant"
 )
 
+// IntAsm reports whether the products with int8 activations run in assembly: AVX-512 VNNI's
+// for decoding's rows where the CPU has it (VNNI), this file's AVX2 kernels for the rest.
+func IntAsm() bool { return haveActGemmAsm && quantKernels() != noQuantAsm }
+
 // ActRows is m rows of x of k quantized for ActGemm: the values row by row, and the scales of
 // each group of four rows interleaved ([block][row of the group], the order the four-row kernel
 // walks), those of the last m%4 rows row by row.
@@ -45,8 +49,14 @@ func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 	off := align64(m * k)
 	a.d = bytesAs[float32](buf[off : off+4*m*nb])
 	raw := bytesAs[float32](buf[off+align64(4*m*nb) : off+align64(4*m*nb)+4*m*nb])
+	asm := IntAsm()
 	for i := range m {
-		if err := quant.QuantizeSplit(quant.Q8_0, x[i*ldx:i*ldx+k], bytesAs[byte](buf[i*k:i*k+k]), raw[i*nb:i*nb+nb]); err != nil {
+		xi, qi, di := x[i*ldx:i*ldx+k], a.q[i*k:i*k+k], raw[i*nb:i*nb+nb]
+		if asm {
+			quantizeRowAsm(xi, qi, di)
+			continue
+		}
+		if err := quant.QuantizeSplit(quant.Q8_0, xi, buf[i*k:i*k+k], di); err != nil {
 			return a, fmt.Errorf("quantizing activations: %w", err)
 		}
 	}
@@ -83,7 +93,7 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 		}
 		return
 	}
-	asm := haveActGemmAsm && quantKernels() != noQuantAsm
+	asm := IntAsm()
 	full := m &^ 3
 	for g := 0; g < full; g += 4 {
 		xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]

@@ -22,6 +22,20 @@ func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n i
 //go:noescape
 func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 
+//go:noescape
+func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
+
+// quantizeRowAsm quantizes x (nb blocks) into q and d as quant.QuantizeSplit does.
+func quantizeRowAsm(x []float32, q []int8, d []float32) {
+	nb := len(d)
+	if len(x) < 32*nb || len(q) < 32*nb {
+		panic(fmt.Sprintf("quantizeRowAsm: %d blocks, got x of %d and q of %d", nb, len(x), len(q)))
+	}
+	if nb > 0 {
+		q8QuantizeAVX2(&x[0], &q[0], &d[0], nb)
+	}
+}
+
 // checkActGemm panics unless the operands hold n weight rows and mr rows of x of nb blocks.
 func checkActGemm(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, mr, n, nb int) {
 	rowBytes := 32 * nb

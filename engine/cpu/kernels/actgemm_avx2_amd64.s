@@ -196,3 +196,99 @@ TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-56
 	ONES
 	NIBBLECONSTS
 	GEMM1(WQ4, 16)
+
+// Quantizing a row of x to Q8_0 blocks with layers/quant's rounding bit for bit (the VNNI
+// quantizer's, vnni_amd64.s, in AVX2): d = max|x|/127 in float32 (max|x| taken on the bits of
+// |x|, so a NaN wins as in Go's max), id = 1/d (0 when d is 0), q = round(x·id) half away from
+// zero: truncate, then step one away from zero where the dropped fraction is at least ½. d is
+// stored rounded to a half float and widened back. The four vectors of int32 are packed to bytes
+// by VPACKSSDW/VPACKSSWB, which interleave 128-bit lanes; VPERMD with actPerm puts them back.
+
+DATA actPerm<>+0(SB)/4, $0
+DATA actPerm<>+4(SB)/4, $4
+DATA actPerm<>+8(SB)/4, $1
+DATA actPerm<>+12(SB)/4, $5
+DATA actPerm<>+16(SB)/4, $2
+DATA actPerm<>+20(SB)/4, $6
+DATA actPerm<>+24(SB)/4, $3
+DATA actPerm<>+28(SB)/4, $7
+GLOBL actPerm<>(SB), RODATA|NOPTR, $32
+
+// P·id (Y5) rounded half away from zero, as int32 in P (uses Y6-Y8).
+#define ROUNDQ(P) \
+	VMULPS     Y5, P, P \
+	VROUNDPS   $3, P, Y6 \
+	VSUBPS     Y6, P, Y7 \
+	VANDPS     Y15, Y7, Y7 \
+	VCMPPS     $13, Y12, Y7, Y7 \
+	VANDPS     Y11, P, Y8 \
+	VORPS      Y13, Y8, Y8 \
+	VANDPS     Y7, Y8, Y8 \
+	VADDPS     Y8, Y6, Y6 \
+	VCVTTPS2DQ Y6, P
+
+#define BCAST(val, Y, X) \
+	MOVL         val, AX \
+	VMOVD        AX, X \
+	VPBROADCASTD X, Y
+
+// func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
+TEXT ·q8QuantizeAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	BCAST($0x7fffffff, Y15, X15)
+	BCAST($0x42fe0000, Y14, X14) // 127.0
+	BCAST($0x3f800000, Y13, X13) // 1.0
+	BCAST($0x3f000000, Y12, X12) // 0.5
+	BCAST($0x80000000, Y11, X11)
+	VMOVDQU actPerm<>(SB), Y10
+	TESTQ CX, CX
+	JZ    qdone
+
+qblock:
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      64(SI), Y2
+	VMOVUPS      96(SI), Y3
+	VANDPS       Y15, Y0, Y4
+	VANDPS       Y15, Y1, Y5
+	VANDPS       Y15, Y2, Y6
+	VANDPS       Y15, Y3, Y7
+	VPMAXUD      Y5, Y4, Y4
+	VPMAXUD      Y7, Y6, Y6
+	VPMAXUD      Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPMAXUD      X5, X4, X4
+	VBROADCASTSS X4, Y4
+	VDIVPS       Y14, Y4, Y4 // d
+	VDIVPS       Y4, Y13, Y5
+	VXORPS       Y6, Y6, Y6
+	VCMPPS       $4, Y6, Y4, Y6
+	VANDPS       Y6, Y5, Y5 // id, 0 where d is 0
+	VCVTPS2PH    $0, X4, X6
+	VCVTPH2PS    X6, X6
+	VMOVSS       X6, (DX)
+	ROUNDQ(Y0)
+	ROUNDQ(Y1)
+	ROUNDQ(Y2)
+	ROUNDQ(Y3)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y10, Y0
+	VMOVDQU      Y0, (DI)
+	ADDQ         $128, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          qblock
+
+qdone:
+	VZEROUPPER
+	RET

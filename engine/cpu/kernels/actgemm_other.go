@@ -13,3 +13,5 @@ func actGemm4(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y 
 func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
 	panic("no assembly")
 }
+
+func quantizeRowAsm(x []float32, q []int8, d []float32) { panic("no assembly") }

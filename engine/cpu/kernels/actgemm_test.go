@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -149,4 +150,94 @@ func dequantSplit(typ quant.Type, q []byte, d []float32, dst []float32) error {
 		DequantQ4_0(q, d, dst)
 	}
 	return nil
+}
+
+// BenchmarkActGemm: the integer GEMM of a prefill's product (128 rows of x, weights of the
+// 110M shape's attention), GMAC/s reported as GFLOP/s of 2 flops each; quantizing x included.
+func BenchmarkActGemm(b *testing.B) {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, s := range [][3]int{{128, 256, 768}, {4, 256, 768}, {1, 2048, 768}} {
+			m, n, k := s[0], s[1], s[2]
+			c := newActGemmCase(rand.New(rand.NewPCG(5, 6)), typ, m, n, k, false)
+			buf := make([]byte, ActRowsBytes(m, k))
+			y := make([]float32, m*n)
+			b.Run(fmt.Sprintf("%v/%dx%dx%d", typ, m, n, k), func(b *testing.B) {
+				for b.Loop() {
+					a, _ := QuantizeActRows(c.x, m, k, k, buf)
+					ActGemm(typ, &a, c.w.q, c.w.d, n, y, n)
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkActGemmFloat is the float32 GEMM of BenchmarkActGemm's prefill shape (weights already
+// float32), for comparison.
+func BenchmarkActGemmFloat(b *testing.B) {
+	m, n, k := 128, 256, 768
+	r := rand.New(rand.NewPCG(5, 6))
+	x, w, y := make([]float32, m*k), make([]float32, n*k), make([]float32, m*n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	for b.Loop() {
+		Sgemm(false, true, m, n, k, 1, x, k, w, k, 0, y, n)
+	}
+	b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// The AVX2 quantizer rounds as layers/quant does, bit for bit: random rows, a row of zeros,
+// halves exactly between two integers (either sign), values just below a half, and scales that
+// fall among half floats' subnormals.
+func TestQuantizeActRowsAssemblyMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const k = 32 * 9
+	x := make([]float32, 3*k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 3)
+	}
+	clear(x[32:64])
+	// Block 2: max 127, so id = 1 and every value is its own quotient.
+	for j := range 32 {
+		x[64+j] = float32(j-16) + 0.5
+	}
+	x[64] = 127
+	x[65] = -2.5
+	x[66] = 0.49999997
+	x[67] = -0.49999997
+	for j := range 32 { // block 3: a scale of about 1e-7, below half floats' normal range
+		x[96+j] = float32(r.NormFloat64() * 1e-5)
+	}
+	for j := range 32 { // block 4: large values
+		x[128+j] = float32(r.NormFloat64() * 1e4)
+	}
+	got, want := quantizeWith(t, AVX2, x, 3, k), quantizeWith(t, Generic, x, 3, k)
+	for i := range want.q {
+		if got.q[i] != want.q[i] {
+			t.Fatalf("q[%d] = %d, Go %d (x %g)", i, got.q[i], want.q[i], x[i])
+		}
+	}
+	for i := range want.d {
+		if math.Float32bits(got.d[i]) != math.Float32bits(want.d[i]) {
+			t.Fatalf("d[%d] = %g, Go %g", i, got.d[i], want.d[i])
+		}
+	}
+}
+
+func quantizeWith(t *testing.T, path string, x []float32, m, k int) ActRows {
+	t.Helper()
+	saved := Path()
+	defer SetPath(saved)
+	if err := SetPath(path); err != nil {
+		t.Skipf("kernel set %s: %v", path, err)
+	}
+	a, err := QuantizeActRows(x, m, k, k, make([]byte, ActRowsBytes(m, k)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
