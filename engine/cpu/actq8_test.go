@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -183,4 +184,54 @@ func (c actCase) reference() (want, mag []float64) {
 		}
 	}
 	return want, mag
+}
+
+// BenchmarkQuantProductPrefill: x·Wᵀ through a compiled graph at prefill's shapes (the 110M
+// shape's attention and feed-forward products), Q8_0 and Q4_0 weights with int8 activations
+// (the integer GEMM) and without (actq8=false: float32 panels), and float32 weights; one
+// thread unless -cpu says otherwise. GFLOP/s counts a multiply-add as two.
+//
+//	go test ./engine/cpu -run '^$' -bench QuantProductPrefill -cpu 1,2
+func BenchmarkQuantProductPrefill(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, s := range [][3]int{{128, 768, 768}, {512, 2048, 768}} {
+		M, N, K := s[0], s[1], s[2]
+		wf := make([]float32, N*K)
+		for i := range wf {
+			wf[i] = float32(r.NormFloat64())
+		}
+		xf := make([]float32, M*K)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		for _, c := range []struct {
+			typ   quant.Type
+			actq8 bool
+		}{{quant.F32, false}, {quant.Q8_0, false}, {quant.Q8_0, true}, {quant.Q4_0, false}, {quant.Q4_0, true}} {
+			b.Run(fmt.Sprintf("%dx%dx%d/%v/actq8=%v", M, N, K, c.typ, c.actq8), func(b *testing.B) {
+				be, err := New(fmt.Sprintf("threads=%d,actq8=%v", runtime.GOMAXPROCS(0), c.actq8))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer be.Finalize()
+				var args []any
+				var exe *Exec
+				if c.typ == quant.F32 {
+					exe = MustNewExec(be, func(x, w *Node) *Node { return DotGeneral(x, []int{1}, nil, w, []int{1}, nil) })
+					args = []any{tensors.FromFlatDataAndDimensions(xf, M, K), tensors.FromFlatDataAndDimensions(wf, N, K)}
+				} else {
+					parts, _ := quantParts(b, c.typ, wf, N, K)
+					exe = MustNewExec(be, func(in []*Node) []*Node {
+						return []*Node{layers.QuantizedWeight(c.typ, N, K, in[1:]...).MulT(in[0])}
+					})
+					args = append([]any{tensors.FromFlatDataAndDimensions(xf, M, K)}, anySlice(parts)...)
+				}
+				exe.MustExec(args...)
+				for b.Loop() {
+					exe.MustExec(args...)
+				}
+				b.ReportMetric(2*float64(M*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
 }
