@@ -8,15 +8,17 @@ package kernels
 // multiply-adds in float; this one reads the stored bytes and does 32 multiply-adds in a handful
 // of integer instructions.
 //
-// The same arithmetic serves one row of x (decoding) where the CPU has AVX2 but not AVX-512
-// VNNI. On amd64 with AVX2 it runs in actgemm_avx2_amd64.s; elsewhere, or with the generic
-// kernel set, actGemmGo below does the same operations in the same order, so the two agree to
-// the bit (TestActGemmAssemblyMatchesGo).
+// One row of x (decoding) takes the same integer products where the CPU has AVX2 but not
+// AVX-512 VNNI (ActDotRows). On amd64 with AVX2 both run in actgemm_avx2_amd64.s; with the
+// generic kernel set, actGemmGo below does the GEMM's operations in the same order, so the two
+// agree to the bit (TestActGemmAssemblyMatchesGo), and actDotLanesGo states the one-row kernel's.
 
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/layers/quant"
 )
 
@@ -24,9 +26,9 @@ import (
 // for decoding's rows where the CPU has it (VNNI), this file's AVX2 kernels for the rest.
 func IntAsm() bool { return haveActGemmAsm && quantKernels() != noQuantAsm }
 
-// ActRows is m rows of x of k quantized for ActGemm: the values row by row, and the scales of
-// each group of four rows interleaved ([block][row of the group], the order the four-row kernel
-// walks), those of the last m%4 rows row by row.
+// ActRows is m rows of x of k quantized for ActGemm, padded with rows of zeros to a multiple of
+// four: the values row by row, and the scales of each group of four rows interleaved ([block][row
+// of the group]), the order the kernel walks them.
 type ActRows struct {
 	M, K int
 	q    []int8
@@ -35,7 +37,8 @@ type ActRows struct {
 
 // ActRowsBytes is the scratch QuantizeActRows needs for m rows of k (a multiple of 32).
 func ActRowsBytes(m, k int) int {
-	return align64(m*k) + 2*align64(4*m*k/32)
+	mp := (m + 3) &^ 3
+	return align64(mp*k) + 2*align64(4*mp*k/32)
 }
 
 // QuantizeActRows quantizes the m rows of x (k values each, ldx apart) into buf
@@ -44,11 +47,11 @@ func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 	if k%32 != 0 || len(buf) < ActRowsBytes(m, k) || (m > 0 && len(x) < (m-1)*ldx+k) {
 		return ActRows{}, fmt.Errorf("quantizing %d rows of %d: want k a multiple of 32, %d bytes of scratch and %d values, got %d and %d", m, k, ActRowsBytes(m, k), (m-1)*ldx+k, len(buf), len(x))
 	}
-	nb := k / 32
-	a := ActRows{M: m, K: k, q: bytesAs[int8](buf[:m*k])}
-	off := align64(m * k)
-	a.d = bytesAs[float32](buf[off : off+4*m*nb])
-	raw := bytesAs[float32](buf[off+align64(4*m*nb) : off+align64(4*m*nb)+4*m*nb])
+	nb, mp := k/32, (m+3)&^3
+	a := ActRows{M: m, K: k, q: bytesAs[int8](buf[:mp*k])}
+	off := align64(mp * k)
+	a.d = bytesAs[float32](buf[off : off+4*mp*nb])
+	raw := bytesAs[float32](buf[off+align64(4*mp*nb) : off+align64(4*mp*nb)+4*mp*nb])
 	asm := IntAsm()
 	for i := range m {
 		xi, qi, di := x[i*ldx:i*ldx+k], a.q[i*k:i*k+k], raw[i*nb:i*nb+nb]
@@ -60,28 +63,26 @@ func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 			return a, fmt.Errorf("quantizing activations: %w", err)
 		}
 	}
-	full := m &^ 3
-	for g := 0; g < full; g += 4 {
+	clear(a.q[m*k:])
+	clear(raw[m*nb:])
+	for g := 0; g < mp; g += 4 {
 		for b := range nb {
 			for r := range 4 {
 				a.d[g*nb+4*b+r] = raw[(g+r)*nb+b]
 			}
 		}
 	}
-	copy(a.d[full*nb:], raw[full*nb:m*nb])
 	return a, nil
 }
 
 // ActGemm computes y[i·ldy + j] = x[i]·W[j] for the a.M rows of x and the n rows of W, stored
-// as typ (Q8_0: q as int8, Q4_0: nibble bytes) with scales d.
+// as typ (Q8_0: q as int8, Q4_0: nibble bytes) with scales d: in assembly a panel of eight
+// weight rows at a time (packPanel) against every four rows of x, in Go (actGemmGo) with the
+// same arithmetic.
 func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float32, ldy int) {
 	m, k := a.M, a.K
 	nb := k / 32
-	rowBytes := k
-	if typ == quant.Q4_0 {
-		rowBytes = k / 2
-	}
-	if len(q) < n*rowBytes || len(d) < n*nb || (m > 0 && n > 0 && len(y) < (m-1)*ldy+n) {
+	if len(q) < n*storedRowBytes(typ, k) || len(d) < n*nb || (m > 0 && n > 0 && len(y) < (m-1)*ldy+n) {
 		panic(fmt.Sprintf("ActGemm: %d×%d by %d rows of %d, got %d bytes, %d scales, y of %d", m, k, n, k, len(q), len(d), len(y)))
 	}
 	if m == 0 || n == 0 {
@@ -93,54 +94,137 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 		}
 		return
 	}
-	asm := IntAsm()
-	full := m &^ 3
-	for g := 0; g < full; g += 4 {
-		xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]
-		if asm {
-			actGemm4(typ, q, d, xq, xd, y[g*ldy:], ldy, n, nb)
-		} else {
-			actGemmGo(typ, 4, q, d, xq, xd, y[g*ldy:], ldy, n, nb)
-		}
+	if !IntAsm() {
+		actGemmGo(typ, a, q, d, n, y, ldy)
+		return
 	}
-	for i := full; i < m; i++ {
-		xq, xd := a.q[i*k:(i+1)*k], a.d[i*nb:(i+1)*nb]
-		if asm {
-			actGemm1(typ, q, d, xq, xd, y[i*ldy:i*ldy+n], nb)
-		} else {
-			actGemmGo(typ, 1, q, d, xq, xd, y[i*ldy:], ldy, n, nb)
+	buf := packs.Get(panelBytes(nb))
+	defer packs.Put(buf)
+	pq, pd := bytesAs[int8](buf[:256*nb]), bytesAs[float32](buf[256*nb:panelBytes(nb)])
+	var tile [4 * 8]float32 // a tile cut by the last rows or columns
+	for p0 := 0; p0 < n; p0 += 8 {
+		cols := min(8, n-p0)
+		packPanel(typ, q, d, k, p0, cols, pq, pd)
+		for g := 0; g < m; g += 4 {
+			xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]
+			rows := min(4, m-g)
+			if rows == 4 && cols == 8 {
+				actGemm4x8(pq, pd, xq, xd, y[g*ldy+p0:], ldy, nb)
+				continue
+			}
+			actGemm4x8(pq, pd, xq, xd, tile[:], 8, nb)
+			for r := range rows {
+				copy(y[(g+r)*ldy+p0:(g+r)*ldy+p0+cols], tile[8*r:8*r+cols])
+			}
 		}
 	}
 }
 
-// actGemmGo is the kernels' arithmetic in Go, for mr = 4 rows of x (scales interleaved) or 1:
+// packs are the panels' scratch buffers, reused across calls and threads.
+var packs = freelist.New(freelist.Config[byte]{Max: freelist.PerCPU})
+
+// panelBytes is the size of a packed panel of eight weight rows of nb blocks: the values, then
+// the scales.
+func panelBytes(nb int) int { return 256*nb + 32*nb }
+
+// storedRowBytes is the bytes of one stored weight row of k values.
+func storedRowBytes(typ quant.Type, k int) int {
+	if typ == quant.Q4_0 {
+		return k / 2
+	}
+	return k
+}
+
+// packPanel lays out weight rows p0..p0+cols-1 (up to eight; the rest of the panel zeros) for
+// actGemm4x8: per block, chunk c (32 bytes) holds elements 4c..4c+3 of each row as signed
+// bytes (Q4_0's nibbles widened to n−8), row r at bytes 4r..4r+3; pd holds the eight rows' scales
+// per block.
+func packPanel(typ quant.Type, q []byte, d []float32, k, p0, cols int, pq []int8, pd []float32) {
+	nb := k / 32
+	dst := chunksOf(pq)
+	if cols < 8 {
+		clear(dst)
+		clear(pd)
+	}
+	for r := range cols {
+		for b := range nb {
+			pd[8*b+r] = d[(p0+r)*nb+b]
+		}
+	}
+	rowBytes := storedRowBytes(typ, k)
+	if cols == 8 && IntAsm() {
+		packValuesAsm(typ, q[p0*rowBytes:], rowBytes, pq, nb)
+		return
+	}
+	var w [32]int8
+	for r := range cols {
+		j := p0 + r
+		for b := range nb {
+			var src []uint32
+			if typ == quant.Q8_0 {
+				src = bytesAs[uint32](q[j*k+32*b : j*k+32*b+32])
+			} else {
+				unpackBlock(typ, q, j*nb+b, &w)
+				src = chunksOf(w[:])
+			}
+			for c := range 8 {
+				dst[64*b+8*c+r] = src[c]
+			}
+		}
+	}
+}
+
+// chunksOf views signed bytes as chunks of four.
+func chunksOf(b []int8) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// actGemmGo is ActGemm's arithmetic in Go: per block of a row of x and a weight row the exact
+// int32 sum, converted to float32 and fused-multiply-added into the product with d_x·d_w.
+func actGemmGo(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float32, ldy int) {
+	k := a.K
+	nb := k / 32
+	var w [32]int8
+	for i := range a.M {
+		g, r := i&^3, i&3
+		for j := range n {
+			var acc float32
+			for b := range nb {
+				unpackBlock(typ, q, j*nb+b, &w)
+				var sum int32
+				for e, v := range a.q[i*k+32*b : i*k+32*b+32] {
+					sum += int32(w[e]) * int32(v)
+				}
+				acc = fma32(float32(sum), a.d[g*nb+4*b+r]*d[j*nb+b], acc)
+			}
+			y[i*ldy+j] = acc
+		}
+	}
+}
+
+// actDotLanesGo is the one-row kernel's arithmetic (decoding without VNNI, ActDotRows) in Go:
 // per block eight int32 lanes, lane l the sum of the products of elements 4l..4l+3; each lane
 // converted to float32 and fused-multiply-added into its accumulator with d_x·d_w; the lanes
 // summed at the end as the assembly's HSUM does.
-func actGemmGo(typ quant.Type, mr int, q []byte, d []float32, xq []int8, xd []float32, y []float32, ldy, n, nb int) {
-	k := 32 * nb
+func actDotLanesGo(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32) {
+	nb := len(xd)
 	var w [32]int8
-	for j := range n {
-		var acc [4][8]float32
+	for j := range y {
+		var acc [8]float32
 		for b := range nb {
 			unpackBlock(typ, q, j*nb+b, &w)
-			dw := d[j*nb+b]
-			for r := range mr {
-				x := xq[r*k+32*b : r*k+32*b+32]
-				s := xd[mr*b+r] * dw
-				for l := range 8 {
-					var lane int32
-					for e := 4 * l; e < 4*l+4; e++ {
-						lane += int32(w[e]) * int32(x[e])
-					}
-					acc[r][l] = fma32(float32(lane), s, acc[r][l])
+			s := xd[b] * d[j*nb+b]
+			x := xq[32*b : 32*b+32]
+			for l := range 8 {
+				var lane int32
+				for e := 4 * l; e < 4*l+4; e++ {
+					lane += int32(w[e]) * int32(x[e])
 				}
+				acc[l] = fma32(float32(lane), s, acc[l])
 			}
 		}
-		for r := range mr {
-			v := acc[r]
-			y[r*ldy+j] = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
-		}
+		v := acc
+		y[j] = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
 	}
 }
 

@@ -11,10 +11,7 @@ import (
 const haveActGemmAsm = true
 
 //go:noescape
-func q8ActGemm4AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, ldy int, n int, nb int)
-
-//go:noescape
-func q4ActGemm4AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, ldy int, n int, nb int)
+func actGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, y *float32, ldy int, nb int)
 
 //go:noescape
 func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
@@ -47,17 +44,33 @@ func checkActGemm(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32
 	}
 }
 
-// actGemm4 computes y[r·ldy + j] for the four rows r of x (scales interleaved) and n rows j of W.
-func actGemm4(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, ldy, n, nb int) {
-	checkActGemm(typ, q, d, xq, xd, 4, n, nb)
-	if len(y) < 3*ldy+n {
-		panic(fmt.Sprintf("actGemm4: y of %d for 4 rows of %d, %d apart", len(y), n, ldy))
+//go:noescape
+func q8PackAVX2(q *int8, ldq int, pq *int8, nb int)
+
+//go:noescape
+func q4PackAVX2(q *uint8, ldq int, pq *int8, nb int)
+
+// packValuesAsm lays out the values of eight whole weight rows starting at q (rows ldq bytes
+// apart, nb blocks each) into the panel pq, as packPanel does.
+func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int) {
+	rowBytes := storedRowBytes(typ, 32*nb)
+	if nb <= 0 || len(q) < 7*ldq+rowBytes || len(pq) < 256*nb {
+		panic(fmt.Sprintf("packValuesAsm: 8 rows of %d blocks %d bytes apart, got %d bytes and a panel of %d", nb, ldq, len(q), len(pq)))
 	}
 	if typ == quant.Q8_0 {
-		q8ActGemm4AVX2(&bytesAs[int8](q)[0], &d[0], &xq[0], &xd[0], &y[0], ldy, n, nb)
+		q8PackAVX2(&bytesAs[int8](q)[0], ldq, &pq[0], nb)
 	} else {
-		q4ActGemm4AVX2(&q[0], &d[0], &xq[0], &xd[0], &y[0], ldy, n, nb)
+		q4PackAVX2(&q[0], ldq, &pq[0], nb)
 	}
+}
+
+// actGemm4x8 computes the tile y[r·ldy + c] for four rows r of x (scales interleaved) and the
+// eight weight rows c of a panel packed by packPanel.
+func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, ldy, nb int) {
+	if nb <= 0 || len(pq) < 256*nb || len(pd) < 8*nb || len(xq) < 4*32*nb || len(xd) < 4*nb || ldy < 8 || len(y) < 3*ldy+8 {
+		panic(fmt.Sprintf("actGemm4x8: %d blocks, got a panel of %d values and %d scales, x of %d and %d scales, y of %d (stride %d)", nb, len(pq), len(pd), len(xq), len(xd), len(y), ldy))
+	}
+	actGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &y[0], ldy, nb)
 }
 
 // actGemm1 computes y[j] for one row of x and the n rows of W.

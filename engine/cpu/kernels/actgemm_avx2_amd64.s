@@ -1,21 +1,28 @@
 // AVX2 integer kernels for products with int8 activations (actgemm.go): rows of x quantized to
-// Q8_0 blocks against Q8_0 or Q4_0 weight rows, every block an exact integer dot product.
+// Q8_0 blocks against Q8_0 or Q4_0 weights, every block an exact integer dot product.
 // Hand-written; the Go wrappers (actgemm_amd64.go) check every length.
 //
 // AVX2 has no unsigned-by-signed dot product into int32 (VNNI's vpdpbusd), so a block takes
 // ggml's route (mul_sum_i8_pairs): VPMADDUBSW multiplies unsigned bytes by signed bytes into
 // pairwise int16 sums, so the weight goes in as |w| and x takes w's sign (VPSIGNB), which keeps
-// every product w·x; VPMADDWD against ones then sums the int16 pairs into eight int32 lanes,
-// lane l holding the four products of elements 4l..4l+3. No sum saturates: |w| ≤ 128 and
-// |x| ≤ 127 (ggml's rounding of x), so a pair is at most 2·128·127 = 32,512 < 32,767.
+// every product w·x; VPMADDWD against ones then sums the int16 pairs into int32 lanes. No sum
+// saturates: |w| ≤ 128 and |x| ≤ 127 (ggml's rounding of x), so a pair is at most
+// 2·128·127 = 32,512 < 32,767.
 //
-// Each lane is converted to float and added to its accumulator times d_x·d_w with one FMA, lane
-// by lane across the blocks; the eight lanes are summed at the end in a fixed order. The Go
-// reference (actGemmGo) does exactly these operations, so the two agree to the bit.
+// The GEMM (actGemm4x8AVX2) computes a tile of four rows of x by eight weight rows from a
+// panel of the weights repacked by packPanel: for each block, eight chunks of 32 bytes, chunk c
+// holding elements 4c..4c+3 of each of the eight weight rows. A chunk is loaded once for the four
+// rows of x; each row broadcasts its own four bytes of x to every lane, so lane r of the int32
+// result is weight row r's four products, and adding the eight chunks gives each weight row's
+// exact block sum in its lane. The block then costs one conversion and one FMA (times
+// d_x·d_w, the eight weight scales a vector) per row of x for all eight weight rows: about
+// 4.4 instructions per row and chunk of 32 multiply-adds, against 8 for a block-by-block dot
+// product. actGemmGo does the same operations in the same order, so the two agree to the bit.
 //
-// The four-row kernel keeps the four rows of x in L1 and loads each weight block once for all
-// four: per row and block eight instructions for 32 multiply-adds. The scales of a group of
-// four rows are interleaved ([block][row]), so one pointer walks them.
+// The one-row kernel (decoding without VNNI) dots a row of x with each weight row in place, with
+// no repacking: per block eight int32 lanes, lane l the products of elements 4l..4l+3, each lane
+// converted and added to its accumulator times d_x·d_w with one FMA, the lanes summed at the end
+// in a fixed order (actDotLanesGo states it).
 
 #include "textflag.h"
 
@@ -73,54 +80,6 @@
 	VPERMILPS    $0xb1, X, X9 \
 	VADDPS       X9, X, X
 
-// The four-row kernel's body: for each of n weight rows (SI values, DX scales), the four rows
-// of x (R8 values with row stride R12, R9 scales interleaved by four) into y (DI, stride R10
-// bytes; R15 and R13 get three strides of each). WLOAD loads a weight block and WSTEP is its
-// size in bytes.
-#define GEMM4(WLOAD, WSTEP) \
-	MOVQ   R12, R15 \
-	SHLQ   $1, R15 \
-	ADDQ   R12, R15 \
-	MOVQ   R10, R13 \
-	SHLQ   $1, R13 \
-	ADDQ   R10, R13 \
-	TESTQ  CX, CX \
-	JZ     done4 \
-col4: \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	MOVQ   R8, R11 \
-	MOVQ   R9, R14 \
-	MOVQ   BX, AX \
-blk4: \
-	WLOAD \
-	ROW((R11), (R14), Y0) \
-	ROW((R11)(R12*1), 4(R14), Y1) \
-	ROW((R11)(R12*2), 8(R14), Y2) \
-	ROW((R11)(R15*1), 12(R14), Y3) \
-	ADDQ   $WSTEP, SI \
-	ADDQ   $4, DX \
-	ADDQ   $32, R11 \
-	ADDQ   $16, R14 \
-	DECQ   AX \
-	JNZ    blk4 \
-	HSUM(Y0, X0) \
-	HSUM(Y1, X1) \
-	HSUM(Y2, X2) \
-	HSUM(Y3, X3) \
-	VMOVSS X0, (DI) \
-	VMOVSS X1, (DI)(R10*1) \
-	VMOVSS X2, (DI)(R10*2) \
-	VMOVSS X3, (DI)(R13*1) \
-	ADDQ   $4, DI \
-	DECQ   CX \
-	JNZ    col4 \
-done4: \
-	VZEROUPPER \
-	RET
-
 // The one-row kernel's body: y[j] (DI, consecutive) for n weight rows against one row of x (R8
 // values, R9 scales).
 #define GEMM1(WLOAD, WSTEP) \
@@ -149,19 +108,6 @@ done1: \
 	VZEROUPPER \
 	RET
 
-#define ARGS4 \
-	MOVQ w+0(FP), SI \
-	MOVQ wd+8(FP), DX \
-	MOVQ xq+16(FP), R8 \
-	MOVQ xd+24(FP), R9 \
-	MOVQ y+32(FP), DI \
-	MOVQ ldy+40(FP), R10 \
-	SHLQ $2, R10 \
-	MOVQ n+48(FP), CX \
-	MOVQ nb+56(FP), BX \
-	MOVQ BX, R12 \
-	SHLQ $5, R12
-
 #define ARGS1 \
 	MOVQ w+0(FP), SI \
 	MOVQ wd+8(FP), DX \
@@ -170,19 +116,6 @@ done1: \
 	MOVQ y+32(FP), DI \
 	MOVQ n+40(FP), CX \
 	MOVQ nb+48(FP), BX
-
-// func q8ActGemm4AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, ldy int, n int, nb int)
-TEXT ·q8ActGemm4AVX2(SB), NOSPLIT, $0-64
-	ARGS4
-	ONES
-	GEMM4(WQ8, 32)
-
-// func q4ActGemm4AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, ldy int, n int, nb int)
-TEXT ·q4ActGemm4AVX2(SB), NOSPLIT, $0-64
-	ARGS4
-	ONES
-	NIBBLECONSTS
-	GEMM4(WQ4, 16)
 
 // func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
@@ -290,5 +223,209 @@ qblock:
 	JNZ          qblock
 
 qdone:
+	VZEROUPPER
+	RET
+
+// One chunk c of the panel's block against row i of x: Y0 the chunk, Y1 its magnitudes, xa the
+// row's four bytes; the lanes' sums go to (first chunk) or are added to ACC. T is a temporary.
+#define CHUNK0(xa, T, ACC) \
+	VPBROADCASTD xa, T \
+	VPSIGNB      Y0, T, T \
+	VPMADDUBSW   T, Y1, T \
+	VPMADDWD     Y15, T, ACC
+
+#define CHUNK(xa, T, ACC) \
+	VPBROADCASTD xa, T \
+	VPSIGNB      Y0, T, T \
+	VPMADDUBSW   T, Y1, T \
+	VPMADDWD     Y15, T, T \
+	VPADDD       T, ACC, ACC
+
+// The four rows of x (R8, row stride R12, R15 = 3·R12) against chunk c of the block at (SI).
+#define CHUNKS(c) \
+	VMOVDQU c*32(SI), Y0 \
+	VPABSB  Y0, Y1 \
+	CHUNK(c*4(R8), Y2, Y4) \
+	CHUNK(c*4(R8)(R12*1), Y3, Y5) \
+	CHUNK(c*4(R8)(R12*2), Y2, Y6) \
+	CHUNK(c*4(R8)(R15*1), Y3, Y7)
+
+// Row i's block sums (int32, ACC) into its accumulator F: F += float(ACC) · (d_x · d_w), d_x at
+// da, the eight d_w in Y12.
+#define SCALE(da, ACC, F) \
+	VCVTDQ2PS    ACC, ACC \
+	VBROADCASTSS da, Y13 \
+	VMULPS       Y12, Y13, Y13 \
+	VFMADD231PS  Y13, ACC, F
+
+// func actGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, y *float32, ldy int, nb int)
+TEXT ·actGemm4x8AVX2(SB), NOSPLIT, $0-56
+	MOVQ pq+0(FP), SI
+	MOVQ pd+8(FP), DX
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R9
+	MOVQ y+32(FP), DI
+	MOVQ ldy+40(FP), R10
+	SHLQ $2, R10
+	MOVQ nb+48(FP), CX
+	MOVQ CX, R12
+	SHLQ $5, R12
+	LEAQ (R12)(R12*2), R15
+	LEAQ (R10)(R10*2), R13
+	ONES
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+tile:
+	VMOVDQU (SI), Y0
+	VPABSB  Y0, Y1
+	CHUNK0((R8), Y2, Y4)
+	CHUNK0((R8)(R12*1), Y3, Y5)
+	CHUNK0((R8)(R12*2), Y2, Y6)
+	CHUNK0((R8)(R15*1), Y3, Y7)
+	CHUNKS(1)
+	CHUNKS(2)
+	CHUNKS(3)
+	CHUNKS(4)
+	CHUNKS(5)
+	CHUNKS(6)
+	CHUNKS(7)
+	VMOVUPS (DX), Y12
+	SCALE((R9), Y4, Y8)
+	SCALE(4(R9), Y5, Y9)
+	SCALE(8(R9), Y6, Y10)
+	SCALE(12(R9), Y7, Y11)
+	ADDQ $256, SI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ  tile
+
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(R10*1)
+	VMOVUPS Y10, (DI)(R10*2)
+	VMOVUPS Y11, (DI)(R13*1)
+	VZEROUPPER
+	RET
+
+// Packing a panel of eight weight rows for actGemm4x8AVX2: each block of the eight rows, as 32
+// signed bytes in element order, is an 8×8 matrix of four-byte chunks (row r's chunk c), and the
+// panel wants it transposed (chunk c of rows 0-7 together): the usual 8×8 transpose of 32-bit
+// elements by unpacks, shuffles and 128-bit permutes.
+
+DATA nibbleMask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibbleMask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibbleMask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibbleMask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibbleMask<>(SB), RODATA|NOPTR, $32
+
+DATA nibbleEight<>+0(SB)/8, $0x0808080808080808
+DATA nibbleEight<>+8(SB)/8, $0x0808080808080808
+DATA nibbleEight<>+16(SB)/8, $0x0808080808080808
+DATA nibbleEight<>+24(SB)/8, $0x0808080808080808
+GLOBL nibbleEight<>(SB), RODATA|NOPTR, $32
+
+// Q4_0 block of 16 bytes at a into Y as 32 signed bytes n−8 in element order (X8 a temporary).
+#define Q4ROW(a, Y, X) \
+	VMOVDQU     a, X \
+	VPSRLW      $4, X, X8 \
+	VINSERTI128 $1, X8, Y, Y \
+	VPAND       nibbleMask<>(SB), Y, Y \
+	VPSUBB      nibbleEight<>(SB), Y, Y
+
+// Y0-Y7 (rows) transposed as 8×8 dwords and stored as the block's eight chunks at (DI).
+#define TRANSPOSE_STORE \
+	VUNPCKLPS  Y1, Y0, Y8 \
+	VUNPCKHPS  Y1, Y0, Y9 \
+	VUNPCKLPS  Y3, Y2, Y10 \
+	VUNPCKHPS  Y3, Y2, Y11 \
+	VUNPCKLPS  Y5, Y4, Y12 \
+	VUNPCKHPS  Y5, Y4, Y13 \
+	VUNPCKLPS  Y7, Y6, Y14 \
+	VUNPCKHPS  Y7, Y6, Y15 \
+	VSHUFPS    $0x44, Y10, Y8, Y0 \
+	VSHUFPS    $0xee, Y10, Y8, Y1 \
+	VSHUFPS    $0x44, Y11, Y9, Y2 \
+	VSHUFPS    $0xee, Y11, Y9, Y3 \
+	VSHUFPS    $0x44, Y14, Y12, Y4 \
+	VSHUFPS    $0xee, Y14, Y12, Y5 \
+	VSHUFPS    $0x44, Y15, Y13, Y6 \
+	VSHUFPS    $0xee, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8 \
+	VPERM2F128 $0x20, Y5, Y1, Y9 \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15 \
+	VMOVDQU    Y8, (DI) \
+	VMOVDQU    Y9, 32(DI) \
+	VMOVDQU    Y10, 64(DI) \
+	VMOVDQU    Y11, 96(DI) \
+	VMOVDQU    Y12, 128(DI) \
+	VMOVDQU    Y13, 160(DI) \
+	VMOVDQU    Y14, 192(DI) \
+	VMOVDQU    Y15, 224(DI)
+
+#define PACKARGS \
+	MOVQ q+0(FP), SI \
+	MOVQ ldq+8(FP), BX \
+	MOVQ pq+16(FP), DI \
+	MOVQ nb+24(FP), CX \
+	LEAQ (BX)(BX*2), R11 \
+	LEAQ (BX)(BX*4), R12 \
+	LEAQ (R11)(BX*4), R13
+
+// func q8PackAVX2(q *int8, ldq int, pq *int8, nb int)
+TEXT ·q8PackAVX2(SB), NOSPLIT, $0-32
+	PACKARGS
+	TESTQ CX, CX
+	JZ    q8packdone
+
+q8pack:
+	VMOVDQU (SI), Y0
+	VMOVDQU (SI)(BX*1), Y1
+	VMOVDQU (SI)(BX*2), Y2
+	VMOVDQU (SI)(R11*1), Y3
+	VMOVDQU (SI)(BX*4), Y4
+	VMOVDQU (SI)(R12*1), Y5
+	VMOVDQU (SI)(R11*2), Y6
+	VMOVDQU (SI)(R13*1), Y7
+	TRANSPOSE_STORE
+	ADDQ    $32, SI
+	ADDQ    $256, DI
+	DECQ    CX
+	JNZ     q8pack
+
+q8packdone:
+	VZEROUPPER
+	RET
+
+// func q4PackAVX2(q *uint8, ldq int, pq *int8, nb int)
+TEXT ·q4PackAVX2(SB), NOSPLIT, $0-32
+	PACKARGS
+	TESTQ CX, CX
+	JZ    q4packdone
+
+q4pack:
+	Q4ROW((SI), Y0, X0)
+	Q4ROW((SI)(BX*1), Y1, X1)
+	Q4ROW((SI)(BX*2), Y2, X2)
+	Q4ROW((SI)(R11*1), Y3, X3)
+	Q4ROW((SI)(BX*4), Y4, X4)
+	Q4ROW((SI)(R12*1), Y5, X5)
+	Q4ROW((SI)(R11*2), Y6, X6)
+	Q4ROW((SI)(R13*1), Y7, X7)
+	TRANSPOSE_STORE
+	ADDQ $16, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  q4pack
+
+q4packdone:
 	VZEROUPPER
 	RET

@@ -6,7 +6,7 @@ import "github.com/posformer/posformer/layers/quant"
 
 const haveActGemmAsm = false
 
-func actGemm4(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, ldy, n, nb int) {
+func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, ldy, nb int) {
 	panic("no assembly")
 }
 
@@ -15,3 +15,5 @@ func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y 
 }
 
 func quantizeRowAsm(x []float32, q []int8, d []float32) { panic("no assembly") }
+
+func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int) { panic("no assembly") }

@@ -58,7 +58,7 @@ func (c actGemmCase) run(t *testing.T, path string) []float32 {
 
 func gemmShapes() (out [][3]int) {
 	for _, m := range []int{1, 3, 4, 5, 8, 11} {
-		for _, n := range []int{1, 2, 7, 33} {
+		for _, n := range []int{1, 2, 7, 8, 33} {
 			for _, k := range []int{32, 96, 288} {
 				out = append(out, [3]int{m, n, k})
 			}
@@ -67,7 +67,8 @@ func gemmShapes() (out [][3]int) {
 	return out
 }
 
-// The AVX2 kernels do the Go reference's operations in its order: the same bits.
+// The AVX2 GEMM does the Go reference's operations in its order: the same bits, for tiles cut
+// by the last rows of x and the last weight rows too.
 func TestActGemmAssemblyMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
@@ -82,6 +83,36 @@ func TestActGemmAssemblyMatchesGo(t *testing.T) {
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("%v %v: y[%d] = %g, Go reference %g", typ, s, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// Decoding's AVX2 kernel (one row of x, ActDotRows without VNNI's layout) does the operations of
+// actDotLanesGo in its order: the same bits.
+func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
+	saved := Path()
+	defer SetPath(saved)
+	if err := SetPath(AVX2); err != nil {
+		t.Skipf("kernel set %s: %v", AVX2, err)
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, k := range []int{32, 96, 288, 768} {
+			for _, rows := range []int{1, 5, 64} {
+				c := newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1)
+				a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := make([]float32, rows), make([]float32, rows)
+				ActDotRows(typ, c.q, c.d, k, &a, got)
+				actDotLanesGo(typ, c.q, c.d, a.q, a.d, want)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v k=%d: y[%d] = %g, Go %g", typ, k, i, got[i], want[i])
 					}
 				}
 			}
