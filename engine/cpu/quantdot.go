@@ -276,15 +276,17 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	}
 	stored := quantMatrix{typ: qa.typ, K: K}
 	pool := lw.e.backend.pool
-	// Rows of W per task: whole vectors, about 4 tasks per thread, panels that fit the scratch.
-	rows := max(16, min((N+4*pool.threads()-1)/(4*pool.threads()), panelFloats/K)) &^ 15
+	// Rows of W per task: whole vectors, about 4 tasks per thread (each task costs two atomic
+	// operations on a cache line the threads share: a task of 32 rows of 768 Q8_0 values, 1 µs,
+	// lost a tenth of its time to them); the float32 panels of many rows of x fit the scratch.
+	rows := max(16, (N+4*pool.threads()-1)/(4*pool.threads())+15) &^ 15
 	switch {
 	case gemm:
 		// The integer GEMM walks a task's weight rows once per four rows of x: up to 256 of them
 		// (192 KB of Q8_0 at K = 768) stay in L2 meanwhile.
 		rows = max(16, min((N+4*pool.threads()-1)/(4*pool.threads()), kernels.QuantRowBlock)) &^ 15
 	case M > 4:
-		rows = max(16, min(rows, panelFloats/K&^15))
+		rows = max(16, min(rows, panelFloats/K)&^15)
 	}
 	if rows == 0 {
 		rows = 16
@@ -388,9 +390,10 @@ func (c *quantCall) task(t int) {
 }
 
 // minParallelQuantMACs is the least work worth splitting over threads for a quantized product:
-// a quarter of the bytes of a float32 one, and measured faster on one thread below it (a
-// 288×288 Q8_0 product takes ~2 µs, less than handing half of it to another thread).
-const minParallelQuantMACs = 1 << 20
+// measured faster on one thread below it (a 288×288 Q8_0 product takes ~2 µs, less than handing
+// half of it to another thread), while a 768×768 one (the 110M shape's attention, 30-40 µs)
+// is above it.
+const minParallelQuantMACs = 1 << 18
 
 // quantMatrix is a stored matrix [N, K] of one call: its bytes, and its scales.
 type quantMatrix struct {
