@@ -98,26 +98,44 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 		actGemmGo(typ, a, q, d, n, y, ldy)
 		return
 	}
-	buf := packs.Get(panelBytes(nb))
+	// The weights are packed once, a panel of eight rows at a time; then rows of x go through
+	// in blocks of about 128 KB that stay in L2 while every panel (7 KB at k = 768) passes over
+	// them from L1: taking all of x per panel would stream it from L3 once per eight weight rows.
+	panels := (n + 7) / 8
+	pb := panelBytes(nb)
+	buf := packs.Get(panels * pb)
 	defer packs.Put(buf)
-	pq, pd := bytesAs[int8](buf[:256*nb]), bytesAs[float32](buf[256*nb:panelBytes(nb)])
+	for p := range panels {
+		pq, pd := panelParts(buf[p*pb:(p+1)*pb], nb)
+		packPanel(typ, q, d, k, 8*p, min(8, n-8*p), pq, pd)
+	}
+	block := max(4, (128<<10)/k&^3)
 	var tile [4 * 8]float32 // a tile cut by the last rows or columns
-	for p0 := 0; p0 < n; p0 += 8 {
-		cols := min(8, n-p0)
-		packPanel(typ, q, d, k, p0, cols, pq, pd)
-		for g := 0; g < m; g += 4 {
-			xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]
-			rows := min(4, m-g)
-			if rows == 4 && cols == 8 {
-				actGemm4x8(pq, pd, xq, xd, y[g*ldy+p0:], ldy, nb)
-				continue
-			}
-			actGemm4x8(pq, pd, xq, xd, tile[:], 8, nb)
-			for r := range rows {
-				copy(y[(g+r)*ldy+p0:(g+r)*ldy+p0+cols], tile[8*r:8*r+cols])
+	for r0 := 0; r0 < m; r0 += block {
+		r1 := min(m, r0+block)
+		for p := range panels {
+			pq, pd := panelParts(buf[p*pb:(p+1)*pb], nb)
+			p0 := 8 * p
+			cols := min(8, n-p0)
+			for g := r0; g < r1; g += 4 {
+				xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]
+				rows := min(4, m-g)
+				if rows == 4 && cols == 8 {
+					actGemm4x8(pq, pd, xq, xd, y[g*ldy+p0:], ldy, nb)
+					continue
+				}
+				actGemm4x8(pq, pd, xq, xd, tile[:], 8, nb)
+				for r := range rows {
+					copy(y[(g+r)*ldy+p0:(g+r)*ldy+p0+cols], tile[8*r:8*r+cols])
+				}
 			}
 		}
 	}
+}
+
+// panelParts views a packed panel's bytes as its values and its scales.
+func panelParts(b []byte, nb int) ([]int8, []float32) {
+	return bytesAs[int8](b[:256*nb]), bytesAs[float32](b[256*nb : 288*nb])
 }
 
 // packs are the panels' scratch buffers, reused across calls and threads.

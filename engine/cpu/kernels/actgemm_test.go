@@ -68,7 +68,7 @@ func gemmShapes() (out [][3]int) {
 }
 
 // The AVX2 GEMM does the Go reference's operations in its order: the same bits, for tiles cut
-// by the last rows of x and the last weight rows too.
+// by the last rows of x and the last weight rows too, and across blocks of rows.
 func TestActGemmAssemblyMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
@@ -76,7 +76,8 @@ func TestActGemmAssemblyMatchesGo(t *testing.T) {
 			if raw && typ != quant.Q8_0 {
 				continue
 			}
-			for _, s := range gemmShapes() {
+			// 37 rows of 4096 span two of ActGemm's blocks of rows (32 at this depth).
+			for _, s := range append(gemmShapes(), [3]int{37, 9, 4096}) {
 				c := newActGemmCase(r, typ, s[0], s[1], s[2], raw)
 				want := c.run(t, Generic)
 				got := c.run(t, AVX2)
