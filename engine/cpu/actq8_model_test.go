@@ -3,10 +3,13 @@ package cpu_test
 // Model-level tests of actq8=true: what int8 activations do to a whole decoder.
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/posformer/posformer/engine"
@@ -242,4 +245,52 @@ func agree(a, b []int) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkPrefillGGUF: the prefill of a prompt of 128 and of 512 tokens (one AppendLast of a
+// fresh session; ids 100, 101, ... as benchmarks/peers/prefill.sh feeds llama.cpp) through each
+// GGUF file named in $POSFORMER_PREFILL_GGUF, on the exact path and, for Q8_0 and Q4_0 files,
+// with int8 activations (the integer GEMM). Reports tok/s; -count N and the best of the runs
+// resist a busy machine better than one cold prefill.
+//
+//	POSFORMER_PREFILL_GGUF="r110M-f32.gguf r110M-q8_0.gguf" go test ./engine/cpu -run '^$' \
+//	    -bench PrefillGGUF -cpu 1,2 -count 5
+func BenchmarkPrefillGGUF(b *testing.B) {
+	files := strings.Fields(os.Getenv("POSFORMER_PREFILL_GGUF"))
+	if len(files) == 0 {
+		b.Skip("set POSFORMER_PREFILL_GGUF to GGUF files")
+	}
+	for _, path := range files {
+		typ := engine.StoredWeightType(path)
+		options := []string{"actq8=false"}
+		if typ == quant.Q8_0 || typ == quant.Q4_0 {
+			options = append(options, "actq8=true")
+		}
+		for _, opt := range options {
+			e, err := engine.LoadAs(path, fmt.Sprintf("cpu:threads=%d,%s", runtime.GOMAXPROCS(0), opt), 1024, typ)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range []int{128, 512} {
+				toks, pos := make([]int, n), make([]int, n)
+				for i := range toks {
+					toks[i], pos[i] = 100+i, i
+				}
+				prefill := func() {
+					s := e.NewSession(1)
+					defer s.Close()
+					if _, err := s.AppendLast([][]int{toks}, [][]int{pos}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.Run(fmt.Sprintf("%s/%s/%d", filepath.Base(path), opt, n), func(b *testing.B) {
+					prefill() // compiles the graph and fills the pools
+					for b.Loop() {
+						prefill()
+					}
+					b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tok/s")
+				})
+			}
+		}
+	}
 }

@@ -11,7 +11,9 @@ package cpu
 // product then reads. When such a W is the right operand of x·Wᵀ and nothing else reads the
 // intermediate values, Compile rewrites the product to read the stored parts directly
 // (fuseQuantizedProducts): a few rows of x go through kernels that widen the weights in registers;
-// many rows dequantize a panel of W at a time into cache-sized scratch for the blocked GEMM.
+// many rows dequantize a panel of W at a time into cache-sized scratch for the blocked GEMM. With
+// actq8 (Q8_0 and Q4_0), x is quantized to int8 blocks instead and every block is an integer dot
+// product: row by row for a few rows, on the integer GEMM (kernels.ActGemm) for many.
 // Any other use of the same ops still runs op by op, so the match only changes the speed.
 
 import (
