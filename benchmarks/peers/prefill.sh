@@ -4,7 +4,7 @@
 # prefill of BOS and P-1 ids), the first prefill of each process, as a user meets it. The
 # engines alternate within each repetition, as in before_after.sh.
 #
-#   BEFORE=/tmp/infer-old AFTER=/tmp/infer-new PEERS=/tmp/peers bash benchmarks/peers/prefill.sh
+#   BEFORE=<old infer> AFTER=<new infer> PEERS=<peers dir> bash benchmarks/peers/prefill.sh
 #
 # PEERS holds llamacpp_decode (built with --prompt support) and the GGUF files
 # r{15M,110M}-{f32,q8_0,q4_0}.gguf (before_after.sh says how to make them). REPS (5),
