@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -17,16 +18,14 @@ import (
 	"github.com/posformer/posformer/layers/quant"
 )
 
-// With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights with up to four rows of x equals the int8
-// product ggml's formats define (actCase.reference)  for every row; with more rows (prefill) and
-// for bf16 it is the exact product, as without the option. Under both kernel sets.
+// With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights equals the int8 product ggml's formats define
+// (actCase.reference) for every row, with a few rows of x (decoding) and many (prefill, the
+// integer GEMM, whose rows go by fours and a rest); for bf16 it is the exact product, as without
+// the option. Under every kernel set.
 func TestActQ8Product(t *testing.T) {
 	be := mustBackend(t, "actq8=true")
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, p := range kernels.Paths() {
-		if p == kernels.AVX2 {
-			continue // the int8 path is assembly with AVX-512 VNNI, Go otherwise
-		}
 		t.Run(p, func(t *testing.T) {
 			withKernels(t, p)
 			const N = 37
@@ -37,7 +36,7 @@ func TestActQ8Product(t *testing.T) {
 				}
 				for _, typ := range []quant.Type{quant.BF16, quant.Q8_0, quant.Q4_0} {
 					parts, deq := quantParts(t, typ, wf, N, K)
-					for _, M := range []int{1, 3, 4, 7} {
+					for _, M := range []int{1, 3, 4, 7, 13} {
 						t.Run(fmt.Sprintf("%v/k=%d/m=%d", typ, K, M), func(t *testing.T) {
 							xf := make([]float32, M*K)
 							for i := range xf {
@@ -51,7 +50,7 @@ func TestActQ8Product(t *testing.T) {
 							})
 							args := append([]any{tensors.FromFlatDataAndDimensions(xf, M, K)}, anySlice(parts)...)
 							got := tensors.MustCopyFlatData[float32](exe.MustExec(args...)[0])
-							int8Path := typ != quant.BF16 && M <= 4
+							int8Path := typ != quant.BF16
 							for i := range M {
 								want, mag := make([]float64, N), make([]float64, N)
 								if int8Path {
@@ -93,8 +92,8 @@ func splitParts(t *testing.T, parts []*tensors.Tensor) ([]byte, []float32) {
 // says "int8 activations" once a product takes them, not before; a bad value says which values
 // are valid.
 func TestActQ8Option(t *testing.T) {
-	if be := mustBackend(t, ""); be.actq8 != kernels.VNNI() {
-		t.Errorf("default actq8 = %v, want %v (int8 kernels in assembly: %v)", be.actq8, kernels.VNNI(), kernels.VNNI())
+	if be := mustBackend(t, ""); be.actq8 != kernels.IntAsm() {
+		t.Errorf("default actq8 = %v, want %v (int8 kernels in assembly: %v)", be.actq8, kernels.IntAsm(), kernels.IntAsm())
 	}
 	be := mustBackend(t, "threads=1,actq8=true")
 	if !be.actq8 {
@@ -185,4 +184,54 @@ func (c actCase) reference() (want, mag []float64) {
 		}
 	}
 	return want, mag
+}
+
+// BenchmarkQuantProductPrefill: x·Wᵀ through a compiled graph at prefill's shapes (the 110M
+// shape's attention and feed-forward products), Q8_0 and Q4_0 weights with int8 activations
+// (the integer GEMM) and without (actq8=false: float32 panels), and float32 weights; one
+// thread unless -cpu says otherwise. GFLOP/s counts a multiply-add as two.
+//
+//	go test ./engine/cpu -run '^$' -bench QuantProductPrefill -cpu 1,2
+func BenchmarkQuantProductPrefill(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, s := range [][3]int{{128, 768, 768}, {512, 2048, 768}} {
+		M, N, K := s[0], s[1], s[2]
+		wf := make([]float32, N*K)
+		for i := range wf {
+			wf[i] = float32(r.NormFloat64())
+		}
+		xf := make([]float32, M*K)
+		for i := range xf {
+			xf[i] = float32(r.NormFloat64())
+		}
+		for _, c := range []struct {
+			typ   quant.Type
+			actq8 bool
+		}{{quant.F32, false}, {quant.Q8_0, false}, {quant.Q8_0, true}, {quant.Q4_0, false}, {quant.Q4_0, true}} {
+			b.Run(fmt.Sprintf("%dx%dx%d/%v/actq8=%v", M, N, K, c.typ, c.actq8), func(b *testing.B) {
+				be, err := New(fmt.Sprintf("threads=%d,actq8=%v", runtime.GOMAXPROCS(0), c.actq8))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer be.Finalize()
+				var args []any
+				var exe *Exec
+				if c.typ == quant.F32 {
+					exe = MustNewExec(be, func(x, w *Node) *Node { return DotGeneral(x, []int{1}, nil, w, []int{1}, nil) })
+					args = []any{tensors.FromFlatDataAndDimensions(xf, M, K), tensors.FromFlatDataAndDimensions(wf, N, K)}
+				} else {
+					parts, _ := quantParts(b, c.typ, wf, N, K)
+					exe = MustNewExec(be, func(in []*Node) []*Node {
+						return []*Node{layers.QuantizedWeight(c.typ, N, K, in[1:]...).MulT(in[0])}
+					})
+					args = append([]any{tensors.FromFlatDataAndDimensions(xf, M, K)}, anySlice(parts)...)
+				}
+				exe.MustExec(args...)
+				for b.Loop() {
+					exe.MustExec(args...)
+				}
+				b.ReportMetric(2*float64(M*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
 }

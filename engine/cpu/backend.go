@@ -8,8 +8,8 @@
 //
 // Select it with backends.NewWithConfig("cpu") or GOMLX_BACKEND=cpu; "cpu:threads=N" sets the
 // number of threads (default GOMAXPROCS), "cpu:actq8=false" keeps x in float32 in products with
-// Q8_0 and Q4_0 weights (by default quantized to int8 where the CPU has AVX-512 VNNI, as
-// llama.cpp does), "cpu:bf16dot=true" rounds the operands of float32 matrix products to
+// Q8_0 and Q4_0 weights (by default quantized to int8 where the int8 kernels run in assembly,
+// AVX2 or AVX-512 VNNI, as llama.cpp does), "cpu:bf16dot=true" rounds the operands of float32 matrix products to
 // bfloat16 (on AMX tiles where the CPU has them, unless "cpu:amx=false"; see New).
 package cpu
 
@@ -51,10 +51,11 @@ var _ backends.Backend = (*Backend)(nil)
 // GOMAXPROCS), "optimize=false" (compile the graph as recorded: no merging of identical nodes,
 // no products reading quantized weights' stored bytes, elementwise chains run op by op; to
 // measure what the passes give, and as the reference they are tested against),
-// "actq8=true|false" (decoding's products with Q8_0 or Q4_0 weights take x quantized to int8
-// blocks, as llama.cpp's do: faster, and no longer what the graph says to float rounding; see
-// kernels/vnni.go. The default is true where the int8 kernels run in assembly, AVX-512 VNNI, and
-// false elsewhere, where the portable integer path is slower than the exact one) and
+// "actq8=true|false" (products with Q8_0 or Q4_0 weights take x quantized to int8 blocks, as
+// llama.cpp's do, decoding's and prefill's alike: faster, and no longer what the graph says to
+// float rounding; see kernels/vnni.go and kernels/actgemm.go. The default is true where the int8
+// kernels run in assembly, AVX2 or AVX-512 VNNI, and false with the generic kernel set, where
+// the portable integer path is slower than the exact one) and
 // "bf16dot=true" (float32 products large enough for the blocked GEMM round their operands to
 // bfloat16 and sum in float32, kernels.SgemmBF16: about twice as fast with AVX512_BF16, a
 // relative error near 2⁻⁸ per product; without AVX512_BF16 a portable kernel, much slower)
@@ -63,7 +64,7 @@ var _ backends.Backend = (*Backend)(nil)
 // float32 sums in another order; the setting is the whole process's, as the kernel set is).
 func New(config string) (*Backend, error) {
 	threads := runtime.GOMAXPROCS(0)
-	optimize, actq8, bf16dot := true, kernels.VNNI(), false
+	optimize, actq8, bf16dot := true, kernels.IntAsm(), false
 	for _, opt := range strings.Split(config, ",") {
 		opt = strings.TrimSpace(opt)
 		if opt == "" {

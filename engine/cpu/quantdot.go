@@ -11,7 +11,9 @@ package cpu
 // product then reads. When such a W is the right operand of x·Wᵀ and nothing else reads the
 // intermediate values, Compile rewrites the product to read the stored parts directly
 // (fuseQuantizedProducts): a few rows of x go through kernels that widen the weights in registers;
-// many rows dequantize a panel of W at a time into cache-sized scratch for the blocked GEMM.
+// many rows dequantize a panel of W at a time into cache-sized scratch for the blocked GEMM. With
+// actq8 (Q8_0 and Q4_0), x is quantized to int8 blocks instead and every block is an integer dot
+// product: row by row for a few rows, on the integer GEMM (kernels.ActGemm) for many.
 // Any other use of the same ops still runs op by op, so the match only changes the speed.
 
 import (
@@ -260,21 +262,33 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	if !identity {
 		sx = lw.scratch(byteSize(xs))
 	}
-	// With actq8, the few-rows products (decoding) quantize x to int8 blocks once per call;
-	// products with more rows (prefill) keep the exact path: there the float32 GEMM over
-	// dequantized panels already reuses each weight for many rows, and a prompt is read once.
-	act := lw.e.backend.actq8 && (qa.typ == quant.Q8_0 || qa.typ == quant.Q4_0) && M <= 4
+	// With actq8, x is quantized to int8 blocks once per call: the few-rows products (decoding)
+	// take it row by row (kernels.ActDotRows, VNNI's layout where the CPU has it), the products of
+	// more rows (prefill) as one block of rows for the integer GEMM (kernels.ActGemm).
+	act := lw.e.backend.actq8 && (qa.typ == quant.Q8_0 || qa.typ == quant.Q4_0)
+	gemm := act && M > 4
 	sa := -1
 	if act {
 		lw.e.backend.actUsed.Store(true)
-		sa = lw.scratch(M * kernels.ActRowBytes(K))
+		if gemm {
+			sa = lw.scratch(kernels.ActRowsBytes(M, K))
+		} else {
+			sa = lw.scratch(M * kernels.ActRowBytes(K))
+		}
 	}
 	stored := quantMatrix{typ: qa.typ, K: K}
 	pool := lw.e.backend.pool
-	// Rows of W per task: whole vectors, about 4 tasks per thread, panels that fit the scratch.
-	rows := max(16, min((N+4*pool.threads()-1)/(4*pool.threads()), panelFloats/K)) &^ 15
-	if M > 4 {
-		rows = max(16, min(rows, panelFloats/K&^15))
+	// Rows of W per task: whole vectors, about 4 tasks per thread (each task costs two atomic
+	// operations on a cache line the threads share: a task of 32 rows of 768 Q8_0 values, 1 µs,
+	// lost a tenth of its time to them); the float32 panels of many rows of x fit the scratch.
+	rows := max(16, (N+4*pool.threads()-1)/(4*pool.threads())+15) &^ 15
+	switch {
+	case gemm:
+		// The integer GEMM walks a task's weight rows once per four rows of x: up to 256 of them
+		// (192 KB of Q8_0 at K = 768) stay in L2 meanwhile.
+		rows = max(16, min((N+4*pool.threads()-1)/(4*pool.threads()), kernels.QuantRowBlock)) &^ 15
+	case M > 4:
+		rows = max(16, min(rows, panelFloats/K)&^15)
 	}
 	if rows == 0 {
 		rows = 16
@@ -298,9 +312,12 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			c.w.d = typed[float32](f.slots[id])
 		}
 		c.y = typed[float32](f.slots[io])
-		c.M, c.N, c.K, c.rows, c.act, c.noPack = M, N, K, rows, act, noPack
+		c.M, c.N, c.K, c.rows, c.act, c.gemm, c.noPack = M, N, K, rows, act, gemm, noPack
 		c.xa, c.layout = nil, false
-		if act {
+		if gemm {
+			// Lengths are fixed at compile time, so quantizing cannot fail.
+			c.rowsQ, _ = kernels.QuantizeActRows(c.x, M, K, K, f.slots[sa])
+		} else if act {
 			c.xa, c.layout = f.slots[sa], kernels.VNNI()
 			for i := range M {
 				// Lengths are fixed at compile time, so quantizing cannot fail.
@@ -308,7 +325,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			}
 		}
 		c.pa = kernels.PackedA{}
-		if M > 4 && !noPack {
+		if M > 4 && !noPack && !gemm {
 			// x is packed once; every panel of W is multiplied by it.
 			buf := floats.Get(kernels.PackedASize(M, K))
 			defer floats.Put(buf)
@@ -331,6 +348,8 @@ type quantCall struct {
 	x, y                []float32
 	xa                  []byte
 	layout, act, noPack bool
+	gemm                bool // act with more than four rows: rowsQ, for kernels.ActGemm
+	rowsQ               kernels.ActRows
 	pa                  kernels.PackedA
 	M, N, K, rows       int
 	run                 func(t int)
@@ -347,6 +366,10 @@ func (c *quantCall) task(t int) {
 	M, N, K := c.M, c.N, c.K
 	n0 := t * c.rows
 	n1 := min(N, n0+c.rows)
+	if c.gemm {
+		c.w.mulGemmAct(&c.rowsQ, c.y, N, n0, n1)
+		return
+	}
 	if c.act {
 		c.w.mulRowsAct(M, c.xa, c.layout, c.y, N, n0, n1)
 		return
@@ -369,9 +392,10 @@ func (c *quantCall) task(t int) {
 }
 
 // minParallelQuantMACs is the least work worth splitting over threads for a quantized product:
-// a quarter of the bytes of a float32 one, and measured faster on one thread below it (a
-// 288×288 Q8_0 product takes ~2 µs, less than handing half of it to another thread).
-const minParallelQuantMACs = 1 << 20
+// measured faster on one thread below it (a 288×288 Q8_0 product takes ~2 µs, less than handing
+// half of it to another thread), while a 768×768 one (the 110M shape's attention, 30-40 µs)
+// is above it.
+const minParallelQuantMACs = 1 << 18
 
 // quantMatrix is a stored matrix [N, K] of one call: its bytes, and its scales.
 type quantMatrix struct {
@@ -428,6 +452,16 @@ func (w quantMatrix) mulRowsAct(m int, xa []byte, layout bool, y []float32, N, n
 			kernels.ActDotRows(w.typ, w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb], K, &rows[i], y[i*N+r0:i*N+r1])
 		}
 	}
+}
+
+// mulGemmAct computes y[:, n0:n1] = x·W[n0:n1]ᵀ for the rows of x quantized in a.
+func (w quantMatrix) mulGemmAct(a *kernels.ActRows, y []float32, N, n0, n1 int) {
+	K, nb := w.K, w.K/32
+	rowBytes := K // Q8_0: one int8 per value
+	if w.typ == quant.Q4_0 {
+		rowBytes = K / 2
+	}
+	kernels.ActGemm(w.typ, a, w.q[n0*rowBytes:n1*rowBytes], w.d[n0*nb:n1*nb], n1-n0, y[n0:], N)
 }
 
 // dequant widens rows [n0, n1) of W into dst, row-major [n1-n0, K].

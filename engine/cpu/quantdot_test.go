@@ -96,7 +96,7 @@ func testQuantizedProduct(t *testing.T, be *Backend, r *rand.Rand, N, K int) {
 }
 
 // quantParts stores wf [n, k] as typ: the tensors of its parts, and the dequantized values.
-func quantParts(t *testing.T, typ quant.Type, wf []float32, n, k int) ([]*tensors.Tensor, []float32) {
+func quantParts(t testing.TB, typ quant.Type, wf []float32, n, k int) ([]*tensors.Tensor, []float32) {
 	raw, err := quant.Quantize(typ, wf)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,8 @@ package kernels
 // This changes the numbers (x loses its low bits, as in llama.cpp's Q8_0 path); the
 // float32-activation kernels (quant.go) stay available with actq8=false. With AVX-512
 // VNNI (vpdpbusd: 64 int8 multiply-adds per instruction) the integer dot runs in
-// vnni_amd64.s; elsewhere, or with the portable kernels forced, in Go below.
+// vnni_amd64.s; with AVX2 in actgemm_avx2_amd64.s (as the products of many rows do); with the
+// portable kernels forced, in Go below.
 //
 // vpdpbusd multiplies unsigned bytes by signed bytes. The kernels make the unsigned operand
 // non-negative by an offset whose correction depends on x only, so it is computed once per
@@ -92,6 +93,10 @@ func QuantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (ActRow, 
 		actQuantize(typ, x, &a)
 		return a, nil
 	}
+	if IntAsm() {
+		quantizeRowAsm(x, a.q, a.d)
+		return a, nil
+	}
 	if err := quant.QuantizeSplit(quant.Q8_0, x, bytesAs[byte](buf[:k]), a.d); err != nil {
 		return a, fmt.Errorf("quantizing activations: %w", err)
 	}
@@ -156,6 +161,10 @@ func ActDotRows(typ quant.Type, q []byte, d []float32, k int, a *ActRow, y []flo
 		} else {
 			q4ActDotRows(q, d, a, y, k/32)
 		}
+		return
+	}
+	if IntAsm() {
+		actGemm1(typ, q, d, a.q, a.d, y, k/32)
 		return
 	}
 	if typ == quant.Q8_0 {

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Prefill speed of two posformer builds against llama.cpp, in one run on one machine: a prompt
+# of P tokens fed in one call (llama.cpp: one llama_decode of P tokens; posformer: cmd/infer's
+# prefill of BOS and P-1 ids), the first prefill of each process, as a user meets it. The
+# engines alternate within each repetition, as in before_after.sh.
+#
+#   BEFORE=<old infer> AFTER=<new infer> PEERS=<peers dir> bash benchmarks/peers/prefill.sh
+#
+# PEERS holds llamacpp_decode (built with --prompt support) and the GGUF files
+# r{15M,110M}-{f32,q8_0,q4_0}.gguf (before_after.sh says how to make them). REPS (5),
+# MODELS ("15M 110M"), TYPES ("f32 q8_0"), PROMPTS ("128 512") and THREADS (2) choose the rows.
+# PAUSE=PID stops that process (a background job) while the engines run and resumes it after.
+set -u
+PEERS=${PEERS:?set PEERS to the directory of the peers}
+BEFORE=${BEFORE:?set BEFORE to the infer binary of the old build}
+AFTER=${AFTER:?set AFTER to the infer binary of the new build}
+REPS=${REPS:-5}
+MODELS=${MODELS:-15M 110M}
+TYPES=${TYPES:-f32 q8_0}
+PROMPTS=${PROMPTS:-128 512}
+THREADS=${THREADS:-2}
+PAUSE=${PAUSE:-}
+export LLAMACPP_LIB_DIR=${LLAMACPP_LIB_DIR:-$PEERS/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64}
+if [ -n "$PAUSE" ]; then
+	trap 'kill -CONT "$PAUSE" 2>/dev/null' EXIT INT TERM
+fi
+cd "$PEERS"
+# run CMD...: the command's stderr, with the paused job stopped only while it runs.
+run() {
+	[ -n "$PAUSE" ] && kill -STOP "$PAUSE" 2>/dev/null
+	"$@" 2>&1 >/dev/null
+	[ -n "$PAUSE" ] && kill -CONT "$PAUSE" 2>/dev/null
+}
+rate() { run "$@" | grep -o "prefill tok/s: [0-9.]*\|prefill [0-9.]* tok/s" | grep -o "[0-9][0-9.]*" | head -1; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else printf "%.1f (%.1f-%.1f)\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
+middle() { median | cut -d' ' -f1; }
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC') · cpu: $(lscpu | sed -n 's/^Model name: *//p') · $(nproc) vCPUs · $THREADS threads · load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| model, weights, prompt | llama.cpp tok/s | posformer before | posformer after | after ÷ before | after ÷ llama.cpp |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for m in $MODELS; do
+	for q in $TYPES; do
+		for p in $PROMPTS; do
+			f=r$m-$q.gguf
+			ids=$(seq -s, 100 $((100 + p - 2)))
+			l=() b=() a=()
+			for _ in $(seq "$REPS"); do
+				l+=("$(rate ./llamacpp_decode "$f" 1 "$THREADS" --prompt "$p")")
+				b+=("$(rate "$BEFORE" -m "$f" -c 1024 --temp 0 --ignore-eos -n 1 --prompt-ids "$ids" --backend cpu:threads="$THREADS")")
+				a+=("$(rate "$AFTER" -m "$f" -c 1024 --temp 0 --ignore-eos -n 1 --prompt-ids "$ids" --backend cpu:threads="$THREADS")")
+			done
+			ml=$(printf '%s\n' "${l[@]}" | grep . | middle)
+			mb=$(printf '%s\n' "${b[@]}" | grep . | middle)
+			ma=$(printf '%s\n' "${a[@]}" | grep . | middle)
+			echo "| $m ${q^^}, $p | $(printf '%s\n' "${l[@]}" | grep . | median) | $(printf '%s\n' "${b[@]}" | grep . | median) | $(printf '%s\n' "${a[@]}" | grep . | median) | $(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.2f", a/b}') | $(awk -v a="$ma" -v b="$ml" 'BEGIN {printf "%.2f", a/b}') |"
+		done
+	done
+done

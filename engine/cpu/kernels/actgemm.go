@@ -1,0 +1,269 @@
+package kernels
+
+// Products of many rows of x with Q8_0 or Q4_0 weights on integer arithmetic (prefill with the
+// backend option actq8): every row of x is quantized to Q8_0 blocks as ggml does (vnni.go says
+// how), each block of a row against a block of a weight row is an exact integer dot product, and
+// the blocks are summed in float32 times their two scales. The float32 route (a panel of W
+// dequantized, then the float32 GEMM) writes and reads every weight as four bytes and does its
+// multiply-adds in float; this one reads the stored bytes and does 32 multiply-adds in a handful
+// of integer instructions.
+//
+// One row of x (decoding) takes the same integer products where the CPU has AVX2 but not
+// AVX-512 VNNI (ActDotRows). On amd64 with AVX2 both run in actgemm_avx2_amd64.s; with the
+// generic kernel set, actGemmGo below does the GEMM's operations in the same order, so the two
+// agree to the bit (TestActGemmAssemblyMatchesGo), and actDotLanesGo states the one-row kernel's.
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/posformer/posformer/engine/cpu/internal/freelist"
+	"github.com/posformer/posformer/layers/quant"
+)
+
+// IntAsm reports whether the products with int8 activations run in assembly: AVX-512 VNNI's
+// for decoding's rows where the CPU has it (VNNI), this file's AVX2 kernels for the rest.
+func IntAsm() bool { return haveActGemmAsm && quantKernels() != noQuantAsm }
+
+// ActRows is m rows of x of k quantized for ActGemm, padded with rows of zeros to a multiple of
+// four: the values row by row, and the scales of each group of four rows interleaved ([block][row
+// of the group]), the order the kernel walks them.
+type ActRows struct {
+	M, K int
+	q    []int8
+	d    []float32
+}
+
+// ActRowsBytes is the scratch QuantizeActRows needs for m rows of k (a multiple of 32).
+func ActRowsBytes(m, k int) int {
+	mp := (m + 3) &^ 3
+	return align64(mp*k) + 2*align64(4*mp*k/32)
+}
+
+// QuantizeActRows quantizes the m rows of x (k values each, ldx apart) into buf
+// (ActRowsBytes(m, k) bytes) with layers/quant's Q8_0 rounding.
+func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
+	if k%32 != 0 || len(buf) < ActRowsBytes(m, k) || (m > 0 && len(x) < (m-1)*ldx+k) {
+		return ActRows{}, fmt.Errorf("quantizing %d rows of %d: want k a multiple of 32, %d bytes of scratch and %d values, got %d and %d", m, k, ActRowsBytes(m, k), (m-1)*ldx+k, len(buf), len(x))
+	}
+	nb, mp := k/32, (m+3)&^3
+	a := ActRows{M: m, K: k, q: bytesAs[int8](buf[:mp*k])}
+	off := align64(mp * k)
+	a.d = bytesAs[float32](buf[off : off+4*mp*nb])
+	raw := bytesAs[float32](buf[off+align64(4*mp*nb) : off+align64(4*mp*nb)+4*mp*nb])
+	asm := IntAsm()
+	for i := range m {
+		xi, qi, di := x[i*ldx:i*ldx+k], a.q[i*k:i*k+k], raw[i*nb:i*nb+nb]
+		if asm {
+			quantizeRowAsm(xi, qi, di)
+			continue
+		}
+		if err := quant.QuantizeSplit(quant.Q8_0, xi, buf[i*k:i*k+k], di); err != nil {
+			return a, fmt.Errorf("quantizing activations: %w", err)
+		}
+	}
+	clear(a.q[m*k:])
+	clear(raw[m*nb:])
+	for g := 0; g < mp; g += 4 {
+		for b := range nb {
+			for r := range 4 {
+				a.d[g*nb+4*b+r] = raw[(g+r)*nb+b]
+			}
+		}
+	}
+	return a, nil
+}
+
+// ActGemm computes y[i·ldy + j] = x[i]·W[j] for the a.M rows of x and the n rows of W, stored
+// as typ (Q8_0: q as int8, Q4_0: nibble bytes) with scales d: in assembly a panel of eight
+// weight rows at a time (packPanel) against every four rows of x, in Go (actGemmGo) with the
+// same arithmetic.
+func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float32, ldy int) {
+	m, k := a.M, a.K
+	nb := k / 32
+	if len(q) < n*storedRowBytes(typ, k) || len(d) < n*nb || (m > 0 && n > 0 && len(y) < (m-1)*ldy+n) {
+		panic(fmt.Sprintf("ActGemm: %d×%d by %d rows of %d, got %d bytes, %d scales, y of %d", m, k, n, k, len(q), len(d), len(y)))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if nb == 0 {
+		for i := range m {
+			clear(y[i*ldy : i*ldy+n])
+		}
+		return
+	}
+	if !IntAsm() {
+		actGemmGo(typ, a, q, d, n, y, ldy)
+		return
+	}
+	// The weights are packed once, a panel of eight rows at a time; then rows of x go through
+	// in blocks of about 128 KB that stay in L2 while every panel (7 KB at k = 768) passes over
+	// them from L1: taking all of x per panel would stream it from L3 once per eight weight rows.
+	panels := (n + 7) / 8
+	pb := panelBytes(nb)
+	buf := packs.Get(panels * pb)
+	defer packs.Put(buf)
+	for p := range panels {
+		pq, pd := panelParts(buf[p*pb:(p+1)*pb], nb)
+		packPanel(typ, q, d, k, 8*p, min(8, n-8*p), pq, pd)
+	}
+	block := max(4, (128<<10)/k&^3)
+	var tile [4 * 8]float32 // a tile cut by the last rows or columns
+	for r0 := 0; r0 < m; r0 += block {
+		r1 := min(m, r0+block)
+		for p := range panels {
+			pq, pd := panelParts(buf[p*pb:(p+1)*pb], nb)
+			p0 := 8 * p
+			cols := min(8, n-p0)
+			for g := r0; g < r1; g += 4 {
+				xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]
+				rows := min(4, m-g)
+				if rows == 4 && cols == 8 {
+					actGemm4x8(pq, pd, xq, xd, y[g*ldy+p0:], ldy, nb)
+					continue
+				}
+				actGemm4x8(pq, pd, xq, xd, tile[:], 8, nb)
+				for r := range rows {
+					copy(y[(g+r)*ldy+p0:(g+r)*ldy+p0+cols], tile[8*r:8*r+cols])
+				}
+			}
+		}
+	}
+}
+
+// panelParts views a packed panel's bytes as its values and its scales.
+func panelParts(b []byte, nb int) ([]int8, []float32) {
+	return bytesAs[int8](b[:256*nb]), bytesAs[float32](b[256*nb : 288*nb])
+}
+
+// packs are the panels' scratch buffers, reused across calls and threads.
+var packs = freelist.New(freelist.Config[byte]{Max: freelist.PerCPU})
+
+// panelBytes is the size of a packed panel of eight weight rows of nb blocks: the values, then
+// the scales.
+func panelBytes(nb int) int { return 256*nb + 32*nb }
+
+// storedRowBytes is the bytes of one stored weight row of k values.
+func storedRowBytes(typ quant.Type, k int) int {
+	if typ == quant.Q4_0 {
+		return k / 2
+	}
+	return k
+}
+
+// packPanel lays out weight rows p0..p0+cols-1 (up to eight; the rest of the panel zeros) for
+// actGemm4x8: per block, chunk c (32 bytes) holds elements 4c..4c+3 of each row as signed
+// bytes (Q4_0's nibbles widened to n−8), row r at bytes 4r..4r+3; pd holds the eight rows' scales
+// per block.
+func packPanel(typ quant.Type, q []byte, d []float32, k, p0, cols int, pq []int8, pd []float32) {
+	nb := k / 32
+	dst := chunksOf(pq)
+	if cols < 8 {
+		clear(dst)
+		clear(pd)
+	}
+	for r := range cols {
+		for b := range nb {
+			pd[8*b+r] = d[(p0+r)*nb+b]
+		}
+	}
+	rowBytes := storedRowBytes(typ, k)
+	if cols == 8 && IntAsm() {
+		packValuesAsm(typ, q[p0*rowBytes:], rowBytes, pq, nb)
+		return
+	}
+	var w [32]int8
+	for r := range cols {
+		j := p0 + r
+		for b := range nb {
+			var src []uint32
+			if typ == quant.Q8_0 {
+				src = bytesAs[uint32](q[j*k+32*b : j*k+32*b+32])
+			} else {
+				unpackBlock(typ, q, j*nb+b, &w)
+				src = chunksOf(w[:])
+			}
+			for c := range 8 {
+				dst[64*b+8*c+r] = src[c]
+			}
+		}
+	}
+}
+
+// chunksOf views signed bytes as chunks of four.
+func chunksOf(b []int8) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// actGemmGo is ActGemm's arithmetic in Go: per block of a row of x and a weight row the exact
+// int32 sum, converted to float32 and fused-multiply-added into the product with d_x·d_w.
+func actGemmGo(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float32, ldy int) {
+	k := a.K
+	nb := k / 32
+	var w [32]int8
+	for i := range a.M {
+		g, r := i&^3, i&3
+		for j := range n {
+			var acc float32
+			for b := range nb {
+				unpackBlock(typ, q, j*nb+b, &w)
+				var sum int32
+				for e, v := range a.q[i*k+32*b : i*k+32*b+32] {
+					sum += int32(w[e]) * int32(v)
+				}
+				acc = fma32(float32(sum), a.d[g*nb+4*b+r]*d[j*nb+b], acc)
+			}
+			y[i*ldy+j] = acc
+		}
+	}
+}
+
+// actDotLanesGo is the one-row kernel's arithmetic (decoding without VNNI, ActDotRows) in Go:
+// per block eight int32 lanes, lane l the sum of the products of elements 4l..4l+3; each lane
+// converted to float32 and fused-multiply-added into its accumulator with d_x·d_w; the lanes
+// summed at the end as the assembly's HSUM does.
+func actDotLanesGo(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32) {
+	nb := len(xd)
+	var w [32]int8
+	for j := range y {
+		var acc [8]float32
+		for b := range nb {
+			unpackBlock(typ, q, j*nb+b, &w)
+			s := xd[b] * d[j*nb+b]
+			x := xq[32*b : 32*b+32]
+			for l := range 8 {
+				var lane int32
+				for e := 4 * l; e < 4*l+4; e++ {
+					lane += int32(w[e]) * int32(x[e])
+				}
+				acc[l] = fma32(float32(lane), s, acc[l])
+			}
+		}
+		v := acc
+		y[j] = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
+	}
+}
+
+// unpackBlock writes block i of a stored matrix as signed bytes in element order.
+func unpackBlock(typ quant.Type, q []byte, i int, w *[32]int8) {
+	if typ == quant.Q8_0 {
+		for e, v := range q[32*i : 32*i+32] {
+			w[e] = int8(v)
+		}
+		return
+	}
+	for e, v := range q[16*i : 16*i+16] {
+		w[e] = int8(v&15) - 8
+		w[e+16] = int8(v>>4) - 8
+	}
+}
+
+// fma32 is a·b + c rounded once to float32, as VFMADD231PS does. a·b is exact in float64 (24+24
+// bits), so only the final sum is rounded twice (to float64, then float32); that can differ
+// from one rounding only when the float64 sum lies within 2⁻⁵³ of a float32 tie, which the tests'
+// data never hits.
+func fma32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}

@@ -1,0 +1,88 @@
+package kernels
+
+// Go declarations of actgemm_avx2_amd64.s, and the checked wrappers that call them.
+
+import (
+	"fmt"
+
+	"github.com/posformer/posformer/layers/quant"
+)
+
+const haveActGemmAsm = true
+
+//go:noescape
+func actGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, y *float32, ldy int, nb int)
+
+//go:noescape
+func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+
+//go:noescape
+func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+
+//go:noescape
+func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
+
+// quantizeRowAsm quantizes x (nb blocks) into q and d as quant.QuantizeSplit does.
+func quantizeRowAsm(x []float32, q []int8, d []float32) {
+	nb := len(d)
+	if len(x) < 32*nb || len(q) < 32*nb {
+		panic(fmt.Sprintf("quantizeRowAsm: %d blocks, got x of %d and q of %d", nb, len(x), len(q)))
+	}
+	if nb > 0 {
+		q8QuantizeAVX2(&x[0], &q[0], &d[0], nb)
+	}
+}
+
+// checkActGemm panics unless the operands hold n weight rows and mr rows of x of nb blocks.
+func checkActGemm(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, mr, n, nb int) {
+	rowBytes := 32 * nb
+	if typ == quant.Q4_0 {
+		rowBytes = 16 * nb
+	}
+	if typ != quant.Q8_0 && typ != quant.Q4_0 || nb <= 0 || n <= 0 || len(q) < n*rowBytes || len(d) < n*nb || len(xq) < mr*32*nb || len(xd) < mr*nb {
+		panic(fmt.Sprintf("actGemm: %v, %d rows of x and %d of W of %d blocks, got %d bytes, %d scales, x of %d and %d scales", typ, mr, n, nb, len(q), len(d), len(xq), len(xd)))
+	}
+}
+
+//go:noescape
+func q8PackAVX2(q *int8, ldq int, pq *int8, nb int)
+
+//go:noescape
+func q4PackAVX2(q *uint8, ldq int, pq *int8, nb int)
+
+// packValuesAsm lays out the values of eight whole weight rows starting at q (rows ldq bytes
+// apart, nb blocks each) into the panel pq, as packPanel does.
+func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int) {
+	rowBytes := storedRowBytes(typ, 32*nb)
+	if nb <= 0 || len(q) < 7*ldq+rowBytes || len(pq) < 256*nb {
+		panic(fmt.Sprintf("packValuesAsm: 8 rows of %d blocks %d bytes apart, got %d bytes and a panel of %d", nb, ldq, len(q), len(pq)))
+	}
+	if typ == quant.Q8_0 {
+		q8PackAVX2(&bytesAs[int8](q)[0], ldq, &pq[0], nb)
+	} else {
+		q4PackAVX2(&q[0], ldq, &pq[0], nb)
+	}
+}
+
+// actGemm4x8 computes the tile y[r·ldy + c] for four rows r of x (scales interleaved) and the
+// eight weight rows c of a panel packed by packPanel.
+func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, ldy, nb int) {
+	if nb <= 0 || len(pq) < 256*nb || len(pd) < 8*nb || len(xq) < 4*32*nb || len(xd) < 4*nb || ldy < 8 || len(y) < 3*ldy+8 {
+		panic(fmt.Sprintf("actGemm4x8: %d blocks, got a panel of %d values and %d scales, x of %d and %d scales, y of %d (stride %d)", nb, len(pq), len(pd), len(xq), len(xd), len(y), ldy))
+	}
+	actGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &y[0], ldy, nb)
+}
+
+// actGemm1 computes y[j] for one row of x and the n rows of W.
+func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
+	n := len(y)
+	if n == 0 {
+		return
+	}
+	checkActGemm(typ, q, d, xq, xd, 1, n, nb)
+	if typ == quant.Q8_0 {
+		q8ActGemm1AVX2(&bytesAs[int8](q)[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
+	} else {
+		q4ActGemm1AVX2(&q[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
+	}
+}

@@ -1,0 +1,431 @@
+// AVX2 integer kernels for products with int8 activations (actgemm.go): rows of x quantized to
+// Q8_0 blocks against Q8_0 or Q4_0 weights, every block an exact integer dot product.
+// Hand-written; the Go wrappers (actgemm_amd64.go) check every length.
+//
+// AVX2 has no unsigned-by-signed dot product into int32 (VNNI's vpdpbusd), so a block takes
+// ggml's route (mul_sum_i8_pairs): VPMADDUBSW multiplies unsigned bytes by signed bytes into
+// pairwise int16 sums, so the weight goes in as |w| and x takes w's sign (VPSIGNB), which keeps
+// every product w·x; VPMADDWD against ones then sums the int16 pairs into int32 lanes. No sum
+// saturates: |w| ≤ 128 and |x| ≤ 127 (ggml's rounding of x), so a pair is at most
+// 2·128·127 = 32,512 < 32,767.
+//
+// The GEMM (actGemm4x8AVX2) computes a tile of four rows of x by eight weight rows from a
+// panel of the weights repacked by packPanel: for each block, eight chunks of 32 bytes, chunk c
+// holding elements 4c..4c+3 of each of the eight weight rows. A chunk is loaded once for the four
+// rows of x; each row broadcasts its own four bytes of x to every lane, so lane r of the int32
+// result is weight row r's four products, and adding the eight chunks gives each weight row's
+// exact block sum in its lane. The block then costs one conversion and one FMA (times
+// d_x·d_w, the eight weight scales a vector) per row of x for all eight weight rows: about
+// 4.4 instructions per row and chunk of 32 multiply-adds, against 8 for a block-by-block dot
+// product. actGemmGo does the same operations in the same order, so the two agree to the bit.
+//
+// The one-row kernel (decoding without VNNI) dots a row of x with each weight row in place, with
+// no repacking: per block eight int32 lanes, lane l the products of elements 4l..4l+3, each lane
+// converted and added to its accumulator times d_x·d_w with one FMA, the lanes summed at the end
+// in a fixed order (actDotLanesGo states it).
+
+#include "textflag.h"
+
+// Y15 = 1 in every int16 lane (VPMADDWD's pair sum).
+#define ONES \
+	MOVL         $0x00010001, AX \
+	VMOVD        AX, X15 \
+	VPBROADCASTD X15, Y15
+
+// Y14 = 0x0f and Y13 = 8 in every byte (Q4_0's nibbles).
+#define NIBBLECONSTS \
+	MOVL         $0x0f0f0f0f, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Y14 \
+	MOVL         $0x08080808, AX \
+	VMOVD        AX, X13 \
+	VPBROADCASTD X13, Y13
+
+// A Q8_0 weight block at (SI): Y4 its values, Y5 their magnitudes, Y6 its scale from (DX).
+#define WQ8 \
+	VMOVDQU      (SI), Y4 \
+	VPABSB       Y4, Y5 \
+	VBROADCASTSS (DX), Y6
+
+// A Q4_0 weight block at (SI) (byte j: element j in the low nibble, j+16 in the high one),
+// widened to signed bytes n−8 in element order: low nibbles in the lower half, high in the upper.
+#define WQ4 \
+	VMOVDQU      (SI), X4 \
+	VPSRLW       $4, X4, X7 \
+	VINSERTI128  $1, X7, Y4, Y4 \
+	VPAND        Y14, Y4, Y4 \
+	VPSUBB       Y13, Y4, Y4 \
+	VPABSB       Y4, Y5 \
+	VBROADCASTSS (DX), Y6
+
+// One row of x against the weight block: ACC += (d_x·d_w) · lanes(x·w), x's block at xa, its
+// scale at da.
+#define ROW(xa, da, ACC) \
+	VMOVDQU      xa, Y7 \
+	VPSIGNB      Y4, Y7, Y7 \
+	VPMADDUBSW   Y7, Y5, Y7 \
+	VPMADDWD     Y15, Y7, Y7 \
+	VCVTDQ2PS    Y7, Y7 \
+	VBROADCASTSS da, Y8 \
+	VMULPS       Y6, Y8, Y8 \
+	VFMADD231PS  Y8, Y7, ACC
+
+// The sum of ACC's eight lanes into X of ACC's number: (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7), the
+// order actGemmGo follows.
+#define HSUM(Y, X) \
+	VEXTRACTF128 $1, Y, X9 \
+	VADDPS       X9, X, X \
+	VPERMILPS    $0x4e, X, X9 \
+	VADDPS       X9, X, X \
+	VPERMILPS    $0xb1, X, X9 \
+	VADDPS       X9, X, X
+
+// The one-row kernel's body: y[j] (DI, consecutive) for n weight rows against one row of x (R8
+// values, R9 scales).
+#define GEMM1(WLOAD, WSTEP) \
+	TESTQ  CX, CX \
+	JZ     done1 \
+col1: \
+	VXORPS Y0, Y0, Y0 \
+	MOVQ   R8, R11 \
+	MOVQ   R9, R14 \
+	MOVQ   BX, AX \
+blk1: \
+	WLOAD \
+	ROW((R11), (R14), Y0) \
+	ADDQ   $WSTEP, SI \
+	ADDQ   $4, DX \
+	ADDQ   $32, R11 \
+	ADDQ   $4, R14 \
+	DECQ   AX \
+	JNZ    blk1 \
+	HSUM(Y0, X0) \
+	VMOVSS X0, (DI) \
+	ADDQ   $4, DI \
+	DECQ   CX \
+	JNZ    col1 \
+done1: \
+	VZEROUPPER \
+	RET
+
+#define ARGS1 \
+	MOVQ w+0(FP), SI \
+	MOVQ wd+8(FP), DX \
+	MOVQ xq+16(FP), R8 \
+	MOVQ xd+24(FP), R9 \
+	MOVQ y+32(FP), DI \
+	MOVQ n+40(FP), CX \
+	MOVQ nb+48(FP), BX
+
+// func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
+	ARGS1
+	ONES
+	GEMM1(WQ8, 32)
+
+// func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-56
+	ARGS1
+	ONES
+	NIBBLECONSTS
+	GEMM1(WQ4, 16)
+
+// Quantizing a row of x to Q8_0 blocks with layers/quant's rounding bit for bit (the VNNI
+// quantizer's, vnni_amd64.s, in AVX2): d = max|x|/127 in float32 (max|x| taken on the bits of
+// |x|, so a NaN wins as in Go's max), id = 1/d (0 when d is 0), q = round(x·id) half away from
+// zero: truncate, then step one away from zero where the dropped fraction is at least ½. d is
+// stored rounded to a half float and widened back. The four vectors of int32 are packed to bytes
+// by VPACKSSDW/VPACKSSWB, which interleave 128-bit lanes; VPERMD with actPerm puts them back.
+
+DATA actPerm<>+0(SB)/4, $0
+DATA actPerm<>+4(SB)/4, $4
+DATA actPerm<>+8(SB)/4, $1
+DATA actPerm<>+12(SB)/4, $5
+DATA actPerm<>+16(SB)/4, $2
+DATA actPerm<>+20(SB)/4, $6
+DATA actPerm<>+24(SB)/4, $3
+DATA actPerm<>+28(SB)/4, $7
+GLOBL actPerm<>(SB), RODATA|NOPTR, $32
+
+// P·id (Y5) rounded half away from zero, as int32 in P (uses Y6-Y8).
+#define ROUNDQ(P) \
+	VMULPS     Y5, P, P \
+	VROUNDPS   $3, P, Y6 \
+	VSUBPS     Y6, P, Y7 \
+	VANDPS     Y15, Y7, Y7 \
+	VCMPPS     $13, Y12, Y7, Y7 \
+	VANDPS     Y11, P, Y8 \
+	VORPS      Y13, Y8, Y8 \
+	VANDPS     Y7, Y8, Y8 \
+	VADDPS     Y8, Y6, Y6 \
+	VCVTTPS2DQ Y6, P
+
+#define BCAST(val, Y, X) \
+	MOVL         val, AX \
+	VMOVD        AX, X \
+	VPBROADCASTD X, Y
+
+// func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
+TEXT ·q8QuantizeAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	BCAST($0x7fffffff, Y15, X15)
+	BCAST($0x42fe0000, Y14, X14) // 127.0
+	BCAST($0x3f800000, Y13, X13) // 1.0
+	BCAST($0x3f000000, Y12, X12) // 0.5
+	BCAST($0x80000000, Y11, X11)
+	VMOVDQU actPerm<>(SB), Y10
+	TESTQ CX, CX
+	JZ    qdone
+
+qblock:
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      64(SI), Y2
+	VMOVUPS      96(SI), Y3
+	VANDPS       Y15, Y0, Y4
+	VANDPS       Y15, Y1, Y5
+	VANDPS       Y15, Y2, Y6
+	VANDPS       Y15, Y3, Y7
+	VPMAXUD      Y5, Y4, Y4
+	VPMAXUD      Y7, Y6, Y6
+	VPMAXUD      Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0x4e, X4, X5
+	VPMAXUD      X5, X4, X4
+	VPSHUFD      $0xb1, X4, X5
+	VPMAXUD      X5, X4, X4
+	VBROADCASTSS X4, Y4
+	VDIVPS       Y14, Y4, Y4 // d
+	VDIVPS       Y4, Y13, Y5
+	VXORPS       Y6, Y6, Y6
+	VCMPPS       $4, Y6, Y4, Y6
+	VANDPS       Y6, Y5, Y5 // id, 0 where d is 0
+	VCVTPS2PH    $0, X4, X6
+	VCVTPH2PS    X6, X6
+	VMOVSS       X6, (DX)
+	ROUNDQ(Y0)
+	ROUNDQ(Y1)
+	ROUNDQ(Y2)
+	ROUNDQ(Y3)
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y10, Y0
+	VMOVDQU      Y0, (DI)
+	ADDQ         $128, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          qblock
+
+qdone:
+	VZEROUPPER
+	RET
+
+// One chunk c of the panel's block against row i of x: Y0 the chunk, Y1 its magnitudes, xa the
+// row's four bytes; the lanes' sums go to (first chunk) or are added to ACC. T is a temporary.
+#define CHUNK0(xa, T, ACC) \
+	VPBROADCASTD xa, T \
+	VPSIGNB      Y0, T, T \
+	VPMADDUBSW   T, Y1, T \
+	VPMADDWD     Y15, T, ACC
+
+#define CHUNK(xa, T, ACC) \
+	VPBROADCASTD xa, T \
+	VPSIGNB      Y0, T, T \
+	VPMADDUBSW   T, Y1, T \
+	VPMADDWD     Y15, T, T \
+	VPADDD       T, ACC, ACC
+
+// The four rows of x (R8, row stride R12, R15 = 3·R12) against chunk c of the block at (SI).
+#define CHUNKS(c) \
+	VMOVDQU c*32(SI), Y0 \
+	VPABSB  Y0, Y1 \
+	CHUNK(c*4(R8), Y2, Y4) \
+	CHUNK(c*4(R8)(R12*1), Y3, Y5) \
+	CHUNK(c*4(R8)(R12*2), Y2, Y6) \
+	CHUNK(c*4(R8)(R15*1), Y3, Y7)
+
+// Row i's block sums (int32, ACC) into its accumulator F: F += float(ACC) · (d_x · d_w), d_x at
+// da, the eight d_w in Y12.
+#define SCALE(da, ACC, F) \
+	VCVTDQ2PS    ACC, ACC \
+	VBROADCASTSS da, Y13 \
+	VMULPS       Y12, Y13, Y13 \
+	VFMADD231PS  Y13, ACC, F
+
+// func actGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, y *float32, ldy int, nb int)
+TEXT ·actGemm4x8AVX2(SB), NOSPLIT, $0-56
+	MOVQ pq+0(FP), SI
+	MOVQ pd+8(FP), DX
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R9
+	MOVQ y+32(FP), DI
+	MOVQ ldy+40(FP), R10
+	SHLQ $2, R10
+	MOVQ nb+48(FP), CX
+	MOVQ CX, R12
+	SHLQ $5, R12
+	LEAQ (R12)(R12*2), R15
+	LEAQ (R10)(R10*2), R13
+	ONES
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+tile:
+	VMOVDQU (SI), Y0
+	VPABSB  Y0, Y1
+	CHUNK0((R8), Y2, Y4)
+	CHUNK0((R8)(R12*1), Y3, Y5)
+	CHUNK0((R8)(R12*2), Y2, Y6)
+	CHUNK0((R8)(R15*1), Y3, Y7)
+	CHUNKS(1)
+	CHUNKS(2)
+	CHUNKS(3)
+	CHUNKS(4)
+	CHUNKS(5)
+	CHUNKS(6)
+	CHUNKS(7)
+	VMOVUPS (DX), Y12
+	SCALE((R9), Y4, Y8)
+	SCALE(4(R9), Y5, Y9)
+	SCALE(8(R9), Y6, Y10)
+	SCALE(12(R9), Y7, Y11)
+	ADDQ $256, SI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	ADDQ $16, R9
+	DECQ CX
+	JNZ  tile
+
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(R10*1)
+	VMOVUPS Y10, (DI)(R10*2)
+	VMOVUPS Y11, (DI)(R13*1)
+	VZEROUPPER
+	RET
+
+// Packing a panel of eight weight rows for actGemm4x8AVX2: each block of the eight rows, as 32
+// signed bytes in element order, is an 8×8 matrix of four-byte chunks (row r's chunk c), and the
+// panel wants it transposed (chunk c of rows 0-7 together): the usual 8×8 transpose of 32-bit
+// elements by unpacks, shuffles and 128-bit permutes.
+
+DATA nibbleMask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibbleMask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibbleMask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibbleMask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibbleMask<>(SB), RODATA|NOPTR, $32
+
+DATA nibbleEight<>+0(SB)/8, $0x0808080808080808
+DATA nibbleEight<>+8(SB)/8, $0x0808080808080808
+DATA nibbleEight<>+16(SB)/8, $0x0808080808080808
+DATA nibbleEight<>+24(SB)/8, $0x0808080808080808
+GLOBL nibbleEight<>(SB), RODATA|NOPTR, $32
+
+// Q4_0 block of 16 bytes at a into Y as 32 signed bytes n−8 in element order (X8 a temporary).
+#define Q4ROW(a, Y, X) \
+	VMOVDQU     a, X \
+	VPSRLW      $4, X, X8 \
+	VINSERTI128 $1, X8, Y, Y \
+	VPAND       nibbleMask<>(SB), Y, Y \
+	VPSUBB      nibbleEight<>(SB), Y, Y
+
+// Y0-Y7 (rows) transposed as 8×8 dwords and stored as the block's eight chunks at (DI).
+#define TRANSPOSE_STORE \
+	VUNPCKLPS  Y1, Y0, Y8 \
+	VUNPCKHPS  Y1, Y0, Y9 \
+	VUNPCKLPS  Y3, Y2, Y10 \
+	VUNPCKHPS  Y3, Y2, Y11 \
+	VUNPCKLPS  Y5, Y4, Y12 \
+	VUNPCKHPS  Y5, Y4, Y13 \
+	VUNPCKLPS  Y7, Y6, Y14 \
+	VUNPCKHPS  Y7, Y6, Y15 \
+	VSHUFPS    $0x44, Y10, Y8, Y0 \
+	VSHUFPS    $0xee, Y10, Y8, Y1 \
+	VSHUFPS    $0x44, Y11, Y9, Y2 \
+	VSHUFPS    $0xee, Y11, Y9, Y3 \
+	VSHUFPS    $0x44, Y14, Y12, Y4 \
+	VSHUFPS    $0xee, Y14, Y12, Y5 \
+	VSHUFPS    $0x44, Y15, Y13, Y6 \
+	VSHUFPS    $0xee, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8 \
+	VPERM2F128 $0x20, Y5, Y1, Y9 \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15 \
+	VMOVDQU    Y8, (DI) \
+	VMOVDQU    Y9, 32(DI) \
+	VMOVDQU    Y10, 64(DI) \
+	VMOVDQU    Y11, 96(DI) \
+	VMOVDQU    Y12, 128(DI) \
+	VMOVDQU    Y13, 160(DI) \
+	VMOVDQU    Y14, 192(DI) \
+	VMOVDQU    Y15, 224(DI)
+
+#define PACKARGS \
+	MOVQ q+0(FP), SI \
+	MOVQ ldq+8(FP), BX \
+	MOVQ pq+16(FP), DI \
+	MOVQ nb+24(FP), CX \
+	LEAQ (BX)(BX*2), R11 \
+	LEAQ (BX)(BX*4), R12 \
+	LEAQ (R11)(BX*4), R13
+
+// func q8PackAVX2(q *int8, ldq int, pq *int8, nb int)
+TEXT ·q8PackAVX2(SB), NOSPLIT, $0-32
+	PACKARGS
+	TESTQ CX, CX
+	JZ    q8packdone
+
+q8pack:
+	VMOVDQU (SI), Y0
+	VMOVDQU (SI)(BX*1), Y1
+	VMOVDQU (SI)(BX*2), Y2
+	VMOVDQU (SI)(R11*1), Y3
+	VMOVDQU (SI)(BX*4), Y4
+	VMOVDQU (SI)(R12*1), Y5
+	VMOVDQU (SI)(R11*2), Y6
+	VMOVDQU (SI)(R13*1), Y7
+	TRANSPOSE_STORE
+	ADDQ    $32, SI
+	ADDQ    $256, DI
+	DECQ    CX
+	JNZ     q8pack
+
+q8packdone:
+	VZEROUPPER
+	RET
+
+// func q4PackAVX2(q *uint8, ldq int, pq *int8, nb int)
+TEXT ·q4PackAVX2(SB), NOSPLIT, $0-32
+	PACKARGS
+	TESTQ CX, CX
+	JZ    q4packdone
+
+q4pack:
+	Q4ROW((SI), Y0, X0)
+	Q4ROW((SI)(BX*1), Y1, X1)
+	Q4ROW((SI)(BX*2), Y2, X2)
+	Q4ROW((SI)(R11*1), Y3, X3)
+	Q4ROW((SI)(BX*4), Y4, X4)
+	Q4ROW((SI)(R12*1), Y5, X5)
+	Q4ROW((SI)(R11*2), Y6, X6)
+	Q4ROW((SI)(R13*1), Y7, X7)
+	TRANSPOSE_STORE
+	ADDQ $16, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  q4pack
+
+q4packdone:
+	VZEROUPPER
+	RET

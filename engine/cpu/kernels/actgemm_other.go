@@ -1,0 +1,19 @@
+//go:build !amd64
+
+package kernels
+
+import "github.com/posformer/posformer/layers/quant"
+
+const haveActGemmAsm = false
+
+func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, ldy, nb int) {
+	panic("no assembly")
+}
+
+func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
+	panic("no assembly")
+}
+
+func quantizeRowAsm(x []float32, q []int8, d []float32) { panic("no assembly") }
+
+func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int) { panic("no assembly") }

@@ -1,0 +1,275 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/posformer/posformer/layers/quant"
+)
+
+// actGemmCase is a product of the integer GEMM: m rows of x against n weight rows of k.
+type actGemmCase struct {
+	typ     quant.Type
+	m, n, k int
+	w       actCase // the weights (its x unused)
+	x       []float32
+}
+
+func newActGemmCase(r *rand.Rand, typ quant.Type, m, n, k int, raw bool) actGemmCase {
+	c := actGemmCase{typ: typ, m: m, n: n, k: k, w: newActCase(r, typ, k, n, raw, 1)}
+	c.x = make([]float32, m*k)
+	for i := range c.x {
+		c.x[i] = float32(r.NormFloat64())
+	}
+	if m > 1 {
+		clear(c.x[k : 2*k]) // a row of zeros: its scales are 0
+	}
+	return c
+}
+
+// run computes the product with the kernel set path into y of ldy = n+3, the gaps poisoned.
+func (c actGemmCase) run(t *testing.T, path string) []float32 {
+	t.Helper()
+	saved := Path()
+	defer SetPath(saved)
+	if err := SetPath(path); err != nil {
+		t.Skipf("kernel set %s: %v", path, err)
+	}
+	buf := make([]byte, ActRowsBytes(c.m, c.k))
+	a, err := QuantizeActRows(c.x, c.m, c.k, c.k, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldy := c.n + 3
+	y := make([]float32, c.m*ldy)
+	for i := range y {
+		y[i] = 12345
+	}
+	ActGemm(c.typ, &a, c.w.q, c.w.d, c.n, y, ldy)
+	for i, v := range y {
+		if i%ldy >= c.n && v != 12345 {
+			t.Fatalf("%v %d×%d×%d: y[%d] (past a row's end) written: %g", c.typ, c.m, c.n, c.k, i, v)
+		}
+	}
+	return y
+}
+
+func gemmShapes() (out [][3]int) {
+	for _, m := range []int{1, 3, 4, 5, 8, 11} {
+		for _, n := range []int{1, 2, 7, 8, 33} {
+			for _, k := range []int{32, 96, 288} {
+				out = append(out, [3]int{m, n, k})
+			}
+		}
+	}
+	return out
+}
+
+// The AVX2 GEMM does the Go reference's operations in its order: the same bits, for tiles cut
+// by the last rows of x and the last weight rows too, and across blocks of rows.
+func TestActGemmAssemblyMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, raw := range []bool{false, true} {
+			if raw && typ != quant.Q8_0 {
+				continue
+			}
+			// 37 rows of 4096 span two of ActGemm's blocks of rows (32 at this depth).
+			for _, s := range append(gemmShapes(), [3]int{37, 9, 4096}) {
+				c := newActGemmCase(r, typ, s[0], s[1], s[2], raw)
+				want := c.run(t, Generic)
+				got := c.run(t, AVX2)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v %v: y[%d] = %g, Go reference %g", typ, s, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// Decoding's AVX2 kernel (one row of x, ActDotRows without VNNI's layout) does the operations of
+// actDotLanesGo in its order: the same bits.
+func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
+	saved := Path()
+	defer SetPath(saved)
+	if err := SetPath(AVX2); err != nil {
+		t.Skipf("kernel set %s: %v", AVX2, err)
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, k := range []int{32, 96, 288, 768} {
+			for _, rows := range []int{1, 5, 64} {
+				c := newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1)
+				a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, want := make([]float32, rows), make([]float32, rows)
+				ActDotRows(typ, c.q, c.d, k, &a, got)
+				actDotLanesGo(typ, c.q, c.d, a.q, a.d, want)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v k=%d: y[%d] = %g, Go %g", typ, k, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// The integer GEMM is the product of x stored as Q8_0 and read back with the weights (from
+// layers/quant alone, in float64) to float32's rounding, and within the quantization of x of
+// the exact float32 path: |Δ| ≤ Σ_b d_x[b]/2 · Σ_{j in b} |w_j| (rounding moves each q_x by at most
+// ½, the scale's half-float rounding is inside ggml's format).
+func TestActGemmMatchesFloat(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, s := range gemmShapes() {
+			c := newActGemmCase(r, typ, s[0], s[1], s[2], false)
+			got := c.run(t, Path())
+			m, n, k := c.m, c.n, c.k
+			nb := k / 32
+			w := make([]float32, n*k)
+			if err := dequantSplit(typ, c.w.q, c.w.d, w); err != nil {
+				t.Fatal(err)
+			}
+			for i := range m {
+				xi := c.x[i*k : i*k+k]
+				raw, err := quant.Quantize(quant.Q8_0, xi)
+				if err != nil {
+					t.Fatal(err)
+				}
+				xr := make([]float32, k)
+				if err := quant.Dequantize(quant.Q8_0, raw, xr); err != nil {
+					t.Fatal(err)
+				}
+				for j := range n {
+					var ref, exact, mag, bound float64
+					for b := range nb {
+						var wabs, dx float64
+						for e := 32 * b; e < 32*b+32; e++ {
+							wv := float64(w[j*k+e])
+							ref += float64(xr[e]) * wv
+							exact += float64(xi[e]) * wv
+							mag += math.Abs(float64(xr[e]) * wv)
+							wabs += math.Abs(wv)
+							dx = max(dx, math.Abs(float64(xi[e]))/127)
+						}
+						bound += dx * 0.5 * 1.001 * wabs
+					}
+					v := float64(got[i*(n+3)+j])
+					if d := math.Abs(v - ref); d > 1e-5*mag+1e-30 {
+						t.Fatalf("%v %v: y[%d,%d] = %g, x as Q8_0 gives %g (Σ|terms| %g)", typ, s, i, j, v, ref, mag)
+					}
+					if d := math.Abs(v - exact); d > bound+1e-5*mag+1e-30 {
+						t.Fatalf("%v %v: y[%d,%d] = %g, float x gives %g: off by %g, more than x's rounding allows (%g)", typ, s, i, j, v, exact, d, bound)
+					}
+				}
+			}
+		}
+	}
+}
+
+// dequantSplit widens weights in the split layout (values, then scales) to float32.
+func dequantSplit(typ quant.Type, q []byte, d []float32, dst []float32) error {
+	if typ == quant.Q8_0 {
+		DequantQ8_0(bytesAs[int8](q), d, dst)
+	} else {
+		DequantQ4_0(q, d, dst)
+	}
+	return nil
+}
+
+// BenchmarkActGemm: the integer GEMM of a prefill's product (128 rows of x, weights of the
+// 110M shape's attention), GMAC/s reported as GFLOP/s of 2 flops each; quantizing x included.
+func BenchmarkActGemm(b *testing.B) {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, s := range [][3]int{{128, 256, 768}, {4, 256, 768}, {1, 2048, 768}} {
+			m, n, k := s[0], s[1], s[2]
+			c := newActGemmCase(rand.New(rand.NewPCG(5, 6)), typ, m, n, k, false)
+			buf := make([]byte, ActRowsBytes(m, k))
+			y := make([]float32, m*n)
+			b.Run(fmt.Sprintf("%v/%dx%dx%d", typ, m, n, k), func(b *testing.B) {
+				for b.Loop() {
+					a, _ := QuantizeActRows(c.x, m, k, k, buf)
+					ActGemm(typ, &a, c.w.q, c.w.d, n, y, n)
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkActGemmFloat is the float32 GEMM of BenchmarkActGemm's prefill shape (weights already
+// float32), for comparison.
+func BenchmarkActGemmFloat(b *testing.B) {
+	m, n, k := 128, 256, 768
+	r := rand.New(rand.NewPCG(5, 6))
+	x, w, y := make([]float32, m*k), make([]float32, n*k), make([]float32, m*n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	for b.Loop() {
+		Sgemm(false, true, m, n, k, 1, x, k, w, k, 0, y, n)
+	}
+	b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// The AVX2 quantizer rounds as layers/quant does, bit for bit: random rows, a row of zeros,
+// halves exactly between two integers (either sign), values just below a half, and scales that
+// fall among half floats' subnormals.
+func TestQuantizeActRowsAssemblyMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const k = 32 * 9
+	x := make([]float32, 3*k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 3)
+	}
+	clear(x[32:64])
+	// Block 2: max 127, so id = 1 and every value is its own quotient.
+	for j := range 32 {
+		x[64+j] = float32(j-16) + 0.5
+	}
+	x[64] = 127
+	x[65] = -2.5
+	x[66] = 0.49999997
+	x[67] = -0.49999997
+	for j := range 32 { // block 3: a scale of about 1e-7, below half floats' normal range
+		x[96+j] = float32(r.NormFloat64() * 1e-5)
+	}
+	for j := range 32 { // block 4: large values
+		x[128+j] = float32(r.NormFloat64() * 1e4)
+	}
+	got, want := quantizeWith(t, AVX2, x, 3, k), quantizeWith(t, Generic, x, 3, k)
+	for i := range want.q {
+		if got.q[i] != want.q[i] {
+			t.Fatalf("q[%d] = %d, Go %d (x %g)", i, got.q[i], want.q[i], x[i])
+		}
+	}
+	for i := range want.d {
+		if math.Float32bits(got.d[i]) != math.Float32bits(want.d[i]) {
+			t.Fatalf("d[%d] = %g, Go %g", i, got.d[i], want.d[i])
+		}
+	}
+}
+
+func quantizeWith(t *testing.T, path string, x []float32, m, k int) ActRows {
+	t.Helper()
+	saved := Path()
+	defer SetPath(saved)
+	if err := SetPath(path); err != nil {
+		t.Skipf("kernel set %s: %v", path, err)
+	}
+	a, err := QuantizeActRows(x, m, k, k, make([]byte, ActRowsBytes(m, k)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
