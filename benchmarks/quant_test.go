@@ -13,8 +13,8 @@ import (
 // What quantization costs the shipped RoPE decoder: bits per byte on held-out Go source (the
 // evaluation split, 64 windows of its 128-byte training length) with its matrices held as
 // f32, bf16, q8_0 and q4_0, and q8_0 and q4_0 with int8 activations (backend cpu:actq8=true,
-// scored by decoding: the option applies to products of a few rows, so those rows feed the
-// windows one token at a time, four windows per step). The bounds are the formats' promise:
+// scored by decoding, four windows per step: the decoding kernels, which a token at a time
+// reaches; TestActQ8PrefillStaysClose in engine/cpu scores the prefill ones). The bounds are the formats' promise:
 // bf16 and Q8_0 keep 8 and 7 significant bits, so the loss moves by well under 1%, and so do
 // Q8_0 activations on top; Q4_0 (3 bits) may cost more but must stay within 10%.
 //
@@ -66,7 +66,7 @@ func TestQuantizedBitsPerByte(t *testing.T) {
 }
 
 // decoded scores rows by decoding them a token at a time, four rows per step: how a model runs
-// when it generates, and the products that actq8 changes.
+// when it generates, through actq8's decoding kernels.
 type decoded struct{ e *engine.Engine }
 
 func (d decoded) Forward(tokens, positions [][]int) ([][][]float32, error) {
