@@ -4,7 +4,11 @@
 # within every round. Prints a Markdown table (median ms a step, min-max over rounds) headed by
 # the CPU.
 #
-#   REPO=$PWD [ROUNDS=3] [STEPS=4] [PYTHON=/usr/bin/python3] bash benchmarks/peers/train_side_by_side.sh
+#   REPO=$PWD [ROUNDS=3] [STEPS=4] [TWIN_BF16_STEPS=$STEPS] [PYTHON=/usr/bin/python3] \
+#     bash benchmarks/peers/train_side_by_side.sh
+#
+# TWIN_BF16_STEPS shortens PyTorch's bf16 runs, which take tens of seconds a step on a CPU without
+# AVX512_BF16 (autocast then rounds every operand in software).
 #
 # posformer's step is BenchmarkTrainStep/v2-lm (one pass over 32 sequences of 128 bytes, AdamW),
 # on GOMLX_BACKEND=cpu (float32) or cpu:bf16dot=true (bf16 products), with GOMAXPROCS threads.
@@ -19,6 +23,7 @@ set -euo pipefail
 REPO=${REPO:-$PWD}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-4}
+TWIN_BF16_STEPS=${TWIN_BF16_STEPS:-$STEPS}
 PYTHON=${PYTHON:-/usr/bin/python3}
 PAUSE_PATTERN=${PAUSE_PATTERN:-grid-bench --full}
 WORK=$(mktemp -d)
@@ -51,10 +56,12 @@ posformer() {
 
 # twin THREADS DTYPE: ms a step (and the parameters and first loss, to stderr).
 twin() {
+	local steps=$STEPS
+	[ "$2" = bf16 ] && steps=$TWIN_BF16_STEPS
 	pause
 	local out
 	out=$(OMP_NUM_THREADS=$1 "$PYTHON" "$REPO/benchmarks/peers/train_twin.py" --threads "$1" --dtype "$2" \
-		--steps "$STEPS" --untied --json)
+		--steps "$steps" --untied --json)
 	resume
 	echo "twin $1 threads $2: $out" >&2
 	echo "$out" | "$PYTHON" -c 'import json, sys; print("%.1f" % json.load(sys.stdin)["ms"])'
@@ -70,10 +77,10 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-model=$(lscpu | sed -n 's/^Model name: *//p')
+model="$(lscpu | sed -n 's/^Model name: *//p'), family $(lscpu | sed -n 's/^CPU family: *//p') model $(lscpu | sed -n 's/^Model: *//p')"
 flags=$(lscpu | sed -n 's/^Flags: *//p' | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_bf16|avx512_vnni|amx_bf16|amx_tile)$' | tr '\n' ' ')
 torchv=$("$PYTHON" -c 'import torch; print(torch.__version__)')
-echo "CPU: $(nproc) vCPUs of $model; flags: ${flags% }. PyTorch $torchv. $ROUNDS rounds of $STEPS steps; median ms a step (min-max over rounds)."
+echo "CPU: $(nproc) vCPUs of $model; flags: ${flags% }. PyTorch $torchv. $ROUNDS rounds of $STEPS timed steps ($TWIN_BF16_STEPS for PyTorch bf16) after one untimed; median ms a step (min-max over rounds)."
 echo
 "$PYTHON" - "$WORK/times" <<'EOF'
 import statistics, sys
