@@ -64,7 +64,7 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-model=$(lscpu | sed -n 's/^Model name: *//p')
+model="$(lscpu | sed -n 's/^Model name: *//p'), family $(lscpu | sed -n 's/^CPU family: *//p') model $(lscpu | sed -n 's/^Model: *//p')"
 flags=$(lscpu | sed -n 's/^Flags: *//p' | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_bf16|avx512_vnni|amx_bf16|amx_tile)$' | tr '\n' ' ')
 echo "CPU: $(nproc) vCPUs of $model; flags: ${flags% }. $THREADS threads, prompts of $PROMPT tokens, $GEN generated per stream, $ROUNDS rounds; aggregate generated tok/s, median (min-max)."
 echo
