@@ -2,9 +2,11 @@ package recipe
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/posformer/posformer/engine/train/tasks"
 )
@@ -271,7 +273,7 @@ func (r Recipe) seedsOf(task, label string, seeds int) int {
 // rate is not chosen yet waits (Waiting) on its sweep's cells (After).
 func (r Recipe) modelsV3(weights string, taskList, schemes []string, seeds int) []Model {
 	var out []Model
-	for seed := 1; seed <= slices.Max(append([]int{seeds}, mapValues(r.SeedsFor)...)); seed++ {
+	for seed := 1; seed <= slices.Max(append([]int{seeds}, slices.Collect(maps.Values(r.SeedsFor))...)); seed++ {
 		for _, task := range taskList {
 			L := r.TrainLen[task]
 			for _, scheme := range schemes {
@@ -329,14 +331,6 @@ func (r Recipe) modelsV3(weights string, taskList, schemes []string, seeds int) 
 	return out
 }
 
-func mapValues(m map[string]int) []int {
-	var out []int
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
-
 // lrFor is the rate a scheme trains at on a task: the sweep's choice (Choose), or the default
 // while the sweep is not done (the cell then waits).
 func (r Recipe) lrFor(task, scheme string) (float64, bool) {
@@ -377,19 +371,8 @@ func (r Recipe) describe3() string {
 		"trained until the validation loss at L has not improved by 1%% for five evaluations (one per 100 steps, never before half the cap), then cooled down "+
 		"(caps: %d steps for lm and mlm, %d for copy, reverse and passkey, %d for mqar); %d seeds per row (5 on the rows v2 left open); "+
 		"evaluated on the test text at %s L (and %s L for %s on lm); %s train with bfloat16 matrix products (float32 sums).",
-		r.Name, joinStrings(r.Shape), joinStrings(withoutFlag(r.Optim, "-lr")), joinStrings(r.Stop[:4]), r.TrainLen[tasks.Copy], r.TrainLen[tasks.LM], r.LRs,
-		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.StepCap[tasks.MQAR], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), joinStrings(r.BiasSchemes), r.bf16Tasks())
-}
-
-func joinStrings(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += " "
-		}
-		out += x
-	}
-	return out
+		r.Name, strings.Join(r.Shape, " "), strings.Join(withoutFlag(r.Optim, "-lr"), " "), strings.Join(r.Stop[:4], " "), r.TrainLen[tasks.Copy], r.TrainLen[tasks.LM], r.LRs,
+		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.StepCap[tasks.MQAR], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), strings.Join(r.BiasSchemes, " "), r.bf16Tasks())
 }
 
 // VariantOf is the label of the recipe's variant, fine-tune or learning-rate sweep model whose
