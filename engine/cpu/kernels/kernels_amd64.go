@@ -255,6 +255,24 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 	}
 }
 
+// directA reports whether Sgemm reads A in place under kernel set lv (gemmDirect) instead of
+// packing it: on AVX2, whose 6-row panels have no vector packing routine.
+func directA(lv int32) bool { return lv == lvAVX2 }
+
+// microKernelDirect is microKernel with A read in place: element (i, p) of the tile's rows at
+// a[i·rs+p·cs].
+func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32, ldc int, accumulate bool) {
+	mr, nr := tileOf(lv)
+	if !(lv == lvAVX2 && k >= 1 && rs >= 0 && cs >= 0 && len(a) > (mr-1)*rs+(k-1)*cs && len(b) >= nr*k && ldc >= nr && len(c) >= (mr-1)*ldc+nr) {
+		fail("Sgemm: direct micro-kernel operands out of bounds")
+	}
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	gemmDirect6x16AVX2(k, ptr(a), rs, cs, ptr(b), ptr(c), ldc, acc)
+}
+
 // pack8 packs the first 16·n16 columns of 8 rows of A (a[i·lda+p]) into dst[p·8+i] with the
 // AVX-512 transpose, and reports false (doing nothing) on the other kernel sets.
 func pack8(a []float32, lda int, dst []float32, n16 int) bool {

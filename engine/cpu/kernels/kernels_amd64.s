@@ -7845,6 +7845,116 @@ overwrite:
 	VZEROUPPER
 	RET
 
+// func gemmDirect6x16AVX2(k int, a *float32, rs int, cs int, b *float32, c *float32, ldc int, accumulate int)
+// Requires: AVX, FMA3
+TEXT ·gemmDirect6x16AVX2(SB), NOSPLIT, $0-64
+	MOVQ   k+0(FP), AX
+	MOVQ   a+8(FP), CX
+	MOVQ   rs+16(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   cs+24(FP), BX
+	SHLQ   $0x02, BX
+	LEAQ   (CX)(DX*2), SI
+	ADDQ   DX, SI
+	MOVQ   b+32(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+step:
+	VMOVUPS      (DI), Y12
+	VMOVUPS      32(DI), Y13
+	VBROADCASTSS (CX), Y14
+	VFMADD231PS  Y12, Y14, Y0
+	VFMADD231PS  Y13, Y14, Y1
+	VBROADCASTSS (CX)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y2
+	VFMADD231PS  Y13, Y14, Y3
+	VBROADCASTSS (CX)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y4
+	VFMADD231PS  Y13, Y14, Y5
+	VBROADCASTSS (SI), Y14
+	VFMADD231PS  Y12, Y14, Y6
+	VFMADD231PS  Y13, Y14, Y7
+	VBROADCASTSS (SI)(DX*1), Y14
+	VFMADD231PS  Y12, Y14, Y8
+	VFMADD231PS  Y13, Y14, Y9
+	VBROADCASTSS (SI)(DX*2), Y14
+	VFMADD231PS  Y12, Y14, Y10
+	VFMADD231PS  Y13, Y14, Y11
+	ADDQ         BX, CX
+	ADDQ         BX, SI
+	ADDQ         $0x00000040, DI
+	DECQ         AX
+	JNZ          step
+	MOVQ         c+40(FP), AX
+	MOVQ         ldc+48(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         accumulate+56(FP), DX
+	TESTQ        DX, DX
+	JZ           overwrite
+	VADDPS       (AX), Y0, Y0
+	VMOVUPS      Y0, (AX)
+	VADDPS       32(AX), Y1, Y1
+	VMOVUPS      Y1, 32(AX)
+	ADDQ         CX, AX
+	VADDPS       (AX), Y2, Y2
+	VMOVUPS      Y2, (AX)
+	VADDPS       32(AX), Y3, Y3
+	VMOVUPS      Y3, 32(AX)
+	ADDQ         CX, AX
+	VADDPS       (AX), Y4, Y4
+	VMOVUPS      Y4, (AX)
+	VADDPS       32(AX), Y5, Y5
+	VMOVUPS      Y5, 32(AX)
+	ADDQ         CX, AX
+	VADDPS       (AX), Y6, Y6
+	VMOVUPS      Y6, (AX)
+	VADDPS       32(AX), Y7, Y7
+	VMOVUPS      Y7, 32(AX)
+	ADDQ         CX, AX
+	VADDPS       (AX), Y8, Y8
+	VMOVUPS      Y8, (AX)
+	VADDPS       32(AX), Y9, Y9
+	VMOVUPS      Y9, 32(AX)
+	ADDQ         CX, AX
+	VADDPS       (AX), Y10, Y10
+	VMOVUPS      Y10, (AX)
+	VADDPS       32(AX), Y11, Y11
+	VMOVUPS      Y11, 32(AX)
+	VZEROUPPER
+	RET
+
+overwrite:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y6, (AX)
+	VMOVUPS Y7, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y8, (AX)
+	VMOVUPS Y9, 32(AX)
+	ADDQ    CX, AX
+	VMOVUPS Y10, (AX)
+	VMOVUPS Y11, 32(AX)
+	VZEROUPPER
+	RET
+
 DATA pairidx512<>+0(SB)/2, $0x0000
 DATA pairidx512<>+2(SB)/2, $0x0010
 DATA pairidx512<>+4(SB)/2, $0x0001

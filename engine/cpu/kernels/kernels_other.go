@@ -29,6 +29,12 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 	gemm4x4Go(k, a, b, c, ldc, accumulate)
 }
 
+func directA(lv int32) bool { return false }
+
+func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32, ldc int, accumulate bool) {
+	fail("Sgemm: no direct micro-kernel off amd64")
+}
+
 func pack8(a []float32, lda int, dst []float32, n16 int) bool { return false }
 
 func bf16Ready(lv int32) bool { return false }

@@ -68,6 +68,10 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	sp := getScratch()
 	defer putScratch(sp)
 	ap, bp, edge := scratchParts(sp)
+	if alpha == 1 && directA(lv) {
+		blockedDirect(lv, transA, m, n, k, a, lda, b, ldb, transB, beta, c, ldc, ap, bp, edge)
+		return
+	}
 	panelsOfA := func(pc, kc, ic, mc int) []float32 {
 		packA(ap, a, lda, transA, pc, kc, ic, mc, mr, alpha)
 		return ap
@@ -107,6 +111,54 @@ func blocked(lv int32, m, n, k int, panelsOfA func(pc, kc, ic, mc int) []float32
 				mc := min(blockM, m-ic)
 				ap := panelsOfA(pc, kc, ic, mc)
 				macroKernel(kern, mr, nr, kc, mc, nc, ap, bp, c[ic*ldc+jc:], ldc, accumulate, edge[:mr*nr])
+			}
+		}
+	}
+}
+
+// blockedDirect is blocked with A read in place by the micro-kernel (microKernelDirect) rather
+// than packed: the same loops, B still packed (each of its panels serves every row of A from
+// L1), and only the rows below the last whole panel of mr packed, into ap, for the ordinary
+// micro-kernel. The block of A a K slice covers (blockM rows of blockK) stays in L2 as a packed
+// one would; what is saved is the pass that copies it, which costs as much as the multiply
+// when n is small.
+func blockedDirect(lv int32, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, transB bool, beta float32, c []float32, ldc int, ap, bp, edge []float32) {
+	mr, nr := tileOf(lv)
+	rs, cs := lda, 1 // element (i, p) of op(A) at a[i·rs+p·cs]
+	if transA {
+		rs, cs = 1, lda
+	}
+	edge = edge[:mr*nr]
+	for pc := 0; pc < k; pc += blockK {
+		kc := min(blockK, k-pc)
+		accumulate := pc > 0 || beta != 0
+		for jc := 0; jc < n; jc += blockN {
+			nc := min(blockN, n-jc)
+			packB(bp, b, ldb, transB, pc, kc, jc, nc, nr)
+			for ic := 0; ic < m; ic += blockM {
+				mc := min(blockM, m-ic)
+				whole := mc / mr * mr
+				if whole < mc {
+					packA(ap, a, lda, transA, pc, kc, ic+whole, mc-whole, mr, 1)
+				}
+				for jr := 0; jr < nc; jr += nr {
+					bpan := bp[(jr/nr)*kc*nr : (jr/nr+1)*kc*nr]
+					cols := min(nr, nc-jr)
+					for ir := 0; ir < whole; ir += mr {
+						ai := (ic+ir)*rs + pc*cs
+						ci := (ic+ir)*ldc + jc + jr
+						if cols == nr {
+							microKernelDirect(lv, kc, a[ai:], rs, cs, bpan, c[ci:], ldc, accumulate)
+							continue
+						}
+						microKernelDirect(lv, kc, a[ai:], rs, cs, bpan, edge, nr, false)
+						storeEdge(c[ci:], ldc, edge, nr, mr, cols, accumulate)
+					}
+					if whole < mc {
+						microKernel(lv, kc, ap[:kc*mr], bpan, edge, nr, false)
+						storeEdge(c[(ic+whole)*ldc+jc+jr:], ldc, edge, nr, mc-whole, cols, accumulate)
+					}
+				}
 			}
 		}
 	}
@@ -291,21 +343,46 @@ func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha 
 	}
 }
 
+// packBRows is packB for B stored [k, n]: row by row of B, each row read once from start to
+// end and dealt out nr floats to a panel. Panel by panel instead, every nr floats read come
+// from a new row, a stride the prefetcher serves poorly: 3.6 times slower out of L2.
+func packBRows(dst, b []float32, ldb int, pc, kc, jc, nc, nr int) {
+	whole := nc / nr
+	for p := range kc {
+		row := b[(pc+p)*ldb+jc:][:nc]
+		switch nr {
+		case 16:
+			for q := range whole {
+				*(*[16]float32)(dst[q*kc*16+p*16:]) = *(*[16]float32)(row[q*16:])
+			}
+		case 32:
+			for q := range whole {
+				*(*[32]float32)(dst[q*kc*32+p*32:]) = *(*[32]float32)(row[q*32:])
+			}
+		default:
+			for q := range whole {
+				copy(dst[q*kc*nr+p*nr:][:nr], row[q*nr:])
+			}
+		}
+		if cols := nc - whole*nr; cols > 0 {
+			out := dst[whole*kc*nr+p*nr:][:nr]
+			copy(out, row[whole*nr:])
+			clear(out[cols:])
+		}
+	}
+}
+
 // packB writes op(B)[pc:pc+kc, jc:jc+nc] as panels of nr columns: panel q holds, for each p,
 // the nr values op(B)[pc+p, jc+q·nr+j] (zero past the last column).
 func packB(dst, b []float32, ldb int, trans bool, pc, kc, jc, nc, nr int) {
+	if !trans {
+		packBRows(dst, b, ldb, pc, kc, jc, nc, nr)
+		return
+	}
 	for q := 0; q*nr < nc; q++ {
 		pan := dst[q*kc*nr : (q+1)*kc*nr]
 		cols := min(nr, nc-q*nr)
 		j0 := jc + q*nr
-		if !trans {
-			for p := range kc {
-				out := pan[p*nr : p*nr+nr]
-				copy(out[:cols], b[(pc+p)*ldb+j0:(pc+p)*ldb+j0+cols])
-				clear(out[cols:])
-			}
-			continue
-		}
 		if cols < nr {
 			clear(pan)
 		}

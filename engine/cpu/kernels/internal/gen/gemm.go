@@ -95,3 +95,95 @@ func gemm(s isa, mr, nv int) {
 	VZEROUPPER()
 	RET()
 }
+
+// gemmDirect is gemm reading A where it lies, without a packed panel: element (i, p) of the
+// mr×k block at a[i·rs+p·cs], so op(A) = A (rs = lda, cs = 1) and op(A) = Aᵀ (rs = 1, cs = lda)
+// are both walked in place. Packing A costs a pass over it per product, as much time as the
+// multiply itself when n is small (attention's products with n = head dim) and the pack is
+// scalar; the broadcasts need no contiguous panel, only mr addresses per step. Rows go through
+// two base pointers three rows apart (x86 scales an index by 1, 2, 4 or 8, so rows 0-2 and
+// 3-5 are base+{0,1,2}·rs). mr is at most 6.
+func gemmDirect(s isa, mr, nv int) {
+	if mr > 6 {
+		panic("gemmDirect: at most 6 rows")
+	}
+	nr := nv * s.lanes
+	name := fmt.Sprintf("gemmDirect%dx%d%s", mr, nr, s.name)
+	TEXT(name, NOSPLIT, "func(k int, a *float32, rs, cs int, b, c *float32, ldc int, accumulate int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s computes the %d×%d tile T = Σ_p a[i·rs+p·cs]·b[p·%d+j] over p < k (k >= 1)", name, mr, nr, nr),
+		"and sets c[i·ldc+j] = T[i, j], or adds T to it if accumulate != 0.")
+	k := loadGP("k")
+	a0 := loadGP("a")
+	rs := loadGP("rs")
+	SHLQ(U8(2), rs)
+	cs := loadGP("cs")
+	SHLQ(U8(2), cs)
+	a3 := GP64()
+	LEAQ(Mem{Base: a0, Index: rs, Scale: 2}, a3)
+	ADDQ(rs, a3)
+	b := mem("b")
+	rows := make([]Mem, mr)
+	for i := range rows {
+		base := a0
+		if i >= 3 {
+			base = a3
+		}
+		switch i % 3 {
+		case 0:
+			rows[i] = Mem{Base: base}
+		case 1:
+			rows[i] = Mem{Base: base, Index: rs, Scale: 1}
+		case 2:
+			rows[i] = Mem{Base: base, Index: rs, Scale: 2}
+		}
+	}
+	acc := s.zeros(mr * nv)
+	Label("step")
+	bv := make([]VecVirtual, nv)
+	for v := range bv {
+		bv[v] = s.vec()
+		VMOVUPS(b.Offset(v*s.bytes), bv[v])
+	}
+	for i := 0; i < mr; i++ {
+		t := s.vec()
+		VBROADCASTSS(rows[i], t)
+		for v := range bv {
+			VFMADD231PS(bv[v], t, acc[i*nv+v])
+		}
+	}
+	ADDQ(cs, a0)
+	ADDQ(cs, a3)
+	ADDQ(U32(4*nr), b.Base)
+	DECQ(k)
+	JNZ(LabelRef("step"))
+
+	c := mem("c")
+	ldc := loadGP("ldc")
+	SHLQ(U8(2), ldc)
+	flag := loadGP("accumulate")
+	TESTQ(flag, flag)
+	JZ(LabelRef("overwrite"))
+	for i := 0; i < mr; i++ {
+		for v := 0; v < nv; v++ {
+			VADDPS(c.Offset(v*s.bytes), acc[i*nv+v], acc[i*nv+v])
+			VMOVUPS(acc[i*nv+v], c.Offset(v*s.bytes))
+		}
+		if i < mr-1 {
+			ADDQ(ldc, c.Base)
+		}
+	}
+	VZEROUPPER()
+	RET()
+	Label("overwrite")
+	for i := 0; i < mr; i++ {
+		for v := 0; v < nv; v++ {
+			VMOVUPS(acc[i*nv+v], c.Offset(v*s.bytes))
+		}
+		if i < mr-1 {
+			ADDQ(ldc, c.Base)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
