@@ -257,7 +257,8 @@ func TestPoolPanicReachesCaller(t *testing.T) {
 	t.Error("run returned normally")
 }
 
-// A product with many rows split over weight columns packs x once (runSharedA) and gives what a
+// A product with many rows split over weight columns (x packed once, runSharedA, where Sgemm
+// packs A) gives what a
 // float64 product gives, with the weight stored [n, k] (x·Wᵀ) or [k, n].
 func TestMatmulSharedA(t *testing.T) {
 	be := mustBackend(t, "threads=2")

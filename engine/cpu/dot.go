@@ -301,7 +301,7 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 func (mm *matmul) run(call *dotCall) {
 	a, b, c := call.a, call.b, call.c
 	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
-	if !mm.bf16 && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
+	if !mm.bf16 && kernels.PacksA() && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
 		mm.runSharedA(a, b, c)
 		return
 	}
@@ -316,7 +316,8 @@ func (mm *matmul) run(call *dotCall) {
 }
 
 // runSharedA packs op(A) once and lets each task multiply it by its own columns of B: split
-// over N, every task would otherwise pack all of A (the rows of x) again.
+// over N, every task would otherwise pack all of A (the rows of x) again. Where Sgemm reads A
+// in place (kernels.PacksA false), the tasks read it directly instead.
 func (mm *matmul) runSharedA(a, b, c []float32) {
 	lda := mm.K
 	if mm.transA {

@@ -259,6 +259,10 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 // packing it: on AVX2, whose 6-row panels have no vector packing routine.
 func directA(lv int32) bool { return lv == lvAVX2 }
 
+// PacksA reports whether Sgemm packs A under the kernel set in use, so that packing it once
+// (PackA) for several products saves work; where it reads A in place there is nothing to share.
+func PacksA() bool { return !directA(level.Load()) }
+
 // microKernelDirect is microKernel with A read in place: element (i, p) of the tile's rows at
 // a[i·rs+p·cs].
 func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32, ldc int, accumulate bool) {

@@ -31,6 +31,9 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 
 func directA(lv int32) bool { return false }
 
+// PacksA reports whether Sgemm packs A: always, off amd64.
+func PacksA() bool { return true }
+
 func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32, ldc int, accumulate bool) {
 	fail("Sgemm: no direct micro-kernel off amd64")
 }
