@@ -40,6 +40,7 @@ import (
 	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/intlist"
+	"github.com/posformer/posformer/cmd/internal/modelhome"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine/train/tasks"
 )
@@ -110,7 +111,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.weights, "weights", "weights/bench", "checkpoint root: <weights>/<task>/<scheme>[-seedN]/ (with --full: weights/grid, which git ignores)")
 	fs.StringVar(&o.out, "o", "benchmarks/shipped", "output root: <o>/RESULTS.md and <o>/results/ (with --full: benchmarks, the benchmark's report)")
 	fs.StringVar(&o.ship, "ship", "weights/bench", "with --full: copy the recipe's shipped models (lm and passkey, seed 1) here as float16 once trained; \"\" for none (never with -steps)")
-	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory (needs -task); tables on stdout")
+	fs.StringVar(&o.model, "m", "", "evaluate this one checkpoint directory, or a model in $POSFORMER_HOME by name (needs -task); tables on stdout")
 	fs.IntVar(&o.slidingStride, "sliding-stride", 0, "with -m and -task lm: slide the sliding-window row by this many tokens (1 to L) instead of L/2")
 	backendflag.Var(fs, &o.backend, "")
 	userRope = ropeflags.Register(fs)
@@ -195,6 +196,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.full && (o.model != "" || o.lengths != nil || userRope.Given()) {
 		return o, fmt.Errorf("--full runs the recipe's grid; -m, -lengths and the --rope-* flags are for evaluating checkpoints (drop them or --full)")
+	}
+	if o.model != "" {
+		// Last: the flags' own errors come first, as they are cheaper to fix.
+		if o.model, err = modelhome.Resolve(o.model); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }

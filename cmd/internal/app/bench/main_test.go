@@ -7,6 +7,7 @@ import (
 
 // Bad input is a one-line error that names the problem (and lists the valid choices).
 func TestBadFlagsAreOneLineErrors(t *testing.T) {
+	t.Setenv("POSFORMER_HOME", t.TempDir()) // -m by name looks there
 	cases := []struct {
 		args []string
 		want string
@@ -35,6 +36,7 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		{[]string{"--sliding-stride", "16"}, "-m DIR -task lm"},
 		{[]string{"-m", "x", "-task", "copy", "--sliding-stride", "16"}, "-m DIR -task lm"},
 		{[]string{"-m", "x", "-task", "lm", "--sliding-stride", "-3"}, "at least 1 token"},
+		{[]string{"-m", "nosuchmodel", "-task", "lm"}, `no model "nosuchmodel"`},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(c.args)
@@ -74,6 +76,7 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 
 // The -speed mode checks its flags before measuring anything: a bad one is a one-line error.
 func TestSpeedBadFlags(t *testing.T) {
+	t.Setenv("POSFORMER_HOME", t.TempDir()) // -m by name looks there
 	cases := []struct {
 		args []string
 		want string
@@ -86,6 +89,7 @@ func TestSpeedBadFlags(t *testing.T) {
 		{[]string{"--weights", "q9"}, `--weights "q9": unknown weight type (valid: f32, bf16, q8_0, q4_0)`},
 		{[]string{"-shape", "7B"}, `-shape "7B": unknown (valid: 15M, 260K)`},
 		{[]string{"-m", "/nonexistent/model.bin"}, "-m /nonexistent/model.bin: "},
+		{[]string{"-m", "nosuchmodel"}, `no model "nosuchmodel"`},
 		{[]string{"extra"}, `-speed: unexpected argument "extra"`},
 		{[]string{"-bogus"}, "-speed: flag provided but not defined: -bogus (run with -speed -h for the flags)"},
 	}

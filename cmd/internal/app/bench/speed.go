@@ -25,6 +25,7 @@ import (
 	"github.com/posformer/posformer/cmd/internal/backendflag"
 	"github.com/posformer/posformer/cmd/internal/intlist"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
+	"github.com/posformer/posformer/cmd/internal/modelhome"
 	"github.com/posformer/posformer/layers"
 )
 
@@ -37,7 +38,7 @@ type speedOptions struct {
 
 func speedFlags(o *speedOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench -speed", flag.ContinueOnError)
-	fs.StringVar(&o.models, "m", "", "comma-separated models to measure: llama2.c .bin files or checkpoint directories")
+	fs.StringVar(&o.models, "m", "", "comma-separated models to measure: llama2.c .bin files, checkpoint directories or names in $POSFORMER_HOME")
 	fs.StringVar(&o.shapes, "shape", "260K,15M", "comma-separated random models to measure when -m is not given: "+strings.Join(speed.ShapeNames(), ", "))
 	fs.IntVar(&o.n, "n", 256, "tokens generated for the decode rate (greedy, from BOS)")
 	fs.StringVar(&o.prompts, "prompts", "16,32,64,128,256,512", "prompt lengths for the prefill rate (those that fit the context)")
@@ -90,6 +91,10 @@ func runSpeed(args []string) error {
 	var targets []string
 	if o.models != "" {
 		for _, m := range strings.Split(o.models, ",") {
+			m, err := modelhome.Resolve(m)
+			if err != nil {
+				return err
+			}
 			if _, err := os.Stat(m); err != nil {
 				return fmt.Errorf("-m %s: %w", m, err)
 			}

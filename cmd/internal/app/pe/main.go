@@ -23,6 +23,7 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/modelhome"
 	"github.com/posformer/posformer/cmd/internal/ropeflags"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models"
@@ -51,7 +52,7 @@ func newFlags(o *options) *flag.FlagSet {
 	fs.IntVar(&o.numBuckets, "num-buckets", 0, "scheme option num_buckets (T5), when given")
 	fs.IntVar(&o.maxDistance, "max-distance", 0, "scheme option max_distance (T5, Shaw, DeBERTa), when given")
 	fs.BoolVar(&o.bidirectional, "bidirectional", false, "scheme option bidirectional (T5), when given")
-	fs.StringVar(&o.model, "m", "", "checkpoint directory: show its trained scheme (config gives the scheme, dim and heads)")
+	fs.StringVar(&o.model, "m", "", "checkpoint directory, or the name of a model in $POSFORMER_HOME (posformer list): show its trained scheme (config gives the scheme, dim and heads)")
 	fs.IntVar(&o.length, "len", 64, "positions 0..len-1")
 	fs.IntVar(&o.dim, "dim", 64, "model width")
 	fs.IntVar(&o.heads, "heads", 4, "attention heads")
@@ -130,6 +131,9 @@ func run(o options, args []string, stdout, stderr io.Writer) error {
 	}
 	var st *setup
 	if o.model != "" {
+		if o.model, err = modelhome.Resolve(o.model); err != nil {
+			return err
+		}
 		st, err = fromCheckpoint(o, backend)
 	} else {
 		st, err = fromFlags(o)

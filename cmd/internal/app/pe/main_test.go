@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -628,5 +629,26 @@ func TestRoPEScalingFlags(t *testing.T) {
 	}
 	if _, err := pe("-scheme", "alibi", "--rope-scale", "4"); err == nil || !strings.Contains(err.Error(), "rope scheme") {
 		t.Errorf("rope flags on alibi: %v", err)
+	}
+}
+
+// -m takes a model's name in $POSFORMER_HOME as run does, and shows the same table as its path.
+func TestModelByName(t *testing.T) {
+	home := t.TempDir()
+	src, err := filepath.Abs("../../../../weights/rope-decoder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(src, filepath.Join(home, "mine")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POSFORMER_HOME", home)
+	byName := peJSON(t, "-m", "mine", "-len", "12")
+	byPath := peJSON(t, "-m", src, "-len", "12")
+	if !reflect.DeepEqual(byName["scores"], byPath["scores"]) || byName["scores"] == nil {
+		t.Fatalf("-m mine and -m %s give different tables", src)
+	}
+	if _, err := pe("-m", "nosuchmodel"); err == nil || !strings.Contains(err.Error(), `no model "nosuchmodel"`) {
+		t.Fatalf("-m nosuchmodel: %v", err)
 	}
 }
