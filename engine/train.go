@@ -208,9 +208,17 @@ func (t *Trainer) Step(b Batch, lr float64) (float64, error) {
 		loss = float64(tensors.ToScalar[float32](outs[0]))
 	}
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
-		return loss, fmt.Errorf("training step: loss is %v; lower the learning rate", loss)
+		return loss, fmt.Errorf("training step: %w", DivergedError{loss})
 	}
 	return loss, nil
+}
+
+// DivergedError is Step's error (wrapped) when the batch loss is NaN or infinite: the weights
+// have overflowed, and every later step would train on NaN.
+type DivergedError struct{ Loss float64 }
+
+func (e DivergedError) Error() string {
+	return fmt.Sprintf("loss is %v; lower the learning rate", e.Loss)
 }
 
 // microStep runs the batch MicroBatch rows at a time, then one optimizer step on the summed

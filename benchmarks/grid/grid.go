@@ -468,6 +468,7 @@ func TrainWith(ctx context.Context, parse func(args []string) (train.Options, er
 		}
 		defer f.Close()
 		o.Cores, o.Log = procs, f
+		o.KeepDiverged = true // a sweep's rate that diverges loses; it does not block the sweep
 		o.Bar = func(what string, total int) train.Bar {
 			// total is the steps left of the cap: the fraction done counts the steps before too.
 			b := &stepBar{before: o.Steps - total, steps: o.Steps, progress: progress}

@@ -1,7 +1,6 @@
 package grid
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -32,7 +31,7 @@ func LRChoice(out string, r recipe.Recipe) func(task, scheme string) (float64, b
 			if err != nil {
 				return 0, false
 			}
-			if loss := ti.FinalEvalLoss; !math.IsNaN(loss) && loss < bestLoss {
+			if loss := float64(ti.FinalEvalLoss); !math.IsNaN(loss) && loss < bestLoss {
 				best, bestLoss = r.LRs[i], loss
 			}
 		}
@@ -47,11 +46,11 @@ func KeptInfo(out string, c Cell) (*recipe.TrainInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	var ti recipe.TrainInfo
-	if err := json.Unmarshal(data, &ti); err != nil {
+	ti, err := recipe.ParseTrainInfo(data)
+	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return &ti, nil
+	return ti, nil
 }
 
 // Wave is the part of a grid to run now: the cells whose command is final (not Waiting on a

@@ -133,6 +133,25 @@ func TestLRChoicePartial(t *testing.T) {
 	}
 }
 
+// A rate whose run diverged (train.json's losses null, as cmd/train writes them) loses to the
+// others, even with higher losses; null must not read as a loss of 0.
+func TestLRChoiceDiverged(t *testing.T) {
+	out := t.TempDir()
+	r := recipe.V3
+	ids := r.SweepIDs("copy", "shaw")
+	for i, id := range ids {
+		task, name, _ := strings.Cut(id, "/")
+		c := Cell{Model: recipe.Model{Task: task, Name: name}}
+		report.WriteCSV(CellPath(out, c), nil)
+		os.MkdirAll(filepath.Dir(CurvePath(out, c)), 0o755)
+		js := []string{`{"final_eval_loss": 2.0}`, `{"final_eval_loss": null, "diverged_at": 300}`, `{"final_eval_loss": 1.9}`}[i]
+		os.WriteFile(strings.TrimSuffix(CurvePath(out, c), ".loss.csv")+".train.json", []byte(js), 0o644)
+	}
+	if lr, ok := LRChoice(out, r)("copy", "shaw"); !ok || lr != r.LRs[2] {
+		t.Errorf("choice %g (%v), want %g: the diverged %g must lose", lr, ok, r.LRs[2], r.LRs[1])
+	}
+}
+
 func argOf(args []string, flag string) string {
 	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
 		return args[i+1]

@@ -30,9 +30,10 @@ type TrainInfo struct {
 	Seed            int            `json:"seed"`
 	WallSeconds     float64        `json:"wall_seconds"`
 	GOMAXPROCS      int            `json:"gomaxprocs"`
-	MicroBatch      int            `json:"micro_batch"` // sequences a pass (0 or Batch: one pass); of the last run, if resumed
-	FinalLoss       float64        `json:"final_loss"`
-	FinalEvalLoss   float64        `json:"final_eval_loss"`
+	MicroBatch      int            `json:"micro_batch"`     // sequences a pass (0 or Batch: one pass); of the last run, if resumed
+	FinalLoss       Loss           `json:"final_loss"`
+	FinalEvalLoss   Loss           `json:"final_eval_loss"`
+	DivergedAt      int            `json:"diverged_at"`     // the step the loss became NaN or infinite (0: never)
 	Command         string         `json:"command"`
 	Positional      map[string]any `json:"positional"`
 	RandomPositions int            `json:"random_positions"`
@@ -49,6 +50,40 @@ type TrainInfo struct {
 // (train.Plateaued: the training package writes the stop).
 func (ti TrainInfo) Plateaued() bool { return train.Plateaued(ti.Stop) }
 
+// ParseTrainInfo decodes a train.json.
+func ParseTrainInfo(data []byte) (*TrainInfo, error) {
+	var ti TrainInfo
+	if err := json.Unmarshal(data, &ti); err != nil {
+		return nil, err
+	}
+	return &ti, nil
+}
+
+// Loss is a loss in nats as train.json and MANIFEST.json hold it: null where it was not finite
+// (a diverged run; JSON has no NaN), read back as NaN, never as the 0 that null would otherwise
+// leave, which would rank a diverged run best.
+type Loss float64
+
+func (l Loss) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(l))
+}
+
+func (l *Loss) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*l = Loss(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*l = Loss(f)
+	return nil
+}
+
 // ReadTrainInfo reads dir/train.json; a checkpoint without one was not trained to the end.
 func ReadTrainInfo(dir string) (*TrainInfo, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "train.json"))
@@ -58,8 +93,8 @@ func ReadTrainInfo(dir string) (*TrainInfo, error) {
 		}
 		return nil, fmt.Errorf("reading %s: %w", dir, err)
 	}
-	var ti TrainInfo
-	if err := json.Unmarshal(data, &ti); err != nil {
+	ti, err := ParseTrainInfo(data)
+	if err != nil {
 		return nil, fmt.Errorf("reading %s/train.json: %w", dir, err)
 	}
 	ti.dir = dir
@@ -76,7 +111,7 @@ func ReadTrainInfo(dir string) (*TrainInfo, error) {
 			ti.Task = tasks.MLM
 		}
 	}
-	return &ti, nil
+	return ti, nil
 }
 
 // Variant is the trained variant of a checkpoint: the v3 recipe's label when its folder's name
@@ -145,8 +180,8 @@ type ManifestEntry struct {
 	Seed          int     `json:"seed"`
 	WallSeconds   float64 `json:"wall_seconds"`
 	Cores         int     `json:"cores,omitempty"`
-	FinalLoss     float64 `json:"final_loss"`
-	FinalEvalLoss float64 `json:"final_eval_loss"`
+	FinalLoss     Loss    `json:"final_loss"`
+	FinalEvalLoss Loss    `json:"final_eval_loss"`
 	Bytes         int64   `json:"bytes"`
 	Command       string  `json:"command"`
 }

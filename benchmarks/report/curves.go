@@ -168,11 +168,11 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			case c.Info.Plateaued():
 				plateau++
 			case strings.HasPrefix(c.Info.Stop, "step cap"):
-				capped = append(capped, fmt.Sprintf("`%s` seed %d (%s)", l, c.Info.Seed, Num(c.Info.FinalEvalLoss)))
+				capped = append(capped, fmt.Sprintf("`%s` seed %d (%s)", l, c.Info.Seed, Num(float64(c.Info.FinalEvalLoss))))
 			} // else a fixed number of steps (a fine-tune): neither
 			total += c.Info.WallSeconds
 			steps = append(steps, strconv.Itoa(c.Info.Steps))
-			loss = append(loss, c.Info.FinalEvalLoss)
+			loss = append(loss, float64(c.Info.FinalEvalLoss))
 			wall = append(wall, c.Info.WallSeconds/60)
 			if !math.IsNaN(c.EvalSeconds) {
 				eval = append(eval, c.EvalSeconds/60)

@@ -38,6 +38,7 @@ type LRRow struct {
 	Task, Scheme string
 	Rate, Loss   float64 // the validation loss at L at the end (train.json's final_eval_loss)
 	Chosen       bool
+	DivergedAt   int // the step its loss stopped being finite (0: it did not)
 }
 
 // sweepRate is the rate of a sweep model of seed 1 by its name (recipe.SweepIDs: the default
@@ -83,7 +84,7 @@ func SplitSweep(task string, cs []Curve) (rows []LRRow, kept []Curve) {
 			for _, lr := range r.LRs {
 				for _, i := range idx {
 					if rate, _ := sweepRate(r, scheme, cs[i].Name); rate == lr {
-						if l := cs[i].Info.FinalEvalLoss; !math.IsNaN(l) && l < best {
+						if l := float64(cs[i].Info.FinalEvalLoss); !math.IsNaN(l) && l < best {
 							chosen, best = i, l
 						}
 					}
@@ -92,7 +93,8 @@ func SplitSweep(task string, cs []Curve) (rows []LRRow, kept []Curve) {
 		}
 		for _, i := range idx {
 			rate, _ := sweepRate(r, scheme, cs[i].Name)
-			rows = append(rows, LRRow{Task: task, Scheme: scheme, Rate: rate, Loss: cs[i].Info.FinalEvalLoss, Chosen: i == chosen})
+			rows = append(rows, LRRow{Task: task, Scheme: scheme, Rate: rate, Loss: float64(cs[i].Info.FinalEvalLoss), Chosen: i == chosen,
+				DivergedAt: cs[i].Info.DivergedAt})
 			if i != chosen {
 				drop[i] = true
 			}
@@ -122,6 +124,9 @@ func LRTable(rows []LRRow) string {
 	b.WriteString("| task | scheme | learning rate | validation loss at L (nats) | chosen |\n| --- | --- | ---: | ---: | :---: |\n")
 	for _, x := range rows {
 		mark, loss := "", Num(x.Loss)
+		if x.DivergedAt > 0 {
+			loss = fmt.Sprintf("diverged at step %d", x.DivergedAt)
+		}
 		if x.Chosen {
 			mark, loss = "✓", "**"+loss+"**"
 		}

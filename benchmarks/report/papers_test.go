@@ -190,7 +190,7 @@ func TestBootstrapCellsInTables(t *testing.T) {
 func TestLRSweep(t *testing.T) {
 	curve := func(name, scheme string, loss float64) Curve {
 		c := Curve{Name: name, Label: scheme}
-		c.Info.Scheme, c.Info.Seed, c.Info.FinalEvalLoss = scheme, 1, loss
+		c.Info.Scheme, c.Info.Seed, c.Info.FinalEvalLoss = scheme, 1, recipe.Loss(loss)
 		return c
 	}
 	cs := []Curve{curve("rope", "rope", 1.3), curve("rope-lr0.0005", "rope", 1.4), curve("rope-lr0.002", "rope", 1.2), curve("rope-seed2", "rope", 1.25), curve("alibi", "alibi", 1.1)}

@@ -133,7 +133,7 @@ func synthV3(t *testing.T, dir string) {
 	}{{"rope", "rope", 1, 1.30, 3600}, {"rope-lr0.0005", "rope", 1, 1.40, 3600}, {"rope-lr0.002", "rope", 1, 1.20, 3600}, {"rope-seed2", "rope", 2, 1.22, 3600}, {"alibi", "alibi", 1, 1.1, 1800}} {
 		cdir := filepath.Join(dir, "results", "curves", "lm")
 		os.MkdirAll(cdir, 0o755)
-		ti := recipe.TrainInfo{Task: "lm", Scheme: cv.scheme, Seed: cv.seed, FinalEvalLoss: cv.loss, WallSeconds: cv.wall, Steps: 3000, Stop: "plateau"}
+		ti := recipe.TrainInfo{Task: "lm", Scheme: cv.scheme, Seed: cv.seed, FinalEvalLoss: recipe.Loss(cv.loss), WallSeconds: cv.wall, Steps: 3000, Stop: "plateau"}
 		data, _ := json.Marshal(ti)
 		os.WriteFile(filepath.Join(cdir, cv.name+".train.json"), data, 0o644)
 		os.WriteFile(filepath.Join(cdir, cv.name+".eval.json"), []byte(`{"eval_seconds": 360, "threads": 1}`), 0o644)

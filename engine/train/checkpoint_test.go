@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,4 +178,35 @@ func TestTrainIntoCheckpointFolder(t *testing.T) {
 		t.Errorf("-resume without optimizer state or train.json: %v", err)
 	}
 	mustRun(t, forced)
+}
+
+// A run whose loss becomes NaN or infinite stops at that step instead of training NaN weights to
+// its cap, and train.json says so: the step, the stop reason, and null losses (JSON has no NaN;
+// before, the file was left empty and unreadable).
+func TestDivergedRunStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	o := tinyRun(dir, 400)
+	o.LR, o.Warmup, o.WD = 1e30, 1, 0 // far past any stable rate: the weights overflow
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "lower the learning rate") {
+		t.Fatalf("without KeepDiverged: error %v, want one naming the fix", err)
+	}
+	o.KeepDiverged, o.Force = true, true
+	r := mustRun(t, o)
+	if r.DivergedAt == 0 || r.Steps != r.DivergedAt || r.Steps >= 400 {
+		t.Fatalf("diverged at %d, stopped at step %d of 400", r.DivergedAt, r.Steps)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]any
+	if err := json.Unmarshal(data, &info); err != nil {
+		t.Fatalf("train.json: %v", err)
+	}
+	if info["final_eval_loss"] != nil || info["diverged_at"] != float64(r.DivergedAt) || !strings.HasPrefix(info["stop"].(string), "diverged at step") {
+		t.Errorf("train.json: final_eval_loss %v, diverged_at %v, stop %q", info["final_eval_loss"], info["diverged_at"], info["stop"])
+	}
 }

@@ -67,6 +67,10 @@ type Options struct {
 	PlateauTol             float64 // relative improvement that counts
 	PlateauMin             int
 	Init                   string // start from this checkpoint's weights (a fine-tune)
+	// KeepDiverged: a run whose loss stops being finite ends there, finished, with train.json
+	// saying so (diverged_at, null losses), instead of failing: a learning-rate sweep needs
+	// every rate's outcome. Off (cmd/train), the run fails and its last checkpoint stays.
+	KeepDiverged bool
 	// Data names the text to train on (corpus.LoadText: a file, a directory, a glob); empty:
 	// the Go standard library's source.
 	Data string
@@ -98,6 +102,7 @@ type Result struct {
 	Stop            string  // why it stopped, as train.json says
 	WallSeconds     float64 // training wall time over resumptions
 	AlreadyFinished bool    // a resumed run that had nothing left to do
+	DivergedAt      int     // the step whose loss was NaN or infinite, where the run stopped (0: none)
 }
 
 // Defaults are cmd/train's defaults (the flags' values when not given; Kind "" is a decoder,
@@ -324,6 +329,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	var loss, evalLoss float64 = math.NaN(), math.NaN()
 	lossSum, lossN := 0.0, 0
+	divergedAt := 0 // the step whose loss was not finite (0: none)
 	for step := first; step < end; step++ {
 		if err := ctx.Err(); err != nil {
 			return Result{}, fmt.Errorf("stopped at step %d (resumable from the last checkpoint): %w", step, err)
@@ -349,11 +355,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			lr = plat.lr(step, o.LR, o.Warmup)
 			end = plat.end
 		}
+		done := step + 1
 		if loss, err = tr.Step(b, lr); err != nil {
-			return Result{}, fmt.Errorf("step %d: %w", step, err)
+			if !(o.KeepDiverged && errors.As(err, new(engine.DivergedError))) {
+				return Result{}, fmt.Errorf("step %d: %w", step, err)
+			}
+			// The run ends here, finished: its weights as they are (not finite), its losses
+			// null in train.json, the step in diverged_at.
+			divergedAt, end = done, done
 		}
 		lossSum, lossN = lossSum+loss, lossN+1
-		done := step + 1
 		if done%o.EvalEvery == 0 || done == end {
 			if evalLoss, err = tr.Eval(evalBatch); err != nil {
 				return Result{}, err
@@ -364,6 +375,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			if plat != nil {
 				plat.observe(done, evalLoss)
 				end = plat.end
+			}
+			if divergedAt > 0 {
+				end = done
 			}
 			if err := writeCurve(o.Out, curve); err != nil {
 				return Result{}, err
@@ -383,6 +397,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	stop := fmt.Sprintf("-steps %d", o.Steps)
 	if plat != nil {
 		stop = plat.stopReason()
+	}
+	if divergedAt > 0 {
+		stop = fmt.Sprintf("diverged at step %d (loss %v)", divergedAt, loss)
 	}
 	taskVersion := 0
 	if o.Task != "" {
@@ -409,9 +426,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"weights_seed":       weightsSeed(o),
 		"wall_seconds":       math.Round(wall),
 		"gomaxprocs":         cores, // wall_seconds is on this many cores
-		"final_loss":         loss,
-		"final_eval_loss":    evalLoss,
-		"eval_bits_per_byte": evalLoss / math.Ln2,
+		"final_loss":         finite(loss),
+		"final_eval_loss":    finite(evalLoss),
+		"eval_bits_per_byte": finite(evalLoss / math.Ln2),
+		"diverged_at":        divergedAt,
 		"unigram_eval_loss":  unigramLoss(data.Train, evalTgt), // of the corpus, whatever the task
 		"positional":         cfg.Positional,
 		"dim":                cfg.Dim,
@@ -423,13 +441,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"validation_sha256":  val.sha256,
 		"nope_layers":        cfg.NoPELayers,
 	}
-	js, _ := json.MarshalIndent(summary, "", "  ")
+	js, err := json.MarshalIndent(summary, "", "  ")
+	if err != nil {
+		return Result{}, fmt.Errorf("writing %s: %w", InfoFile, err)
+	}
 	if err := models.WriteFileAtomic(filepath.Join(o.Out, InfoFile), append(js, '\n')); err != nil {
 		return Result{}, err
 	}
 	fmt.Fprintf(logw, "train: done in %s: loss %.4f, eval loss %.4f nats (%.3f bits/byte); checkpoint in %s\n",
 		time.Duration(wall*float64(time.Second)).Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.Out)
-	return Result{Steps: end, Loss: loss, EvalLoss: evalLoss, Stop: stop, WallSeconds: wall}, nil
+	return Result{Steps: end, Loss: loss, EvalLoss: evalLoss, Stop: stop, WallSeconds: wall, DivergedAt: divergedAt}, nil
 }
 
 // InfoFile is the run's summary, written when it finishes: the benchmark reads it to know a
@@ -723,4 +744,13 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// finite is x, or nil (JSON's null) when x is NaN or infinite, which JSON cannot hold: a
+// diverged run's losses. Readers take null back as NaN (recipe.ReadTrainInfo).
+func finite(x float64) any {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return x
 }
