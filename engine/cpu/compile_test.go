@@ -298,6 +298,55 @@ func TestMatmulSharedA(t *testing.T) {
 	}
 }
 
+// A weight's gradient in shape (a long contraction, a small result) is cut over K between the
+// threads (splitK) and gives what a float64 product gives, whichever side is stored transposed,
+// with K not a multiple of the slices.
+func TestMatmulSplitK(t *testing.T) {
+	be := mustBackend(t, "threads=2")
+	const m, n, k = 33, 20, 1100
+	if !splitK(m, n, k) {
+		t.Fatal("the test's shape is not cut over K")
+	}
+	for _, c := range []struct{ lhsK, rhsK int }{{0, 0}, {1, 0}, {0, 1}, {1, 1}} {
+		op := must[backends.Op](t)
+		bld := be.Builder("splitk")
+		xDims, wDims := []int{k, m}, []int{k, n}
+		if c.lhsK == 1 {
+			xDims = []int{m, k}
+		}
+		if c.rhsK == 1 {
+			wDims = []int{n, k}
+		}
+		x := op(bld.Parameter("x", shapes.Make(dtypes.Float32, xDims...), nil))
+		w := op(bld.Parameter("w", shapes.Make(dtypes.Float32, wDims...), nil))
+		y := op(bld.DotGeneral(x, []int{c.lhsK}, nil, w, []int{c.rhsK}, nil))
+		exe := must[backends.Executable](t)(bld.Compile([]backends.Op{y}, nil)).(*Executable)
+		r := rand.New(rand.NewPCG(11, 12))
+		xb, wb := randomBuffer(t, be, r, xDims...), randomBuffer(t, be, r, wDims...)
+		xs, ws := append([]float32(nil), typed[float32](xb.data)...), append([]float32(nil), typed[float32](wb.data)...)
+		outs := must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{xb, wb}, nil, 0))
+		got := typed[float32](outs[0].(*Buffer).data)
+		for i := range m {
+			for j := range n {
+				var want float64
+				for p := range k {
+					xv, wv := xs[p*m+i], ws[p*n+j]
+					if c.lhsK == 1 {
+						xv = xs[i*k+p]
+					}
+					if c.rhsK == 1 {
+						wv = ws[j*k+p]
+					}
+					want += float64(xv) * float64(wv)
+				}
+				if d := want - float64(got[i*n+j]); d > 1e-3 || d < -1e-3 {
+					t.Fatalf("contracting %d, %d: y[%d][%d] = %g, want %g", c.lhsK, c.rhsK, i, j, got[i*n+j], want)
+				}
+			}
+		}
+	}
+}
+
 // Identical subexpressions (the same Erf of the same input, four times over, with constants
 // made separately but equal) are computed once; different constants are not merged; the
 // results equal those of the unmerged graph (optimize=false keeps every node). Erf, because it is not

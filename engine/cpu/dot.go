@@ -155,18 +155,21 @@ func lowerDot(lw *lowering) (stepFn, error) {
 
 // dotCall is one call of a float32 product: its operands, and run, its task method bound once.
 type dotCall struct {
-	mm      *matmul
-	a, b, c []float32
-	run     func(task int)
+	mm                *matmul
+	a, b, c           []float32
+	part              []float32 // splitK's partial products
+	run, runK, runSum func(task int)
 }
 
 func newDotCall() any {
 	c := &dotCall{}
-	c.run = c.task
+	c.run, c.runK, c.runSum = c.task, c.taskK, c.sumK
 	return c
 }
 
-func (c *dotCall) task(t int) { c.mm.task(t, c.a, c.b, c.c) }
+func (c *dotCall) task(t int)  { c.mm.task(t, c.a, c.b, c.c) }
+func (c *dotCall) taskK(t int) { c.mm.taskK(t, c.a, c.b, c.c, c.part) }
+func (c *dotCall) sumK(t int)  { c.mm.sumK(t, c.c, c.part) }
 
 // aroundContraction reports whether an operand's axes are its batch axes first, then free
 // axes (of total size o), the contracted axes together, and free axes again (size i).
@@ -263,6 +266,19 @@ type matmul struct {
 	// bf16dot); the paths without packing (tinyDot, MatMulNT, DotRows, Axpy: few rows or a
 	// tiny contraction) stay float32.
 	bf16 bool
+	// kt > 1: the contraction is cut into kt slices of kSize, each task's partial product
+	// summed after (splitK).
+	kt, kSize int
+}
+
+// splitK reports whether a product is a weight's gradient in shape (a long contraction over
+// every token, a small result: K at least 1024 and 8 times M and N), which threads share by
+// cutting K. Cut over M or N instead, each task packs a whole slice of B (K·N/nt values) for
+// a few rows of C, so packing, which memory bounds, costs as much as the multiply and the second
+// thread added nothing (BenchmarkTrainStep: [128 128] ← [4096 128]ᵀ·[4096 128], 1.04x). Cut
+// over K, every value is packed once; the partial results (M·N each) are added at the end.
+func splitK(M, N, K int) bool {
+	return K >= 1024 && K >= 8*max(M, N) && M >= 16 && N >= 16
 }
 
 func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
@@ -275,6 +291,12 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 	// only its own slice of the weights; splitting M would pack the same weights once per task.
 	// M is split only when N is too narrow to give every thread work.
 	want := 4 * p.threads()
+	if B == 1 && splitK(M, N, K) {
+		// Slices of whole K blocks, two per thread: the partial sums cost M·N adds each.
+		mm.kt = min(2*p.threads(), K/256)
+		mm.kSize = (K + mm.kt - 1) / mm.kt
+		return mm
+	}
 	perBatch := (want + B - 1) / B
 	if perBatch <= 1 {
 		return mm
@@ -303,6 +325,10 @@ func (mm *matmul) run(call *dotCall) {
 	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
 	if !mm.bf16 && kernels.PacksA() && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
 		mm.runSharedA(a, b, c)
+		return
+	}
+	if mm.kt > 1 {
+		mm.runSplitK(call)
 		return
 	}
 	tiles := mm.mt * mm.nt
@@ -338,6 +364,61 @@ func (mm *matmul) runSharedA(a, b, c []float32) {
 			kernels.SgemmPacked(pa, false, n1-n0, b[n0:], mm.N, 0, c[n0:], mm.N)
 		}
 	})
+}
+
+// runSplitK computes C as the sum of kt products over slices of K: slice 0 into C, the others
+// into scratch, added to C after, a band of rows per task.
+func (mm *matmul) runSplitK(call *dotCall) {
+	M, N := mm.M, mm.N
+	call.part = floats.Get((mm.kt - 1) * M * N)
+	defer func() { floats.Put(call.part); call.part = nil }()
+	mm.pool.run(mm.kt, call.runK)
+	mm.pool.run(mm.kt, call.runSum)
+}
+
+// taskK computes slice t of K's product into C (t = 0) or its part of the scratch.
+func (mm *matmul) taskK(t int, a, b, c, part []float32) {
+	M, N, K := mm.M, mm.N, mm.K
+	k0 := t * mm.kSize
+	k1 := min(K, k0+mm.kSize)
+	dst := c
+	if t > 0 {
+		dst = part[(t-1)*M*N : t*M*N]
+	}
+	if k0 >= k1 {
+		clear(dst)
+		return
+	}
+	var aa, bb []float32
+	var lda, ldb int
+	if mm.transA {
+		aa, lda = a[k0*M:], M
+	} else {
+		aa, lda = a[k0:], K
+	}
+	if mm.transB {
+		bb, ldb = b[k0:], K
+	} else {
+		bb, ldb = b[k0*N:], N
+	}
+	if mm.bf16 {
+		kernels.SgemmBF16(mm.transA, mm.transB, M, N, k1-k0, 1, aa, lda, bb, ldb, 0, dst, N)
+		return
+	}
+	kernels.Sgemm(mm.transA, mm.transB, M, N, k1-k0, 1, aa, lda, bb, ldb, 0, dst, N)
+}
+
+// sumK adds the scratch's partial products to band t of C's rows (kt bands).
+func (mm *matmul) sumK(t int, c, part []float32) {
+	M, N := mm.M, mm.N
+	rows := (M + mm.kt - 1) / mm.kt
+	lo, hi := t*rows*N, min(M, (t+1)*rows)*N
+	if lo >= hi {
+		return
+	}
+	for s := range mm.kt - 1 {
+		kernels.Add(c[lo:hi], part[s*M*N+lo:s*M*N+hi], c[lo:hi])
+	}
 }
 
 // floats are scratch buffers (packed operands), reused across calls and kept across garbage
