@@ -9,6 +9,8 @@ package infer
 // ends at the template's end-of-turn token; a base model (the shipped decoders) continues
 // the text as typed. -p is, as in llama-cli, the system message of a chat model (a base model's
 // text before the first line). "/exit" or the end of input (Ctrl-D) ends the conversation.
+// With --context-shift, a full cache drops old tokens as generation does (StreamingLLM: the
+// first --keep stay) and the conversation goes on; without it, a full cache ends it.
 
 import (
 	"bufio"
@@ -42,6 +44,7 @@ type chatModel struct {
 // and the session's length after the turn.
 type turn struct {
 	fed, generated, used int
+	shifts               int // context shifts during the turn (--context-shift)
 }
 
 func runChat(o options, in io.Reader, out, errw io.Writer) error {
@@ -133,10 +136,42 @@ func converse(e *engine.Engine, m chatModel, o options, in io.Reader, out io.Wri
 		return nil, err
 	}
 	limit := e.SequenceLimit()
+	if o.contextShift {
+		if err := e.CanShift(); err != nil {
+			return nil, err
+		}
+	}
 	s := e.NewSession(1)
 	defer s.Close()
 	if err := s.Reserve(limit); err != nil {
 		return nil, err
+	}
+	// makeRoom frees the cache for need more tokens with --context-shift, as generation does
+	// (engine.ContextShift: the first --keep tokens stay, half of the rest goes; --keep -1
+	// keeps the first turn), and counts the shifts in t.
+	firstTurn := 0
+	makeRoom := func(need int, t *turn) error {
+		if s.Used[0]+need < limit {
+			return nil
+		}
+		if !o.contextShift {
+			return fmt.Errorf("the conversation has filled the context of %d tokens; start again, with a larger -c if the model allows, or add --context-shift to drop old turns", limit)
+		}
+		keep, discard, err := engine.ContextShift{Keep: o.keep}.Resolve(limit, firstTurn)
+		if err != nil {
+			return err
+		}
+		for s.Used[0]+need >= limit {
+			d := min(discard, s.Used[0]-keep)
+			if d <= 0 {
+				return fmt.Errorf("a turn of %d tokens does not fit in the context of %d tokens with %d kept; type less at a time, lower --keep or raise -c", need, limit, keep)
+			}
+			if err := s.Shift(0, keep, d); err != nil {
+				return err
+			}
+			t.shifts++
+		}
+		return nil
 	}
 	var (
 		turns   []turn
@@ -167,10 +202,13 @@ func converse(e *engine.Engine, m chatModel, o options, in io.Reader, out io.Wri
 		if len(feed) == 0 {
 			continue
 		}
-		if s.Used[0]+len(feed) >= limit {
-			return turns, fmt.Errorf("the conversation has filled the context of %d tokens; start again, with a larger -c if the model allows", limit)
-		}
 		t := turn{fed: len(feed)}
+		if err := makeRoom(len(feed), &t); err != nil {
+			return turns, err
+		}
+		if firstTurn == 0 {
+			firstTurn = len(feed)
+		}
 		last, err := s.AppendLast([][]int{feed}, [][]int{positions(s.Used[0], len(feed))})
 		if err != nil {
 			return turns, err
@@ -187,9 +225,12 @@ func converse(e *engine.Engine, m chatModel, o options, in io.Reader, out io.Wri
 			}
 			emit(tok)
 			t.generated++
-			if s.Used[0]+1 >= limit || (o.n >= 0 && t.generated >= o.n) {
+			if (s.Used[0]+1 >= limit && !o.contextShift) || (o.n >= 0 && t.generated >= o.n) {
 				pending = []int{tok}
 				break
+			}
+			if err := makeRoom(1, &t); err != nil {
+				return turns, err
 			}
 			if last, err = s.AppendLast([][]int{{tok}}, [][]int{{s.Used[0]}}); err != nil {
 				return turns, err

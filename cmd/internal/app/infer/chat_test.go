@@ -56,6 +56,41 @@ func TestChatKeepsTheCache(t *testing.T) {
 	}
 }
 
+// A conversation longer than the context: without --context-shift it ends with an error naming
+// the flag; with it, old tokens are dropped after the first --keep and every turn is answered,
+// the cache never holding more than -c tokens.
+func TestChatContextShift(t *testing.T) {
+	lines := strings.Repeat("\tx := compute(a, b, c)\n", 8) // 8 turns of 22 bytes, 16 generated each
+	o := options{model: "../../../../weights/" + DefaultModel, n: 16, seed: 1, ignoreEOS: true, ctxSize: 96,
+		sampling: engine.Sampling{Temp: 0.8, TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+	e, err := o.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := o.chatModel(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := converse(e, m, o, strings.NewReader(lines), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--context-shift") {
+		t.Fatalf("without --context-shift: %v, want an error naming it", err)
+	}
+	o.contextShift, o.keep = true, 4
+	turns, err := converse(e, m, o, strings.NewReader(lines), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shifts := 0
+	for i, tn := range turns {
+		shifts += tn.shifts
+		if tn.generated != o.n || tn.used > 96 {
+			t.Errorf("turn %d: generated %d of %d, %d tokens in a cache of 96", i+1, tn.generated, o.n, tn.used)
+		}
+	}
+	if len(turns) != 8 || shifts == 0 {
+		t.Fatalf("%d turns with %d shifts, want 8 turns and at least one shift", len(turns), shifts)
+	}
+}
+
 // The end of input ends a conversation as /exit does, after answering a last line that has
 // no newline.
 func TestChatEndsAtEOF(t *testing.T) {
