@@ -458,6 +458,7 @@ func eliminateCommonSubexpressions(nodes []*node, outs []*node) []*node {
 		if intoTree[n.id] && n.shape.Size() > 4096 {
 			// Cheaper to recompute inside the fused tree that reads it (autodiff repeats the
 			// forward's products in the backward pass) than to materialize and keep it alive.
+			// recompute.go applies the same reasoning to one value read by several trees.
 			continue
 		}
 		key = fmt.Appendf(key[:0], "%d|%s|", n.op, n.shape)

@@ -13,6 +13,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -106,7 +107,19 @@ type fusion struct {
 }
 
 // findFusions groups the live nodes into trees; a node in a tree but not its root gets no step.
+// A recomputable node (recompute.go) may be in several trees; it gets no step once every reader
+// of it is in a tree that recomputes it.
 func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[int]*fusion, []bool) {
+	readers := make([][]*node, len(nodes))
+	for _, n := range nodes {
+		if live[n.id] {
+			for _, in := range n.inputs {
+				readers[in.id] = append(readers[in.id], n)
+			}
+		}
+	}
+	rec := recomputable(nodes, live, readers, isOutput)
+	served := map[int]map[int]bool{} // of a recomputable node: the readers that recompute it
 	member := make([]bool, len(nodes))
 	roots := map[int]*fusion{}
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -114,26 +127,43 @@ func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[i
 		if !live[i] || member[i] || !fusable(n) {
 			continue
 		}
+		if rec[i] && !slices.ContainsFunc(readers[i], func(r *node) bool { return !served[i][r.id] }) {
+			member[i] = true // its readers come later, so they are all in their trees by now
+			continue
+		}
 		f := &fusion{root: n}
 		// A node joins once every one of its uses is by a member: it is then read from its
 		// register as many times as it is used (a SwiGLU gradient's g·b feeds two terms), and
 		// no path from a member leaves the tree before its root, so no leaf depends on one.
+		// A recomputable node joins at its first use, and its operands that are not
+		// recomputable stay leaves: other trees compute it too, and read them.
 		in := map[int]bool{n.id: true}
 		usedBy := map[int]int{} // uses of a node by members so far
-		var grow func(m *node)
-		grow = func(m *node) {
+		var grow func(m *node, recomputed bool)
+		grow = func(m *node, recomputed bool) {
 			for _, x := range m.inputs {
+				if in[x.id] {
+					continue
+				}
+				if rec[x.id] && x.shape.Equal(n.shape) {
+					in[x.id] = true
+					grow(x, true)
+					continue
+				}
+				if recomputed {
+					continue
+				}
 				usedBy[x.id]++
-				if in[x.id] || usedBy[x.id] < uses[x.id] {
+				if usedBy[x.id] < uses[x.id] {
 					continue
 				}
 				if fusable(x) && x.shape.Equal(n.shape) && !isOutput[x.id] && !member[x.id] {
 					in[x.id] = true
-					grow(x)
+					grow(x, false)
 				}
 			}
 		}
-		grow(n)
+		grow(n, rec[i]) // (a recomputable root: some reader did not recompute it, others may have)
 		if len(in) < 2 {
 			continue
 		}
@@ -143,10 +173,16 @@ func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[i
 				continue
 			}
 			f.members = append(f.members, m)
-			if m != n {
+			if m != n && !rec[m.id] {
 				member[m.id] = true
 			}
 			for _, x := range m.inputs {
+				if in[x.id] && rec[x.id] {
+					if served[x.id] == nil {
+						served[x.id] = map[int]bool{}
+					}
+					served[x.id][m.id] = true
+				}
 				if !in[x.id] && !leafSeen[x.id] {
 					leafSeen[x.id] = true
 					f.leaves = append(f.leaves, x)
