@@ -96,9 +96,9 @@ type Executable struct {
 var _ backends.Executable = (*Executable)(nil)
 
 // Compile implements backends.Builder: the graph passes, then memory and steps. The passes
-// that change the graph (fuseQuantizedProducts, eliminateCommonSubexpressions, fuseElementwise)
-// run unless the backend option optimize is off; none changes what the graph computes (the
-// tests compare each with optimize=false).
+// that change the graph (fuseQuantizedProducts, readThroughCopies, eliminateCommonSubexpressions,
+// fuseElementwise) run unless the backend option optimize is off; none changes what the graph
+// computes (the tests compare each with optimize=false).
 func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (backends.Executable, error) {
 	outs, err := b.nodesOf(outputs...)
 	if err != nil {
@@ -112,6 +112,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 	}
 	foldIotas(nodes)
 	if optimize {
+		readThroughCopies(nodes)
 		outs = eliminateCommonSubexpressions(nodes, outs)
 	}
 	live := liveNodes(nodes, outs)
