@@ -191,7 +191,9 @@ func fuseElementwise(nodes []*node, live []bool, outs []*node) (fusions map[int]
 	for _, o := range outs {
 		isOutput[o.id] = true
 	}
-	return findFusions(nodes, live, uses, isOutput)
+	fusions, fused = findFusions(nodes, live, uses, isOutput)
+	mergeSiblings(fusions)
+	return fusions, fused
 }
 
 // assignSlots gives every live value a slot (a view shares its input's) and returns the slot of
@@ -250,9 +252,12 @@ func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[i
 		if !live[n.id] || fused[n.id] || isView(n) || n.owner != nil || n.op == backends.OpTypeParameter || n.op == backends.OpTypeConstant {
 			continue
 		}
+		f := fusions[n.id]
+		if f != nil && f.root != n {
+			continue // a later root of sibling trees, written by the first root's step
+		}
 		t := len(e.steps)
 		lw := &lowering{e: e, n: n, step: t, out: slotOf[n.id]}
-		f := fusions[n.id]
 		inputs := n.inputs
 		if f != nil {
 			inputs = f.leaves
@@ -266,6 +271,11 @@ func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[i
 			} else {
 				// Computed anyway: give it bytes for the duration of the step.
 				lw.extra = append(lw.extra, e.newSlot(slot{kind: slotArena, size: byteSize(x.shape)}))
+			}
+		}
+		if f != nil {
+			for _, o := range f.outs {
+				lw.extra = append(lw.extra, slotOf[o.id])
 			}
 		}
 		var fn stepFn

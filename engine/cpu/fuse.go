@@ -99,11 +99,13 @@ func leafModeOf(dims, out []int) (leafMode, bool) {
 	return leafMode{inner, period, -1}, true
 }
 
-// fusion is a fused tree: its root, its members in evaluation order, and its leaves.
+// fusion is a fused tree: its root, its members in evaluation order, and its leaves; or
+// sibling trees run as one step (siblings.go), the first root's, which also writes outs.
 type fusion struct {
 	root    *node
-	members []*node // topological order, root last
+	members []*node // topological order
 	leaves  []*node
+	outs    []*node // the later roots of merged siblings
 }
 
 // findFusions groups the live nodes into trees; a node in a tree but not its root gets no step.
@@ -218,6 +220,18 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 			nRegs++
 		}
 	}
+	// dsts: where each root is written (f.root to the step's slot, f.outs to its extra slots);
+	// outOf: for each instruction, the index of the root it computes, or -1.
+	outOf := make([]int, len(f.members))
+	for i, m := range f.members {
+		outOf[i] = -1
+		if m == f.root {
+			outOf[i] = 0
+		}
+		if k := slices.Index(f.outs, m); k >= 0 {
+			outOf[i] = 1 + k
+		}
+	}
 	reg := map[int]int{}
 	prog := make([]fusedInstr, len(f.members))
 	for i, m := range f.members {
@@ -235,36 +249,40 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 		prog[i] = in
 	}
 	slots := lw.in
-	out := lw.out
+	outSlots := append([]int{lw.out}, lw.extra[len(lw.extra)-len(f.outs):]...)
 	size := f.root.shape.Size()
 	p := lw.e.backend.pool
 	return func(fr *frame) {
-		leaves := fr.leafViews(len(slots))
+		leaves := fr.leafViews(len(slots) + len(outSlots))
 		for k, s := range slots {
 			leaves[k] = typed[float32](fr.slots[s])
 		}
-		dst := typed[float32](fr.slots[out])
+		dsts := leaves[len(slots):]
+		leaves = leaves[:len(slots)]
+		for k, s := range outSlots {
+			dsts[k] = typed[float32](fr.slots[s])
+		}
 		blocks := (size + fuseBlock - 1) / fuseBlock
 		if size < 2*elementwiseGrain {
 			regs := fr.fuseRegs(nRegs * fuseBlock)
-			evalBlocks(prog, regs, leaves, modes, size, 0, blocks, dst)
+			evalBlocks(prog, regs, leaves, modes, size, 0, blocks, dsts, outOf)
 			return
 		}
 		p.parallelFor(blocks, max(1, elementwiseGrain/fuseBlock), func(lo, hi int) {
 			// Reused registers, not fresh ones per chunk: garbage here grows the heap into
 			// fresh pages between collections, and faulting them in is slow (compile.go).
 			regs := floats.Get(nRegs * fuseBlock)
-			evalBlocks(prog, regs, leaves, modes, size, lo, hi, dst)
+			evalBlocks(prog, regs, leaves, modes, size, lo, hi, dsts, outOf)
 			floats.Put(regs)
 		})
 	}
 }
 
-func evalBlocks(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, size, lo, hi int, dst []float32) {
+func evalBlocks(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, size, lo, hi int, dsts [][]float32, outOf []int) {
 	for blk := lo; blk < hi; blk++ {
 		start := blk * fuseBlock
 		n := min(fuseBlock, size-start)
-		evalFused(prog, regs, leaves, modes, start, n, dst[start:start+n])
+		evalFused(prog, regs, leaves, modes, start, n, dsts, outOf)
 	}
 }
 
@@ -276,13 +294,20 @@ func (f *frame) fuseRegs(n int) []float32 {
 	return f.regs[:n]
 }
 
-// evalFused runs the program on elements [start, start+n); the last instruction writes dst.
-func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, start, n int, dst []float32) {
+// evalFused runs the program on elements [start, start+n). An instruction that computes a root
+// (outOf[i] = k >= 0) writes its block of dsts[k] in place of its register, and is read there.
+func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, start, n int, dsts [][]float32, outOf []int) {
+	block := func(i int) []float32 {
+		if k := outOf[i]; k >= 0 {
+			return dsts[k][start : start+n]
+		}
+		return regs[i*fuseBlock : i*fuseBlock+n]
+	}
 	// vec returns an operand's block, or (nil, value) for a scalar leaf. A broadcast leaf is
 	// read in place when the block is one run of it, else gathered into its register.
 	vec := func(o int) ([]float32, float32) {
 		if o >= 0 {
-			return regs[o*fuseBlock : o*fuseBlock+n], 0
+			return block(o), 0
 		}
 		k := -1 - o
 		m, src := modes[k], leaves[k]
@@ -320,10 +345,7 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 		return g, 0
 	}
 	for i, in := range prog {
-		out := regs[i*fuseBlock : i*fuseBlock+n]
-		if i == len(prog)-1 {
-			out = dst
-		}
+		out := block(i)
 		a, sa := vec(in.a)
 		if a == nil {
 			// A scalar first operand: broadcast it into the output block first.
