@@ -8,9 +8,8 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
-// Readers look through same-dimensions reshapes and through broadcasts a fused tree can take as
-// leaves; the broadcasts a tree cannot take, or that another op reads, stay. Each case gives
-// what the unfused ops give, bit for bit.
+// Readers look through same-dimensions reshapes and broadcast scalars; other broadcasts, and
+// those another op reads, stay. Each case gives what the unfused ops give, bit for bit.
 func TestReadThroughCopies(t *testing.T) {
 	type op = func(backends.Op, error) backends.Op
 	s := shapes.Make(dtypes.Float32, 3, 70, 10)
@@ -26,12 +25,22 @@ func TestReadThroughCopies(t *testing.T) {
 			sum := op(bld.Identity(op(bld.Add(x[0], x[1]))))
 			return []backends.Op{op(bld.Mul(op(bld.Mul(sum, x[2])), scale))}
 		}, 1},
-		// A column [3, 70, 1] broadcast to the rows, read by the tree and by a reduction: the
-		// tree reads the column, the reduction the broadcast.
-		{"a column also reduced", [][]int{{3, 70, 10}, {3, 70, 1}}, func(bld backends.Builder, op op, x []backends.Op) []backends.Op {
-			col := op(bld.BroadcastInDim(x[1], s, []int{0, 1, 2}))
-			return []backends.Op{op(bld.Add(op(bld.Mul(x[0], col)), x[0])), op(bld.ReduceSum(col, 1))}
+		// A scalar of rank 3 broadcast, read by the tree and by a reduction: the tree reads the
+		// scalar, the reduction the broadcast.
+		{"a scalar also reduced", [][]int{{3, 70, 10}, {1, 1, 1}}, func(bld backends.Builder, op op, x []backends.Op) []backends.Op {
+			b := op(bld.BroadcastInDim(x[1], s, []int{0, 1, 2}))
+			return []backends.Op{op(bld.Add(op(bld.Mul(x[0], b)), x[0])), op(bld.ReduceSum(b, 1))}
 		}, 3},
+		// A lone binary op reading a broadcast scalar of rank 0 (binary.go's stride-0 operand).
+		{"a lone op", [][]int{{3, 70, 10}}, func(bld backends.Builder, op op, x []backends.Op) []backends.Op {
+			b := op(bld.BroadcastInDim(op(bld.Constant([]float32{3})), s, nil))
+			return []backends.Op{op(bld.Div(x[0], b))}
+		}, 1},
+		// A column [3, 70, 1] stays a broadcast (read as an array by the tree).
+		{"a column", [][]int{{3, 70, 10}, {3, 70, 1}}, func(bld backends.Builder, op op, x []backends.Op) []backends.Op {
+			col := op(bld.BroadcastInDim(x[1], s, []int{0, 1, 2}))
+			return []backends.Op{op(bld.Add(op(bld.Mul(x[0], col)), x[0]))}
+		}, 2},
 		// [3, 1, 10] keeps axes apart, which a leaf cannot; [10] broadcast by axes [2] is of
 		// another rank: both broadcasts stay, and the trees read them.
 		{"broadcasts a leaf cannot be", [][]int{{3, 70, 10}, {3, 1, 10}, {10}}, func(bld backends.Builder, op op, x []backends.Op) []backends.Op {
