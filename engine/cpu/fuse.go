@@ -10,6 +10,11 @@ package cpu
 // x·r with r [b, s, 1], its scale [1, 1, d], RoPE's cos [1, 1, s, d] against [1, h, s, d],
 // softmax's x − max): such a leaf's block is gathered with one division and one remainder
 // per element, so a norm or a rotation runs as one step instead of one per op.
+//
+// Two extensions for values read by several consumers, which training is full of: a shared
+// value cheap to compute from one array is recomputed in every tree that reads it
+// (recompute.go), and trees of one shape that read the same arrays run as one step that writes
+// each of their roots (siblings.go).
 
 import (
 	"math"
