@@ -96,9 +96,9 @@ type Executable struct {
 var _ backends.Executable = (*Executable)(nil)
 
 // Compile implements backends.Builder: the graph passes, then memory and steps. The passes
-// that change the graph (fuseQuantizedProducts, eliminateCommonSubexpressions, fuseElementwise)
-// run unless the backend option optimize is off; none changes what the graph computes (the
-// tests compare each with optimize=false).
+// that change the graph (fuseQuantizedProducts, readThroughCopies, eliminateCommonSubexpressions,
+// fuseElementwise) run unless the backend option optimize is off; none changes what the graph
+// computes (the tests compare each with optimize=false).
 func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (backends.Executable, error) {
 	outs, err := b.nodesOf(outputs...)
 	if err != nil {
@@ -112,6 +112,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 	}
 	foldIotas(nodes)
 	if optimize {
+		readThroughCopies(nodes)
 		outs = eliminateCommonSubexpressions(nodes, outs)
 	}
 	live := liveNodes(nodes, outs)
@@ -190,7 +191,9 @@ func fuseElementwise(nodes []*node, live []bool, outs []*node) (fusions map[int]
 	for _, o := range outs {
 		isOutput[o.id] = true
 	}
-	return findFusions(nodes, live, uses, isOutput)
+	fusions, fused = findFusions(nodes, live, uses, isOutput)
+	mergeSiblings(fusions)
+	return fusions, fused
 }
 
 // assignSlots gives every live value a slot (a view shares its input's) and returns the slot of
@@ -249,9 +252,12 @@ func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[i
 		if !live[n.id] || fused[n.id] || isView(n) || n.owner != nil || n.op == backends.OpTypeParameter || n.op == backends.OpTypeConstant {
 			continue
 		}
+		f := fusions[n.id]
+		if f != nil && f.root != n {
+			continue // a later root of sibling trees, written by the first root's step
+		}
 		t := len(e.steps)
 		lw := &lowering{e: e, n: n, step: t, out: slotOf[n.id]}
-		f := fusions[n.id]
 		inputs := n.inputs
 		if f != nil {
 			inputs = f.leaves
@@ -265,6 +271,11 @@ func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[i
 			} else {
 				// Computed anyway: give it bytes for the duration of the step.
 				lw.extra = append(lw.extra, e.newSlot(slot{kind: slotArena, size: byteSize(x.shape)}))
+			}
+		}
+		if f != nil {
+			for _, o := range f.outs {
+				lw.extra = append(lw.extra, slotOf[o.id])
 			}
 		}
 		var fn stepFn
@@ -458,6 +469,7 @@ func eliminateCommonSubexpressions(nodes []*node, outs []*node) []*node {
 		if intoTree[n.id] && n.shape.Size() > 4096 {
 			// Cheaper to recompute inside the fused tree that reads it (autodiff repeats the
 			// forward's products in the backward pass) than to materialize and keep it alive.
+			// recompute.go applies the same reasoning to one value read by several trees.
 			continue
 		}
 		key = fmt.Appendf(key[:0], "%d|%s|", n.op, n.shape)

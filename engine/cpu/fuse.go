@@ -10,9 +10,15 @@ package cpu
 // x·r with r [b, s, 1], its scale [1, 1, d], RoPE's cos [1, 1, s, d] against [1, h, s, d],
 // softmax's x − max): such a leaf's block is gathered with one division and one remainder
 // per element, so a norm or a rotation runs as one step instead of one per op.
+//
+// Two extensions for values read by several consumers, which training is full of: a shared
+// value cheap to compute from one array is recomputed in every tree that reads it
+// (recompute.go), and trees of one shape that read the same arrays run as one step that writes
+// each of their roots (siblings.go).
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -98,15 +104,29 @@ func leafModeOf(dims, out []int) (leafMode, bool) {
 	return leafMode{inner, period, -1}, true
 }
 
-// fusion is a fused tree: its root, its members in evaluation order, and its leaves.
+// fusion is a fused tree: its root, its members in evaluation order, and its leaves; or
+// sibling trees run as one step (siblings.go), the first root's, which also writes outs.
 type fusion struct {
 	root    *node
-	members []*node // topological order, root last
+	members []*node // topological order
 	leaves  []*node
+	outs    []*node // the later roots of merged siblings
 }
 
 // findFusions groups the live nodes into trees; a node in a tree but not its root gets no step.
+// A recomputable node (recompute.go) may be in several trees; it gets no step once every reader
+// of it is in a tree that recomputes it.
 func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[int]*fusion, []bool) {
+	readers := make([][]*node, len(nodes))
+	for _, n := range nodes {
+		if live[n.id] {
+			for _, in := range n.inputs {
+				readers[in.id] = append(readers[in.id], n)
+			}
+		}
+	}
+	rec := recomputable(nodes, live, readers, isOutput)
+	served := map[int]map[int]bool{} // of a recomputable node: the readers that recompute it
 	member := make([]bool, len(nodes))
 	roots := map[int]*fusion{}
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -114,26 +134,43 @@ func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[i
 		if !live[i] || member[i] || !fusable(n) {
 			continue
 		}
+		if rec[i] && !slices.ContainsFunc(readers[i], func(r *node) bool { return !served[i][r.id] }) {
+			member[i] = true // its readers come later, so they are all in their trees by now
+			continue
+		}
 		f := &fusion{root: n}
 		// A node joins once every one of its uses is by a member: it is then read from its
 		// register as many times as it is used (a SwiGLU gradient's g·b feeds two terms), and
 		// no path from a member leaves the tree before its root, so no leaf depends on one.
+		// A recomputable node joins at its first use, and its operands that are not
+		// recomputable stay leaves: other trees compute it too, and read them.
 		in := map[int]bool{n.id: true}
 		usedBy := map[int]int{} // uses of a node by members so far
-		var grow func(m *node)
-		grow = func(m *node) {
+		var grow func(m *node, recomputed bool)
+		grow = func(m *node, recomputed bool) {
 			for _, x := range m.inputs {
+				if in[x.id] {
+					continue
+				}
+				if rec[x.id] && x.shape.Equal(n.shape) {
+					in[x.id] = true
+					grow(x, true)
+					continue
+				}
+				if recomputed {
+					continue
+				}
 				usedBy[x.id]++
-				if in[x.id] || usedBy[x.id] < uses[x.id] {
+				if usedBy[x.id] < uses[x.id] {
 					continue
 				}
 				if fusable(x) && x.shape.Equal(n.shape) && !isOutput[x.id] && !member[x.id] {
 					in[x.id] = true
-					grow(x)
+					grow(x, false)
 				}
 			}
 		}
-		grow(n)
+		grow(n, rec[i]) // (a recomputable root: some reader did not recompute it, others may have)
 		if len(in) < 2 {
 			continue
 		}
@@ -143,10 +180,16 @@ func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[i
 				continue
 			}
 			f.members = append(f.members, m)
-			if m != n {
+			if m != n && !rec[m.id] {
 				member[m.id] = true
 			}
 			for _, x := range m.inputs {
+				if in[x.id] && rec[x.id] {
+					if served[x.id] == nil {
+						served[x.id] = map[int]bool{}
+					}
+					served[x.id][m.id] = true
+				}
 				if !in[x.id] && !leafSeen[x.id] {
 					leafSeen[x.id] = true
 					f.leaves = append(f.leaves, x)
@@ -182,6 +225,18 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 			nRegs++
 		}
 	}
+	// dsts: where each root is written (f.root to the step's slot, f.outs to its extra slots);
+	// outOf: for each instruction, the index of the root it computes, or -1.
+	outOf := make([]int, len(f.members))
+	for i, m := range f.members {
+		outOf[i] = -1
+		if m == f.root {
+			outOf[i] = 0
+		}
+		if k := slices.Index(f.outs, m); k >= 0 {
+			outOf[i] = 1 + k
+		}
+	}
 	reg := map[int]int{}
 	prog := make([]fusedInstr, len(f.members))
 	for i, m := range f.members {
@@ -199,36 +254,40 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 		prog[i] = in
 	}
 	slots := lw.in
-	out := lw.out
+	outSlots := append([]int{lw.out}, lw.extra[len(lw.extra)-len(f.outs):]...)
 	size := f.root.shape.Size()
 	p := lw.e.backend.pool
 	return func(fr *frame) {
-		leaves := fr.leafViews(len(slots))
+		leaves := fr.leafViews(len(slots) + len(outSlots))
 		for k, s := range slots {
 			leaves[k] = typed[float32](fr.slots[s])
 		}
-		dst := typed[float32](fr.slots[out])
+		dsts := leaves[len(slots):]
+		leaves = leaves[:len(slots)]
+		for k, s := range outSlots {
+			dsts[k] = typed[float32](fr.slots[s])
+		}
 		blocks := (size + fuseBlock - 1) / fuseBlock
 		if size < 2*elementwiseGrain {
 			regs := fr.fuseRegs(nRegs * fuseBlock)
-			evalBlocks(prog, regs, leaves, modes, size, 0, blocks, dst)
+			evalBlocks(prog, regs, leaves, modes, size, 0, blocks, dsts, outOf)
 			return
 		}
 		p.parallelFor(blocks, max(1, elementwiseGrain/fuseBlock), func(lo, hi int) {
 			// Reused registers, not fresh ones per chunk: garbage here grows the heap into
 			// fresh pages between collections, and faulting them in is slow (compile.go).
 			regs := floats.Get(nRegs * fuseBlock)
-			evalBlocks(prog, regs, leaves, modes, size, lo, hi, dst)
+			evalBlocks(prog, regs, leaves, modes, size, lo, hi, dsts, outOf)
 			floats.Put(regs)
 		})
 	}
 }
 
-func evalBlocks(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, size, lo, hi int, dst []float32) {
+func evalBlocks(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, size, lo, hi int, dsts [][]float32, outOf []int) {
 	for blk := lo; blk < hi; blk++ {
 		start := blk * fuseBlock
 		n := min(fuseBlock, size-start)
-		evalFused(prog, regs, leaves, modes, start, n, dst[start:start+n])
+		evalFused(prog, regs, leaves, modes, start, n, dsts, outOf)
 	}
 }
 
@@ -240,13 +299,20 @@ func (f *frame) fuseRegs(n int) []float32 {
 	return f.regs[:n]
 }
 
-// evalFused runs the program on elements [start, start+n); the last instruction writes dst.
-func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, start, n int, dst []float32) {
+// evalFused runs the program on elements [start, start+n). An instruction that computes a root
+// (outOf[i] = k >= 0) writes its block of dsts[k] in place of its register, and is read there.
+func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []leafMode, start, n int, dsts [][]float32, outOf []int) {
+	block := func(i int) []float32 {
+		if k := outOf[i]; k >= 0 {
+			return dsts[k][start : start+n]
+		}
+		return regs[i*fuseBlock : i*fuseBlock+n]
+	}
 	// vec returns an operand's block, or (nil, value) for a scalar leaf. A broadcast leaf is
 	// read in place when the block is one run of it, else gathered into its register.
 	vec := func(o int) ([]float32, float32) {
 		if o >= 0 {
-			return regs[o*fuseBlock : o*fuseBlock+n], 0
+			return block(o), 0
 		}
 		k := -1 - o
 		m, src := modes[k], leaves[k]
@@ -284,10 +350,7 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 		return g, 0
 	}
 	for i, in := range prog {
-		out := regs[i*fuseBlock : i*fuseBlock+n]
-		if i == len(prog)-1 {
-			out = dst
-		}
+		out := block(i)
 		a, sa := vec(in.a)
 		if a == nil {
 			// A scalar first operand: broadcast it into the output block first.

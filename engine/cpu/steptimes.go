@@ -48,7 +48,13 @@ func StepTimesEnabled() bool { return stepTimes.on.Load() }
 
 // stepLabel names a step by its op and shapes, and the leaves of a fused tree.
 func stepLabel(n *node, f *fusion, inputs []*node) string {
-	lbl := n.op.String() + " " + n.shape.String() + " <-"
+	lbl := n.op.String()
+	if f != nil {
+		for _, o := range f.outs {
+			lbl += "+" + o.op.String() // sibling trees: every root's op
+		}
+	}
+	lbl += " " + n.shape.String() + " <-"
 	if f != nil {
 		lbl = fmt.Sprintf("fused%d %s", len(f.leaves), lbl)
 	}
