@@ -30,10 +30,10 @@ type TrainInfo struct {
 	Seed            int            `json:"seed"`
 	WallSeconds     float64        `json:"wall_seconds"`
 	GOMAXPROCS      int            `json:"gomaxprocs"`
-	MicroBatch      int            `json:"micro_batch"`     // sequences a pass (0 or Batch: one pass); of the last run, if resumed
+	MicroBatch      int            `json:"micro_batch"` // sequences a pass (0 or Batch: one pass); of the last run, if resumed
 	FinalLoss       Loss           `json:"final_loss"`
 	FinalEvalLoss   Loss           `json:"final_eval_loss"`
-	DivergedAt      int            `json:"diverged_at"`     // the step the loss became NaN or infinite (0: never)
+	DivergedAt      int            `json:"diverged_at"` // the step the loss became NaN or infinite (0: never)
 	Command         string         `json:"command"`
 	Positional      map[string]any `json:"positional"`
 	RandomPositions int            `json:"random_positions"`
