@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/posformer/posformer/engine/cpu/kernels"
 )
 
 // spinFor is how long an idle worker polls for the next job before parking: longer than the gap
@@ -142,6 +144,7 @@ func (p *pool) spin(seen uint64) bool {
 		if i%256 == 255 && time.Since(start) > spinFor {
 			return false
 		}
+		kernels.Pause()
 	}
 }
 
