@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Independent re-scorer of the benchmark's language-model (lm) results.
 
 Reads a checkpoint folder written by cmd/train (config.json + model.safetensors), builds the
@@ -354,29 +354,28 @@ def score(model, data, n, train_len, tokens_per_batch):
 
 
 def read_engine(path, model_name):
-    """The engine's bits per byte by length, from cmd/bench's stdout (-m DIR -task lm: its
-    "lm bits_per_byte" table, first row, 3 decimals) or from a results CSV (report's columns,
-    6 significant digits; the row of this model without a variant). Returns ({length: value},
-    decimals or None, text id or None)."""
+    """The engine's bits per byte by length, as written, from cmd/bench's stdout (-m DIR -task
+    lm: its "lm bits_per_byte" table, first row, 3 decimals) or from a results CSV (report's
+    columns, 6 significant digits; the row of this model without a variant). Returns
+    ({length: value as written}, text id or None)."""
     with open(path) as f:
         content = f.read()
     if content.startswith("task,"):
         vals, text = {}, None
         for row in csv.DictReader(io.StringIO(content)):
             if row["task"] == "lm" and row["metric"] == "bits_per_byte" and row["variant"] == "" and row["model"] == model_name:
-                vals[int(row["length"])] = float(row["value"])
+                vals[int(row["length"])] = row["value"]
                 text = row.get("text") or text
         if not vals:
             fail(f"{path} has no lm bits_per_byte rows of model {model_name} without a variant")
-        return vals, None, text
+        return vals, text
     m = re.search(r"^lm bits_per_byte\s*\n\s*\n(\|.*\n)(\|.*\n)((?:\|.*\n)+)", content, re.M)
     if not m:
         fail(f"{path}: no 'lm bits_per_byte' table; give cmd/bench's stdout (-m DIR -task lm -lengths ...) or a results CSV")
     lengths = [int(c.split()[0]) for c in m.group(1).strip().strip("|").split("|")[1:]]
     first = m.group(3).splitlines()[0]  # the checkpoint's own row precedes its variants
     cells = [c.strip() for c in first.strip().strip("|").split("|")[1:]]
-    vals = {n: float(c) for n, c in zip(lengths, cells) if c and c != "—"}
-    return vals, 3, None
+    return {n: c for n, c in zip(lengths, cells) if c and c != "—"}, None
 
 
 def parse_expect(s):
@@ -384,10 +383,19 @@ def parse_expect(s):
     for part in s.split(","):
         n, _, v = part.partition("=")
         try:
-            out[int(n)] = float(v)
+            float(v)
+            out[int(n)] = v
         except ValueError:
             fail(f"--expect {s!r}: want LENGTH=VALUE pairs, e.g. 128=1.6651,512=1.9002")
     return out
+
+
+def rounding(written):
+    """Half a unit of the last decimal a number was written with: how far its true value may be."""
+    _, dot, decimals = written.partition(".")
+    if not dot or not decimals.isdigit():
+        return 0.0
+    return 0.5 * 10 ** -len(decimals)
 
 
 def main():
@@ -397,7 +405,7 @@ def main():
     ap.add_argument("lengths", help="comma-separated evaluation lengths in bytes, e.g. 128,512,2048")
     ap.add_argument("--engine", help="the engine's numbers: cmd/bench -m DIR -task lm stdout, or a results CSV")
     ap.add_argument("--expect", help="the engine's numbers by hand: LENGTH=VALUE,...")
-    ap.add_argument("--tolerance", type=float, default=0.001, help="largest |difference| in bits per byte that passes (default 0.001); a table rounded to d decimals adds half a unit of its last place")
+    ap.add_argument("--tolerance", type=float, default=0.001, help="largest |difference| in bits per byte that passes (default 0.001), plus half a unit of the last decimal each engine number is written with (0.0005 for cmd/bench's 3-decimal tables)")
     ap.add_argument("--text-id", default=DEFAULT_TEXT_ID, help=f"goVERSION:SHA256-prefix the text must match (default {DEFAULT_TEXT_ID}, the results' text column; '' to skip)")
     ap.add_argument("--bytes", type=int, default=SCORED_BYTES, help=f"bytes of the text scored (default {SCORED_BYTES}, the benchmark's; cmd/bench --quick scores 1024)")
     ap.add_argument("--train-len", type=int, default=0, help="L for 'beyond L' (default: train.json's seq_len, else config's train_seq_len)")
@@ -419,14 +427,13 @@ def main():
     model = Decoder(cfg, train, w, dtype)
     train_len = a.train_len or train.get("seq_len") or cfg.get("train_seq_len") or 0
 
-    expected, decimals, engine_text = {}, None, None
+    expected, engine_text = {}, None
     name = os.path.basename(os.path.normpath(a.checkpoint))
     if a.engine:
-        expected, decimals, engine_text = read_engine(a.engine, name)
+        expected, engine_text = read_engine(a.engine, name)
     if a.expect:
         expected.update(parse_expect(a.expect))
     check_text_id(manifest, engine_text or a.text_id)
-    tol = a.tolerance + (0.5 * 10 ** -decimals if decimals else 0)
 
     data = text[: a.bytes + 1]
     print(f"{name} ({model.scheme}, L = {train_len}), text {manifest['go_version']}:{manifest['sha256'][:12]}, "
@@ -436,23 +443,23 @@ def main():
     worst, bad = 0.0, []
     for n in lengths:
         bpb, count, beyond, _ = score(model, data, n, train_len, a.batch_tokens)
-        eng = expected.get(n)
-        if eng is None:
-            e, d = "", ""
-        else:
-            diff = bpb - eng
+        e = expected.get(n, "")
+        d = ""
+        if e:
+            diff = bpb - float(e)
             worst = max(worst, abs(diff))
-            if abs(diff) > tol:
+            # A number written with few decimals may be off by half its last unit.
+            if abs(diff) > a.tolerance + rounding(e):
                 bad.append(n)
-            e, d = f"{eng:.{decimals or 6}f}", f"{diff:+.6f}"
+            d = f"{diff:+.6f}"
         b = "" if math.isnan(beyond) else f"{beyond:.6f}"
         print(f"| {n} | {count // n} | {count} | {bpb:.6f} | {b} | {e} | {d} |", flush=True)
     if expected:
         missing = [n for n in lengths if n not in expected]
         note = f" (no engine number at {missing})" if missing else ""
-        print(f"\nlargest |difference| {worst:.6f}, tolerance {tol:g}{note}")
+        print(f"\nlargest |difference| {worst:.6f}, tolerance {a.tolerance:g} plus half the last unit the engine's numbers are written with{note}")
         if bad:
-            print(f"rescore: lengths {bad} differ from the engine by more than {tol:g} bit per byte", file=sys.stderr)
+            print(f"rescore: lengths {bad} differ from the engine by more than {a.tolerance:g} bit per byte (plus rounding)", file=sys.stderr)
             sys.exit(1)
 
 
