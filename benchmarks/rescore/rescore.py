@@ -353,32 +353,44 @@ def score(model, data, n, train_len, tokens_per_batch):
 # The engine's numbers to compare with.
 
 
-def read_engine(path, model_name):
-    """The engine's bits per byte by length, as written, from cmd/bench's stdout (-m DIR -task
-    lm: its "lm bits_per_byte" table, first row, 3 decimals) or from a results CSV (report's
-    columns, 6 significant digits; the row of this model without a variant). Returns
-    ({length: value as written}, text id or None)."""
+METRICS = ("bits_per_byte", "bits_per_byte_beyond_L")
+
+
+def read_engine(path, model_name, scheme):
+    """The engine's numbers as written, {metric: {length: value}}, and the text id if the file
+    has one. From cmd/bench's stdout (-m DIR -task lm: its tables "lm bits_per_byte" and "lm
+    bits_per_byte_beyond_L", 3 decimals, where the checkpoint as trained is the row labelled with
+    its scheme alone, beside the unigram baseline and "scheme + variant" rows) or from a results
+    CSV (report's columns, 6 significant digits; this model's rows without a variant)."""
     with open(path) as f:
         content = f.read()
+    out = {m: {} for m in METRICS}
     if content.startswith("task,"):
-        vals, text = {}, None
+        text = None
         for row in csv.DictReader(io.StringIO(content)):
-            if row["task"] == "lm" and row["metric"] == "bits_per_byte" and row["variant"] == "" and row["model"] == model_name:
-                vals[int(row["length"])] = row["value"]
+            if row["task"] == "lm" and row["metric"] in out and row["variant"] == "" and row["model"] == model_name:
+                if row["value"].lower() != "nan":
+                    out[row["metric"]][int(row["length"])] = row["value"]
                 text = row.get("text") or text
-        if not vals:
+        if not out[METRICS[0]]:
             fail(f"{path} has no lm bits_per_byte rows of model {model_name} without a variant")
-        return vals, text
-    m = re.search(r"^lm bits_per_byte\s*\n\s*\n(\|.*\n)(\|.*\n)((?:\|.*\n)+)", content, re.M)
-    if not m:
-        fail(f"{path}: no 'lm bits_per_byte' table; give cmd/bench's stdout (-m DIR -task lm -lengths ...) or a results CSV")
-    lengths = [int(c.split()[0]) for c in m.group(1).strip().strip("|").split("|")[1:]]
-    first = m.group(3).splitlines()[0]  # the checkpoint's own row precedes its variants
-    cells = [c.strip() for c in first.strip().strip("|").split("|")[1:]]
-    return {n: c for n, c in zip(lengths, cells) if c and c != "—"}, None
+        return out, text
+    for metric in METRICS:
+        m = re.search(r"^lm " + metric + r"\s*\n\s*\n(\|.*\n)(\|.*\n)((?:\|.*\n)+)", content, re.M)
+        if not m:
+            if metric == METRICS[0]:
+                fail(f"{path}: no 'lm bits_per_byte' table; give cmd/bench's stdout (-m DIR -task lm -lengths ...) or a results CSV")
+            continue
+        lengths = [int(c.split()[0]) for c in m.group(1).strip().strip("|").split("|")[1:]]
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in m.group(3).splitlines()]
+        mine = [r for r in rows if r[0].strip("`") == scheme]
+        if len(mine) != 1:
+            fail(f"{path}: table 'lm {metric}' has rows {[r[0] for r in rows]}, want one labelled `{scheme}`: give the output of one checkpoint (-m DIR)")
+        out[metric] = {n: c for n, c in zip(lengths, mine[0][1:]) if c and c != "—"}
+    return out, None
 
 
-def parse_expect(s):
+def parse_expect(s, flag):
     out = {}
     for part in s.split(","):
         n, _, v = part.partition("=")
@@ -386,7 +398,7 @@ def parse_expect(s):
             float(v)
             out[int(n)] = v
         except ValueError:
-            fail(f"--expect {s!r}: want LENGTH=VALUE pairs, e.g. 128=1.6651,512=1.9002")
+            fail(f"{flag} {s!r}: want LENGTH=VALUE pairs, e.g. 128=1.6651,512=1.9002")
     return out
 
 
@@ -404,7 +416,8 @@ def main():
     ap.add_argument("text", help="folder written by `go run ./cmd/bench -write-text DIR`")
     ap.add_argument("lengths", help="comma-separated evaluation lengths in bytes, e.g. 128,512,2048")
     ap.add_argument("--engine", help="the engine's numbers: cmd/bench -m DIR -task lm stdout, or a results CSV")
-    ap.add_argument("--expect", help="the engine's numbers by hand: LENGTH=VALUE,...")
+    ap.add_argument("--expect", help="the engine's bits per byte by hand: LENGTH=VALUE,...")
+    ap.add_argument("--expect-beyond", help="the engine's bits per byte beyond L by hand: LENGTH=VALUE,...")
     ap.add_argument("--tolerance", type=float, default=0.001, help="largest |difference| in bits per byte that passes (default 0.001), plus half a unit of the last decimal each engine number is written with (0.0005 for cmd/bench's 3-decimal tables)")
     ap.add_argument("--text-id", default=DEFAULT_TEXT_ID, help=f"goVERSION:SHA256-prefix the text must match (default {DEFAULT_TEXT_ID}, the results' text column; '' to skip)")
     ap.add_argument("--bytes", type=int, default=SCORED_BYTES, help=f"bytes of the text scored (default {SCORED_BYTES}, the benchmark's; cmd/bench --quick scores 1024)")
@@ -427,39 +440,44 @@ def main():
     model = Decoder(cfg, train, w, dtype)
     train_len = a.train_len or train.get("seq_len") or cfg.get("train_seq_len") or 0
 
-    expected, engine_text = {}, None
+    expected, engine_text = {m: {} for m in METRICS}, None
     name = os.path.basename(os.path.normpath(a.checkpoint))
     if a.engine:
-        expected, engine_text = read_engine(a.engine, name)
+        expected, engine_text = read_engine(a.engine, name, model.scheme)
     if a.expect:
-        expected.update(parse_expect(a.expect))
+        expected[METRICS[0]].update(parse_expect(a.expect, "--expect"))
+    if a.expect_beyond:
+        expected[METRICS[1]].update(parse_expect(a.expect_beyond, "--expect-beyond"))
     check_text_id(manifest, engine_text or a.text_id)
 
     data = text[: a.bytes + 1]
     print(f"{name} ({model.scheme}, L = {train_len}), text {manifest['go_version']}:{manifest['sha256'][:12]}, "
           f"{len(data) - 1} bytes scored, {'float64' if a.float64 else 'float32'}\n")
-    print("| length | windows | bytes scored | rescore bits/byte | beyond L | engine bits/byte | difference |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    worst, bad = 0.0, []
+    print("| length | windows | bytes scored | rescore bits/byte | engine | difference | rescore beyond L | engine | difference |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    worst, bad, compared = 0.0, [], 0
     for n in lengths:
         bpb, count, beyond, _ = score(model, data, n, train_len, a.batch_tokens)
-        e = expected.get(n, "")
-        d = ""
-        if e:
-            diff = bpb - float(e)
-            worst = max(worst, abs(diff))
-            # A number written with few decimals may be off by half its last unit.
-            if abs(diff) > a.tolerance + rounding(e):
-                bad.append(n)
-            d = f"{diff:+.6f}"
-        b = "" if math.isnan(beyond) else f"{beyond:.6f}"
-        print(f"| {n} | {count // n} | {count} | {bpb:.6f} | {b} | {e} | {d} |", flush=True)
-    if expected:
-        missing = [n for n in lengths if n not in expected]
+        cells = []
+        for metric, ours in zip(METRICS, (bpb, beyond)):
+            e = expected[metric].get(n, "")
+            d = ""
+            if e and not math.isnan(ours):
+                diff = ours - float(e)
+                worst = max(worst, abs(diff))
+                compared += 1
+                # A number written with few decimals may be off by half its last unit.
+                if abs(diff) > a.tolerance + rounding(e):
+                    bad.append(f"{metric} at {n}")
+                d = f"{diff:+.6f}"
+            cells += ["" if math.isnan(ours) else f"{ours:.6f}", e, d]
+        print(f"| {n} | {count // n} | {count} | " + " | ".join(cells) + " |", flush=True)
+    if compared:
+        missing = [n for n in lengths if n not in expected[METRICS[0]]]
         note = f" (no engine number at {missing})" if missing else ""
-        print(f"\nlargest |difference| {worst:.6f}, tolerance {a.tolerance:g} plus half the last unit the engine's numbers are written with{note}")
+        print(f"\n{compared} numbers compared, largest |difference| {worst:.6f}; tolerance {a.tolerance:g} plus half the last unit each engine number is written with{note}")
         if bad:
-            print(f"rescore: lengths {bad} differ from the engine by more than {a.tolerance:g} bit per byte (plus rounding)", file=sys.stderr)
+            print(f"rescore: {', '.join(bad)}: differs from the engine by more than {a.tolerance:g} bit per byte (plus rounding)", file=sys.stderr)
             sys.exit(1)
 
 
