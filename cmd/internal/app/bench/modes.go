@@ -8,11 +8,12 @@ import (
 	"os"
 )
 
-// The speed benchmark (speed.go) and the random llama2.c checkpoint generator (llama2c.go) are
-// modes of their own, each with its own flags.
+// The speed benchmark (speed.go), the random llama2.c checkpoint generator (llama2c.go) and the
+// test text's writer (writetext.go) are modes of their own, each with its own flags.
 func init() {
 	modes["speed"] = runSpeed
 	modes["make-llama2c"] = runMakeLlama2c
+	modes["write-text"] = runWriteText
 }
 
 // parseMode parses a mode's flags: -h prints them (help is true), a bad flag is a one-line
