@@ -1,7 +1,7 @@
 // The benchmark's test text on disk: go run ./cmd/bench -write-text DIR, so that a scorer
 // outside this module (benchmarks/rescore) reads exactly the bytes the lm tables score.
 //
-//	go run ./cmd/bench -write-text /tmp/testtext
+//	go run ./cmd/bench -write-text testtext
 package bench
 
 import (
