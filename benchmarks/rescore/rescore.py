@@ -383,7 +383,8 @@ def read_engine(path, model_name, scheme):
             continue
         lengths = [int(c.split()[0]) for c in m.group(1).strip().strip("|").split("|")[1:]]
         rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in m.group(3).splitlines()]
-        mine = [r for r in rows if r[0].strip("`") == scheme]
+        # Labels are `scheme`, `scheme + variant`, sometimes with a note after: `none` (NoPE).
+        mine = [r for r in rows if (re.match(r"`([^`]*)`", r[0]) or re.match(r"(.*)", r[0])).group(1) == scheme]
         if len(mine) != 1:
             fail(f"{path}: table 'lm {metric}' has rows {[r[0] for r in rows]}, want one labelled `{scheme}`: give the output of one checkpoint (-m DIR)")
         out[metric] = {n: c for n, c in zip(lengths, mine[0][1:]) if c and c != "—"}
