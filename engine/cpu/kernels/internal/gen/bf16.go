@@ -18,7 +18,6 @@ package main
 
 import (
 	"fmt"
-	"math/bits"
 	"os"
 	"regexp"
 	"strconv"
@@ -55,8 +54,8 @@ func gemmBF16(mr, nv int) {
 			}
 		}
 	}
-	bf16Loop(k, a, b, mr, nr, envInt("GEN_GEMM_UNROLL_BF16", 2), step)
-	bf16Store(acc, mr, nv, vbytes)
+	panelLoop(k, a, b, mr, nr, envInt("GEN_GEMM_UNROLL_BF16", 2), step)
+	storeTile(acc, mr, nv, vbytes)
 }
 
 // gemmBF16Emu is gemmBF16 for CPUs without AVX512_BF16, on AVX-512F (s = avx512: an 8×32 tile)
@@ -112,67 +111,8 @@ func gemmBF16Emu(s isa, mr, nv int) {
 			}
 		}
 	}
-	bf16Loop(k, a, b, mr, nr, envInt("GEN_GEMM_UNROLL_BF16"+s.name, 2), step)
-	bf16Store(acc, mr, nv, s.bytes)
-}
-
-// bf16Loop runs step over the k2 pairs of the panels, unroll at a time, then one at a time.
-func bf16Loop(k GPVirtual, a, b Mem, mr, nr, unroll int, step func(q int)) {
-	if unroll > 1 {
-		n := GP64()
-		MOVQ(k, n)
-		SHRQ(U8(bits.TrailingZeros(uint(unroll))), n)
-		JZ(LabelRef("one"))
-		Label("block")
-		for q := 0; q < unroll; q++ {
-			step(q)
-		}
-		ADDQ(U32(4*mr*unroll), a.Base)
-		ADDQ(U32(4*nr*unroll), b.Base)
-		DECQ(n)
-		JNZ(LabelRef("block"))
-		ANDQ(U32(unroll-1), k)
-		JZ(LabelRef("done"))
-	}
-	Label("one")
-	step(0)
-	ADDQ(U32(4*mr), a.Base)
-	ADDQ(U32(4*nr), b.Base)
-	DECQ(k)
-	JNZ(LabelRef("one"))
-	Label("done")
-}
-
-// bf16Store writes the tile to c (row stride ldc), adding it there if accumulate != 0.
-func bf16Store(acc []VecVirtual, mr, nv, vbytes int) {
-	c := mem("c")
-	ldc := loadGP("ldc")
-	SHLQ(U8(2), ldc)
-	flag := loadGP("accumulate")
-	TESTQ(flag, flag)
-	JZ(LabelRef("overwrite"))
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VADDPS(c.Offset(v*vbytes), acc[i*nv+v], acc[i*nv+v])
-			VMOVUPS(acc[i*nv+v], c.Offset(v*vbytes))
-		}
-		if i < mr-1 {
-			ADDQ(ldc, c.Base)
-		}
-	}
-	VZEROUPPER()
-	RET()
-	Label("overwrite")
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VMOVUPS(acc[i*nv+v], c.Offset(v*vbytes))
-		}
-		if i < mr-1 {
-			ADDQ(ldc, c.Base)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	panelLoop(k, a, b, mr, nr, envInt("GEN_GEMM_UNROLL_BF16"+s.name, 2), step)
+	storeTile(acc, mr, nv, s.bytes)
 }
 
 // dpbf16 is VDPBF16PS b, a, acc (acc += pairwise products of a and b), through its stand-in.

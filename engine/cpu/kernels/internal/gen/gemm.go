@@ -42,58 +42,8 @@ func gemm(s isa, mr, nv int) {
 	// Two k steps per loop iteration: measured a few percent ahead of one and of four (and the
 	// 8x32 tile level with 12x32) at 512³; $GEN_GEMM_UNROLL_<ISA> overrides (a power of 2).
 	unroll := envInt(fmt.Sprintf("GEN_GEMM_UNROLL_%s", s.name), 2)
-	if unroll > 1 {
-		n := GP64()
-		MOVQ(k, n)
-		SHRQ(U8(bits.TrailingZeros(uint(unroll))), n)
-		JZ(LabelRef("one"))
-		Label("block")
-		for p := 0; p < unroll; p++ {
-			step(p)
-		}
-		ADDQ(U32(4*mr*unroll), a.Base)
-		ADDQ(U32(4*nr*unroll), b.Base)
-		DECQ(n)
-		JNZ(LabelRef("block"))
-		ANDQ(U32(unroll-1), k)
-		JZ(LabelRef("done"))
-	}
-	Label("one")
-	step(0)
-	ADDQ(U32(4*mr), a.Base)
-	ADDQ(U32(4*nr), b.Base)
-	DECQ(k)
-	JNZ(LabelRef("one"))
-	Label("done")
-
-	c := mem("c")
-	ldc := loadGP("ldc")
-	SHLQ(U8(2), ldc)
-	flag := loadGP("accumulate")
-	TESTQ(flag, flag)
-	JZ(LabelRef("overwrite"))
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VADDPS(c.Offset(v*s.bytes), acc[i*nv+v], acc[i*nv+v])
-			VMOVUPS(acc[i*nv+v], c.Offset(v*s.bytes))
-		}
-		if i < mr-1 {
-			ADDQ(ldc, c.Base)
-		}
-	}
-	VZEROUPPER()
-	RET()
-	Label("overwrite")
-	for i := 0; i < mr; i++ {
-		for v := 0; v < nv; v++ {
-			VMOVUPS(acc[i*nv+v], c.Offset(v*s.bytes))
-		}
-		if i < mr-1 {
-			ADDQ(ldc, c.Base)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	panelLoop(k, a, b, mr, nr, unroll, step)
+	storeTile(acc, mr, nv, s.bytes)
 }
 
 // gemmDirect is gemm reading A where it lies, without a packed panel: element (i, p) of the
@@ -157,7 +107,40 @@ func gemmDirect(s isa, mr, nv int) {
 	ADDQ(U32(4*nr), b.Base)
 	DECQ(k)
 	JNZ(LabelRef("step"))
+	storeTile(acc, mr, nv, s.bytes)
+}
 
+// panelLoop runs step over the k steps of the packed panels (mr and nr 4-byte values a step:
+// floats, or bfloat16 pairs), unroll at a time, then one at a time.
+func panelLoop(k GPVirtual, a, b Mem, mr, nr, unroll int, step func(q int)) {
+	if unroll > 1 {
+		n := GP64()
+		MOVQ(k, n)
+		SHRQ(U8(bits.TrailingZeros(uint(unroll))), n)
+		JZ(LabelRef("one"))
+		Label("block")
+		for q := 0; q < unroll; q++ {
+			step(q)
+		}
+		ADDQ(U32(4*mr*unroll), a.Base)
+		ADDQ(U32(4*nr*unroll), b.Base)
+		DECQ(n)
+		JNZ(LabelRef("block"))
+		ANDQ(U32(unroll-1), k)
+		JZ(LabelRef("done"))
+	}
+	Label("one")
+	step(0)
+	ADDQ(U32(4*mr), a.Base)
+	ADDQ(U32(4*nr), b.Base)
+	DECQ(k)
+	JNZ(LabelRef("one"))
+	Label("done")
+}
+
+// storeTile writes the tile in acc (mr rows of nv vectors of vbytes) to c (row stride ldc),
+// adding it there if accumulate != 0, and returns.
+func storeTile(acc []VecVirtual, mr, nv, vbytes int) {
 	c := mem("c")
 	ldc := loadGP("ldc")
 	SHLQ(U8(2), ldc)
@@ -166,8 +149,8 @@ func gemmDirect(s isa, mr, nv int) {
 	JZ(LabelRef("overwrite"))
 	for i := 0; i < mr; i++ {
 		for v := 0; v < nv; v++ {
-			VADDPS(c.Offset(v*s.bytes), acc[i*nv+v], acc[i*nv+v])
-			VMOVUPS(acc[i*nv+v], c.Offset(v*s.bytes))
+			VADDPS(c.Offset(v*vbytes), acc[i*nv+v], acc[i*nv+v])
+			VMOVUPS(acc[i*nv+v], c.Offset(v*vbytes))
 		}
 		if i < mr-1 {
 			ADDQ(ldc, c.Base)
@@ -178,7 +161,7 @@ func gemmDirect(s isa, mr, nv int) {
 	Label("overwrite")
 	for i := 0; i < mr; i++ {
 		for v := 0; v < nv; v++ {
-			VMOVUPS(acc[i*nv+v], c.Offset(v*s.bytes))
+			VMOVUPS(acc[i*nv+v], c.Offset(v*vbytes))
 		}
 		if i < mr-1 {
 			ADDQ(ldc, c.Base)
