@@ -26,15 +26,7 @@ PAUSE_PATTERN=${PAUSE_PATTERN:-grid-bench --full}
 L=$PEERS/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 WORK=$(mktemp -d)
 
-paused=""
-resume() {
-	if [ -n "$paused" ]; then kill -CONT $paused 2>/dev/null || true; fi
-	paused=""
-}
-pause() {
-	paused=$(pgrep -f -- "$PAUSE_PATTERN" | grep -vx "$$" || true)
-	if [ -n "$paused" ]; then kill -STOP $paused 2>/dev/null || true; fi
-}
+. "$(dirname "$0")/pause.sh"
 trap 'resume; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 

@@ -28,15 +28,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 PAUSE_PATTERN=${PAUSE_PATTERN:-grid-bench --full}
 WORK=$(mktemp -d)
 
-paused=""
-resume() {
-	if [ -n "$paused" ]; then kill -CONT $paused 2>/dev/null || true; fi
-	paused=""
-}
-pause() {
-	paused=$(pgrep -f -- "$PAUSE_PATTERN" | grep -vx "$$" || true)
-	if [ -n "$paused" ]; then kill -STOP $paused 2>/dev/null || true; fi
-}
+. "$(dirname "$0")/pause.sh"
 trap 'resume; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
