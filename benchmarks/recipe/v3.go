@@ -33,8 +33,9 @@ var V3 = Recipe{
 		"t5", "shaw", "xl", "deberta", "cope"},
 	Shape: V2.Shape,
 	Optim: []string{"-batch", "32", "-lr", "0.001", "-warmup", "200", "-wd", "0.01"},
-	// An evaluation every 100 steps on 256 validation windows at L (32 KiB of lm's text); a
-	// plateau is five of them (500 steps) without a 1% improvement.
+	// An evaluation every 100 steps on 256 windows at L spread over the whole validation text
+	// (32 KiB of lm's 92, from every document); a plateau is five of them (500 steps) without a
+	// 1% improvement.
 	Stop: []string{"-plateau", "5", "-plateau-tol", "0.01", "-eval-every", "100", "-save-every", "200", "-eval-windows", "256"},
 	// The guard v2 added to mlm after its encoders stopped on their early plateau (bytes'
 	// frequencies learned, positions not yet used) now holds for every task: no plateau before

@@ -75,7 +75,7 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the initial weights, data sampling and masking: the same seed, machine and thread count train the same model")
 	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate every N steps")
 	fs.IntVar(&o.SaveEvery, "save-every", o.SaveEvery, "save a checkpoint every N steps")
-	fs.IntVar(&o.EvalWindows, "eval-windows", o.EvalWindows, "held-out windows of length L used for eval loss")
+	fs.IntVar(&o.EvalWindows, "eval-windows", o.EvalWindows, "held-out windows of length L, spread evenly over the validation text, that the eval loss averages")
 	fs.StringVar(&o.Data, "data", o.Data, "train on this text instead of Go's source: a file, a directory (read recursively, binary and hidden files skipped) or a glob; 5% is held out (docs/commands.md)")
 	fs.IntVar(&o.MaxBytes, "max-bytes", o.MaxBytes, "cap on each corpus split in bytes (0: all of it)")
 	fs.Float64Var(&o.MaskRate, "mask-rate", o.MaskRate, "encoder: fraction of bytes masked")

@@ -196,8 +196,12 @@ func (s *Sampler) Batch(batch, seqLen int) (inputs, targets [][]int32) {
 
 // Windows cuts data into consecutive windows of seqLen+1 bytes for
 // evaluation. Window k starts at k*seqLen, so consecutive windows share one
-// byte and every byte after the first is predicted exactly once. It
-// returns at most max windows (max <= 0 means all of them).
+// byte and every byte after the first is predicted exactly once.
+//
+// With max > 0 and more windows than max, it returns max windows spread evenly from the
+// text's start to its end instead of the first max: a held-out text is documents one after
+// another, and its first windows would be its first two or three files, too few to judge a
+// model by (a licence header and one package's style).
 func Windows(data []byte, seqLen, max int) (inputs, targets [][]int32) {
 	if seqLen <= 0 {
 		panic(fmt.Sprintf("corpus: window length %d must be positive", seqLen))
@@ -206,16 +210,28 @@ func Windows(data []byte, seqLen, max int) (inputs, targets [][]int32) {
 	if len(data) > seqLen {
 		n = (len(data) - 1) / seqLen
 	}
-	if max > 0 && n > max {
-		n = max
+	starts := make([]int, n)
+	for k := range starts {
+		starts[k] = k * seqLen
 	}
-	inputs = make([][]int32, n)
-	targets = make([][]int32, n)
-	for k := range n {
-		start := k * seqLen
+	if max > 0 && n > max {
+		starts = spread(len(data)-seqLen-1, max)
+	}
+	inputs = make([][]int32, len(starts))
+	targets = make([][]int32, len(starts))
+	for k, start := range starts {
 		inputs[k], targets[k] = window(data[start : start+seqLen+1])
 	}
 	return inputs, targets
+}
+
+// spread returns n starts from 0 to last, evenly spaced (n >= 2; a single one is 0).
+func spread(last, n int) []int {
+	starts := make([]int, n)
+	for k := 1; k < n; k++ {
+		starts[k] = k * last / (n - 1)
+	}
+	return starts
 }
 
 // window turns seqLen+1 bytes into an input row and the same row shifted

@@ -271,3 +271,19 @@ func TestWindows(t *testing.T) {
 		t.Errorf("data shorter than a window gave %d windows", len(in))
 	}
 }
+
+// A cap on the number of windows samples the whole text, not its beginning.
+func TestWindowsSpread(t *testing.T) {
+	data := []byte("abcdefghijklmnopqrstuvwxyz")
+	in, tg := Windows(data, 4, 3)
+	wantIn := []string{"abcd", "klmn", "vwxy"} // starts 0, 21/2, 21: the last ends at the text's end
+	wantTg := []string{"bcde", "lmno", "wxyz"}
+	if len(in) != 3 {
+		t.Fatalf("got %d windows, want 3", len(in))
+	}
+	for k := range in {
+		if string(toBytes(in[k])) != wantIn[k] || string(toBytes(tg[k])) != wantTg[k] {
+			t.Errorf("window %d: %q -> %q, want %q -> %q", k, toBytes(in[k]), toBytes(tg[k]), wantIn[k], wantTg[k])
+		}
+	}
+}
