@@ -17,8 +17,12 @@ import (
 // kept as the reference the own backend is tested against.
 const DefaultBackend = "cpu"
 
-// xlaBackend is set by backend_xla.go when the binary is built with XLA support.
+// xlaBackend is set by the package engine/xla, which a program imports for XLA support.
 var xlaBackend func(plugin string) (backends.Backend, error)
+
+// RegisterXLA is how engine/xla makes "xla:PLUGIN" available to NewBackend; it lives in its own
+// package because it needs cgo, which engine and its users do not.
+func RegisterXLA(open func(plugin string) (backends.Backend, error)) { xlaBackend = open }
 
 // BackendUsage is the help text of a --backend flag: every value BackendNames lists, and what
 // each is.
@@ -62,7 +66,7 @@ func NewBackend(name string) (backends.Backend, error) {
 			config = "cpu"
 		}
 		if xlaBackend == nil {
-			return nil, fmt.Errorf("backend %q: this binary was built without XLA (build tag noxla or CGO_ENABLED=0); rebuild with cgo, or use --backend cpu", name)
+			return nil, fmt.Errorf("backend %q: this program was built without XLA (it does not import engine/xla, or was built with the tag noxla or CGO_ENABLED=0); rebuild it with cgo, or use --backend cpu", name)
 		}
 		return xlaBackend(config)
 	}

@@ -131,7 +131,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("generation past the table: %+v, %v; want a stop after 7 tokens (positions 10..16)", st, err)
 	}
 	if _, err := NewBackend("xla:cpu"); err == nil || strings.Contains(err.Error(), "\n") {
-		t.Errorf("xla:cpu without a plugin: want a one-line error, got %v", err)
+		t.Errorf("xla:cpu without XLA: want a one-line error, got %v", err)
 	}
 	if _, err := NewBackend("tpu"); err == nil || !strings.Contains(err.Error(), "xla:cpu") {
 		t.Errorf("unknown backend: want an error listing valid ones, got %v", err)

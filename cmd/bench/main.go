@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/posformer/posformer/cmd/internal/app/bench"
+
+	_ "github.com/posformer/posformer/engine/xla" // the XLA backend (needs cgo)
 )
 
 func main() { os.Exit(bench.Main(os.Args[1:])) }

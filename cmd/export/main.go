@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/posformer/posformer/cmd/internal/app/export"
+
+	_ "github.com/posformer/posformer/engine/xla" // the XLA backend (needs cgo)
 )
 
 func main() { os.Exit(export.Main(os.Args[1:])) }

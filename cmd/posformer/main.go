@@ -28,6 +28,8 @@ import (
 	"github.com/posformer/posformer/cmd/internal/app/train"
 	"github.com/posformer/posformer/cmd/internal/version"
 	"github.com/posformer/posformer/cmd/serve/server"
+
+	_ "github.com/posformer/posformer/engine/xla" // the XLA backend (needs cgo)
 )
 
 type command struct {

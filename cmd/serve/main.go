@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/posformer/posformer/cmd/serve/server"
+
+	_ "github.com/posformer/posformer/engine/xla" // the XLA backend (needs cgo)
 )
 
 func main() { os.Exit(server.Main(os.Args[1:])) }

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/posformer/posformer/cmd/internal/app/tokenize"
+
+	_ "github.com/posformer/posformer/engine/xla" // the XLA backend (needs cgo)
 )
 
 func main() { os.Exit(tokenize.Main(os.Args[1:])) }

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/posformer/posformer/cmd/internal/app/train"
+
+	_ "github.com/posformer/posformer/engine/xla" // the XLA backend (needs cgo)
 )
 
 func main() { os.Exit(train.Main(os.Args[1:])) }

@@ -23,7 +23,7 @@ func TestBadFlags(t *testing.T) {
 		{func(o *options) { o.sampling.TopK = -1 }, nil, "--top-k"},
 		{func(o *options) {}, []string{"stray"}, "unexpected argument"},
 		{func(o *options) { o.model = t.TempDir() }, nil, "no model at"},
-		{func(o *options) { o.backend = "xla:cpu" }, nil, "PJRT"},
+		{func(o *options) { o.backend = "tpu" }, nil, "unknown backend \"tpu\" (valid: cpu, go, xla:cpu"},
 		{func(o *options) { o.weights = "q4_1" }, nil, "valid: f32, bf16, q8_0, q4_0"},
 		{func(o *options) { o.weights = "f16" }, nil, "--weights"},
 		{func(o *options) { o.ctxSize = -1 }, nil, "-c must be >= 0"},
