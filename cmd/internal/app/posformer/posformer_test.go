@@ -1,4 +1,4 @@
-package main
+package posformer
 
 import (
 	"bytes"
@@ -12,14 +12,14 @@ import (
 // The dispatch itself, in process: the version, an unknown command, a command's alias.
 func TestDispatch(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := dispatch([]string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "posformer ") {
+	if code := Main([]string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "posformer ") {
 		t.Errorf("--version: exit %d, %q", code, out.String())
 	}
 	out.Reset()
-	if code := dispatch([]string{"nosuch"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown command "nosuch"`) {
+	if code := Main([]string{"nosuch"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown command "nosuch"`) {
 		t.Errorf("an unknown command: exit %d, stderr %q", code, errb.String())
 	}
-	if code := dispatch(nil, &out, &errb); code != 2 {
+	if code := Main(nil, &out, &errb); code != 2 {
 		t.Errorf("no command: exit %d, want 2", code)
 	}
 	for alias, name := range map[string]string{"infer": "run", "ls": "list", "chat": "chat"} {
@@ -34,10 +34,10 @@ func TestDispatch(t *testing.T) {
 func installed(t *testing.T) (bin string, env []string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("-short: skips go install of the posformer binary and running it (about 10 s); run it with go test ./cmd/posformer")
+		t.Skip("-short: skips go install of the posformer binary and running it (about 10 s); run it with go test ./cmd/internal/app/posformer")
 	}
 	gobin := t.TempDir()
-	install := exec.Command("go", "install", ".")
+	install := exec.Command("go", "install", "github.com/posformer/posformer/cmd/posformer")
 	install.Env = append(os.Environ(), "GOBIN="+gobin)
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("go install: %v\n%s", err, out)
@@ -80,13 +80,20 @@ func TestInstalledBinary(t *testing.T) {
 		t.Errorf("run: no summary line on stderr: %q", stderr)
 	}
 
+	// XLA is linked into the program (never into the libraries and their tests): without a PJRT
+	// plugin it says which one is missing and how to get one.
+	_, stderr, code = run(t, bin, env, "run", "--backend", "xla:cpu", "-p", "x", "-n", "1")
+	if code == 0 || !strings.Contains(stderr, `no PJRT "cpu" plugin installed`) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("run --backend xla:cpu: exit %d, stderr %q; want one line naming the missing plugin", code, stderr)
+	}
+
 	out, _, code = run(t, bin, env, "--version")
 	if code != 0 || !strings.HasPrefix(out, "posformer ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 
 	home := t.TempDir()
-	copyDir(t, "../../weights/rope-decoder", filepath.Join(home, "mine"))
+	copyDir(t, "../../../../weights/rope-decoder", filepath.Join(home, "mine"))
 	withHome := append(append([]string(nil), env...), "POSFORMER_HOME="+home)
 	out, stderr, code = run(t, bin, withHome, "list")
 	if code != 0 {
