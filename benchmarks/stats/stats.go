@@ -1,6 +1,6 @@
 // Package stats summarizes a benchmark cell over seeds: the mean, a 95% confidence interval from
 // Student's t distribution (the seeds are few, so the normal interval would be too narrow; the
-// quantiles are gonum's), and the one comparison the reports allow themselves: two cells differ
+// quantiles from gonum's incomplete beta function), and the one comparison the reports allow themselves: two cells differ
 // only where their intervals do not overlap. Where a cell's scores are kept per document of the
 // test text (lm, mlm), Bootstrap resamples seeds and documents together, so that the interval
 // includes the text's variance; where an accuracy's seeds split between learning and not,
@@ -12,7 +12,7 @@ import (
 	"math"
 	"sort"
 
-	"gonum.org/v1/gonum/stat/distuv"
+	"gonum.org/v1/gonum/mathext"
 )
 
 // Summary is one cell over its seeds.
@@ -219,16 +219,39 @@ func letter(k int) string {
 	return fmt.Sprintf("(%d)", k)
 }
 
+// Student's t with ν degrees of freedom through the regularized incomplete beta function I
+// (gonum's mathext, which is all of gonum these two need):
+//
+//	P(|T| > t) = I_x(ν/2, 1/2) with x = ν / (ν + t²)
+//
+// so the CDF is 1 − I/2 above 0 and I/2 below, and a quantile inverts I.
+
 // TQuantile is the p quantile of Student's t distribution with df degrees of freedom (df > 0,
-// 0 < p < 1), from gonum's distuv (its inverse of the regularized incomplete beta function).
+// 0 < p < 1).
 func TQuantile(p, df float64) float64 {
 	if p <= 0 || p >= 1 || df <= 0 {
 		panic(fmt.Sprintf("stats: TQuantile(%g, %g) is undefined", p, df))
 	}
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(p)
+	if p == 0.5 {
+		return 0
+	}
+	tail := min(p, 1-p) // P(T < −t) = P(T > t) = I_x/2
+	x := mathext.InvRegIncBeta(df/2, 0.5, 2*tail)
+	t := math.Sqrt(df/x - df)
+	if p < 0.5 {
+		return -t
+	}
+	return t
 }
 
 // TCDF is P(T <= t) for Student's t with df degrees of freedom.
 func TCDF(t, df float64) float64 {
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.CDF(t)
+	if t == 0 {
+		return 0.5
+	}
+	half := 0.5 * mathext.RegIncBeta(df/2, 0.5, df/(df+t*t))
+	if t > 0 {
+		return 1 - half
+	}
+	return half
 }

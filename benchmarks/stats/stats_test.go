@@ -22,6 +22,20 @@ func TestTQuantileMatchesTables(t *testing.T) {
 	if got := TCDF(0, 5); got != 0.5 {
 		t.Errorf("TCDF(0) = %v", got)
 	}
+	// The closed forms: ν = 1 is Cauchy's, ν = 2 is 1/2 + t / (2 sqrt(2 + t²)).
+	for _, x := range []float64{-30, -2.5, -0.3, 0.01, 1, 4.3} {
+		if got, want := TCDF(x, 1), 0.5+math.Atan(x)/math.Pi; math.Abs(got-want) > 1e-12 {
+			t.Errorf("TCDF(%g, 1) = %.15f, want %.15f", x, got, want)
+		}
+		if got, want := TCDF(x, 2), 0.5+x/(2*math.Sqrt(2+x*x)); math.Abs(got-want) > 1e-12 {
+			t.Errorf("TCDF(%g, 2) = %.15f, want %.15f", x, got, want)
+		}
+		for _, df := range []float64{1, 3, 17} {
+			if p := TCDF(x, df); math.Abs(TQuantile(p, df)-x) > 1e-8*max(1, math.Abs(x)) {
+				t.Errorf("TQuantile(TCDF(%g, %g)) = %g", x, df, TQuantile(p, df))
+			}
+		}
+	}
 }
 
 // Three seeds 1, 2, 3: mean 2, sd 1, interval 2 ± 4.3027/sqrt(3).
