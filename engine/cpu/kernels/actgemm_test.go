@@ -102,7 +102,7 @@ func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
 		for _, k := range []int{32, 96, 288, 768} {
-			for _, rows := range []int{1, 5, 64} {
+			for _, rows := range []int{1, 3, 4, 5, 7, 64} {
 				c := newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1)
 				a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
 				if err != nil {
