@@ -19,7 +19,7 @@
 # as the output head, one row of it as the input) and the KV cache so far (K and V, float32, of
 # every layer: on average half of the steps' positions), so no engine decodes faster than
 # bandwidth ÷ those bytes. The bandwidth is BenchmarkReadBandwidth's (float32 dot products over a
-# 512 MB matrix on THREADS threads), the best of three, taken in the same run.
+# 512 MB matrix on THREADS threads), the best of five runs of 2 s, taken in the same run.
 set -u
 PEERS=${PEERS:?set PEERS to the directory of the peers}
 BEFORE=${BEFORE:?set BEFORE to the infer binary of the old build}
@@ -41,10 +41,10 @@ run() {
 	"$@" 2>&1 >/dev/null
 	resume
 }
-# The read bandwidth in GB/s on THREADS threads: the best of three.
+# The read bandwidth in GB/s on THREADS threads: the best of five.
 (cd "$REPO" && go test -c -o "$PEERS/kernels.test" ./engine/cpu/kernels) || exit 1
 pause
-GBS=$("$PEERS/kernels.test" -test.run '^$' -test.bench "ReadBandwidth/threads=$THREADS\$" -test.count 3 | grep -o "[0-9.]* GB/s" | sort -g | tail -1 | cut -d' ' -f1)
+GBS=$("$PEERS/kernels.test" -test.run '^$' -test.bench "ReadBandwidth/threads=$THREADS\$" -test.benchtime 2s -test.count 5 | grep -o "[0-9.]* GB/s" | sort -g | tail -1 | cut -d' ' -f1)
 resume
 rate() { run "$@" | grep -o "achieved tok/s: [0-9.]*\|decode [0-9.]* tok/s" | grep -o "[0-9][0-9.]*" | head -1; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else printf "%.1f (%.1f-%.1f)\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
