@@ -222,13 +222,14 @@ func actGemmGo(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []flo
 
 // actDotLanesGo is the one-row kernel's arithmetic (decoding without VNNI, ActDotRows) in Go:
 // per block eight int32 lanes, lane l the sum of the products of elements 4l..4l+3; each lane
-// converted to float32 and fused-multiply-added into its accumulator with d_x·d_w; the lanes
-// summed at the end as the assembly's HSUM does.
+// converted to float32 and fused-multiply-added with d_x·d_w into an accumulator, even blocks
+// into one and odd blocks into another (two chains of FMAs, so the kernel does not wait on one);
+// the two added lane by lane, then the lanes summed at the end as the assembly's HSUM does.
 func actDotLanesGo(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32) {
 	nb := len(xd)
 	var w [32]int8
 	for j := range y {
-		var acc [8]float32
+		var acc [2][8]float32
 		for b := range nb {
 			unpackBlock(typ, q, j*nb+b, &w)
 			s := xd[b] * d[j*nb+b]
@@ -238,10 +239,13 @@ func actDotLanesGo(typ quant.Type, q []byte, d []float32, xq []int8, xd []float3
 				for e := 4 * l; e < 4*l+4; e++ {
 					lane += int32(w[e]) * int32(x[e])
 				}
-				acc[l] = fma32(float32(lane), s, acc[l])
+				acc[b%2][l] = fma32(float32(lane), s, acc[b%2][l])
 			}
 		}
-		v := acc
+		var v [8]float32
+		for l := range v {
+			v[l] = acc[0][l] + acc[1][l]
+		}
 		y[j] = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
 	}
 }

@@ -21,8 +21,10 @@
 //
 // The one-row kernel (decoding without VNNI) dots a row of x with each weight row in place, with
 // no repacking: per block eight int32 lanes, lane l the products of elements 4l..4l+3, each lane
-// converted and added to its accumulator times d_x·d_w with one FMA, the lanes summed at the end
-// in a fixed order (actDotLanesGo states it).
+// converted and added to an accumulator times d_x·d_w with one FMA, even blocks into one
+// accumulator and odd ones into another (a single chain of FMAs would wait on each FMA's
+// latency, four cycles, longer than the rest of a block's work), the two added lane by lane and
+// the lanes summed at the end in a fixed order (actDotLanesGo states it).
 
 #include "textflag.h"
 
@@ -41,21 +43,19 @@
 	VMOVD        AX, X13 \
 	VPBROADCASTD X13, Y13
 
-// A Q8_0 weight block at (SI): Y4 its values, Y5 their magnitudes, Y6 its scale from (DX).
-#define WQ8 \
-	VMOVDQU      (SI), Y4 \
+// One Q8_0 block: weights at wa, their scale at wda, x's block at xa and its scale at xda, into
+// ACC: ACC += (d_x·d_w) · lanes(x·w). AVX2 has no signed-by-signed byte product, so x takes w's
+// sign (VPSIGNB) and w enters VPMADDUBSW as |w|.
+#define Q8BLOCK(wa, wda, xa, xda, ACC) \
+	VMOVDQU      wa, Y4 \
 	VPABSB       Y4, Y5 \
-	VBROADCASTSS (DX), Y6
-
-// One row of x against the weight block: ACC += (d_x·d_w) · lanes(x·w), x's block at xa, its
-// scale at da.
-#define ROW(xa, da, ACC) \
 	VMOVDQU      xa, Y7 \
 	VPSIGNB      Y4, Y7, Y7 \
 	VPMADDUBSW   Y7, Y5, Y7 \
 	VPMADDWD     Y15, Y7, Y7 \
 	VCVTDQ2PS    Y7, Y7 \
-	VBROADCASTSS da, Y8 \
+	VBROADCASTSS wda, Y6 \
+	VBROADCASTSS xda, Y8 \
 	VMULPS       Y6, Y8, Y8 \
 	VFMADD231PS  Y8, Y7, ACC
 
@@ -69,30 +69,43 @@
 	VPERMILPS    $0xb1, X, X9 \
 	VADDPS       X9, X, X
 
-// The one-row kernel's body: y[j] (DI, consecutive) for n weight rows against one row of x (R8
-// values, R9 scales).
-#define GEMM1(WLOAD, WSTEP) \
+// The one-row kernels' body: y[j] (DI, consecutive) for the n weight rows (CX; weights at SI,
+// WSTEP bytes a block, scales at DX) against one row of x (R8 values, R9 scales) of BX blocks.
+// BLOCK(wa, wda, xa, xda, ACC) adds one block; blocks 0, 2, 4... go to Y0, blocks 1, 3, 5... to
+// Y1, two a loop turn.
+#define GEMM1(BLOCK, WSTEP) \
 	TESTQ  CX, CX \
 	JZ     done1 \
-col1: \
+row1: \
 	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
 	MOVQ   R8, R11 \
 	MOVQ   R9, R14 \
 	MOVQ   BX, AX \
-blk1: \
-	WLOAD \
-	ROW((R11), (R14), Y0) \
+	SHRQ   $1, AX \
+	JZ     tail1 \
+pair1: \
+	BLOCK((SI), (DX), (R11), (R14), Y0) \
+	BLOCK(WSTEP(SI), 4(DX), 32(R11), 4(R14), Y1) \
+	ADDQ   $(2*WSTEP), SI \
+	ADDQ   $8, DX \
+	ADDQ   $64, R11 \
+	ADDQ   $8, R14 \
+	DECQ   AX \
+	JNZ    pair1 \
+tail1: \
+	TESTQ  $1, BX \
+	JZ     sum1 \
+	BLOCK((SI), (DX), (R11), (R14), Y0) \
 	ADDQ   $WSTEP, SI \
 	ADDQ   $4, DX \
-	ADDQ   $32, R11 \
-	ADDQ   $4, R14 \
-	DECQ   AX \
-	JNZ    blk1 \
+sum1: \
+	VADDPS Y1, Y0, Y0 \
 	HSUM(Y0, X0) \
 	VMOVSS X0, (DI) \
 	ADDQ   $4, DI \
 	DECQ   CX \
-	JNZ    col1 \
+	JNZ    row1 \
 done1: \
 	VZEROUPPER \
 	RET
@@ -110,16 +123,16 @@ done1: \
 TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
 	ARGS1
 	ONES
-	GEMM1(WQ8, 32)
+	GEMM1(Q8BLOCK, 32)
 
-// The Q4_0 one-row kernel takes a shorter route than WQ4 and ROW, with the same lanes: a nibble
-// n is already an unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset comes
-// off the int16 pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − (8x₀ + 8x₁), each term at
-// most 2·15·127 in magnitude, so no sum saturates and VPMADDWD then makes the lanes ROW makes.
-// The nibbles are unpacked by broadcasting the 16 bytes to both halves and shifting the upper
-// half's quadwords right by 4 (VPSRLVQ by 0, 0, 4, 4): after the mask, byte j of the upper half
-// is byte j's high nibble (the bits shifted in from byte j+1 are masked off). Two blocks a loop
-// turn; the accumulator still takes them in order, so the result is ROW's to the bit.
+// The Q4_0 one-row kernel takes a shorter route than ggml's sign trick, with the same lanes: a
+// nibble n is already an unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset
+// comes off the int16 pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − (8x₀ + 8x₁), each term at
+// most 2·15·127 in magnitude, so no sum saturates and VPMADDWD then makes the lanes Q8BLOCK
+// would make of the unpacked weights. The nibbles are unpacked by broadcasting the 16 bytes to
+// both halves and shifting the upper half's quadwords right by 4 (VPSRLVQ by 0, 0, 4, 4): after
+// the mask, byte j of the upper half is byte j's high nibble (the bits shifted in from byte j+1
+// are masked off).
 
 DATA q4Shift<>+0(SB)/8, $0
 DATA q4Shift<>+8(SB)/8, $0
@@ -127,8 +140,8 @@ DATA q4Shift<>+16(SB)/8, $4
 DATA q4Shift<>+24(SB)/8, $4
 GLOBL q4Shift<>(SB), RODATA|NOPTR, $32
 
-// One Q4_0 block: weights at wa (16 bytes), their scale at wda, x's block at xa and scale at xda.
-#define Q4BLOCK(wa, wda, xa, xda) \
+// One Q4_0 block (16 bytes of nibbles at wa), as Q8BLOCK.
+#define Q4BLOCK(wa, wda, xa, xda, ACC) \
 	VBROADCASTI128 wa, Y4 \
 	VPSRLVQ        Y12, Y4, Y4 \
 	VPAND          Y14, Y4, Y4 \
@@ -141,7 +154,7 @@ GLOBL q4Shift<>(SB), RODATA|NOPTR, $32
 	VBROADCASTSS   wda, Y6 \
 	VBROADCASTSS   xda, Y8 \
 	VMULPS         Y6, Y8, Y8 \
-	VFMADD231PS    Y8, Y4, Y0
+	VFMADD231PS    Y8, Y4, ACC
 
 // func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-56
@@ -149,44 +162,7 @@ TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-56
 	ONES
 	NIBBLECONSTS
 	VMOVDQU q4Shift<>(SB), Y12
-	TESTQ   CX, CX
-	JZ      q4done
-
-q4row:
-	VXORPS Y0, Y0, Y0
-	MOVQ   R8, R11
-	MOVQ   R9, R14
-	MOVQ   BX, AX
-	SHRQ   $1, AX
-	JZ     q4tail
-
-q4pair:
-	Q4BLOCK((SI), (DX), (R11), (R14))
-	Q4BLOCK(16(SI), 4(DX), 32(R11), 4(R14))
-	ADDQ $32, SI
-	ADDQ $8, DX
-	ADDQ $64, R11
-	ADDQ $8, R14
-	DECQ AX
-	JNZ  q4pair
-
-q4tail:
-	TESTQ $1, BX
-	JZ    q4sum
-	Q4BLOCK((SI), (DX), (R11), (R14))
-	ADDQ  $16, SI
-	ADDQ  $4, DX
-
-q4sum:
-	HSUM(Y0, X0)
-	VMOVSS X0, (DI)
-	ADDQ   $4, DI
-	DECQ   CX
-	JNZ    q4row
-
-q4done:
-	VZEROUPPER
-	RET
+	GEMM1(Q4BLOCK, 16)
 
 // Quantizing a row of x to Q8_0 blocks with layers/quant's rounding bit for bit (the VNNI
 // quantizer's, vnni_amd64.s, in AVX2): d = max|x|/127 in float32 (max|x| taken on the bits of
