@@ -97,6 +97,17 @@ func TestVariantsAndNames(t *testing.T) {
 	if d := V2.Describe(); !strings.Contains(d, "; lm, passkey, mqar and mlm train with bfloat16") {
 		t.Errorf("Describe does not name the bf16 tasks: %s", d)
 	}
+	// v3 trains everything in float32, and says so.
+	for _, task := range tasks.Names() {
+		for _, m := range V3.Models("w", []string{task}, []string{"rope"}, 1) {
+			if strings.Contains(strings.Join(m.Args, " "), "bf16dot") {
+				t.Errorf("v3 %s %s: %v", task, m.Name, m.Args)
+			}
+		}
+	}
+	if d := V3.Describe(); !strings.Contains(d, "every model trains in float32") {
+		t.Errorf("v3's Describe does not give the precision: %s", d)
+	}
 	if pi.Name != "rope-pi4-seed2" || pi.Init != "rope-seed2" || !strings.Contains(got, "-init "+filepath.Join("w", "lm", "rope-seed2")) ||
 		!strings.Contains(got, "--rope-scaling linear --rope-scale 4 -seq 512") {
 		t.Errorf("PI model %s needs %s: %s", pi.Name, pi.Init, got)

@@ -57,7 +57,12 @@ var V3 = Recipe{
 	RandPosTasks: V2.RandPosTasks, RandPosSchemes: V2.RandPosSchemes, RandPosFactor: V2.RandPosFactor,
 	PITasks: V2.PITasks, PIFactor: V2.PIFactor, PISteps: V2.PISteps, PIBatch: V2.PIBatch, PILR: V2.PILR,
 	RopeTypes: V2.RopeTypes, RopeFactors: V2.RopeFactors, RopeTasks: V2.RopeTasks,
-	TrainBackend: V2.TrainBackend,
+	// Every model trains in float32 (v2 trained lm, mlm, passkey and mqar with bfloat16
+	// products): one precision for every task, no caveat in any comparison; and the bf16 path
+	// pays only on CPUs with AVX512_BF16: on an AVX2 CPU (the Zen 3 machine of SPEED.md) the
+	// lm step in passes of 4 on one core took 592-610 ms (alibi) and 655-676 (rope) in float32
+	// against 709-725 and 692-765 with bf16 products.
+	TrainBackend: nil,
 	// v2's measured costs; the guard makes every model train at least half its cap.
 	StepSeconds:            V2.StepSeconds,
 	SchemeCost:             map[string]float64{"xl": 1.3, "shaw": 1.2, "deberta": 1.2, "cope": 1.3, "dape": 1.2},
@@ -371,9 +376,17 @@ func (r Recipe) describe3() string {
 		"learning rate per scheme from a sweep over %v on seed 1 (lm's choice for lm and mlm, copy's for the synthetic tasks), chosen by validation loss; "+
 		"trained until the validation loss at L has not improved by 1%% for five evaluations (one per 100 steps, never before half the cap), then cooled down "+
 		"(caps: %d steps for lm and mlm, %d for copy, reverse and passkey, %d for mqar); %d seeds per row (5 on the rows v2 left open); "+
-		"evaluated on the test text at %s L (and %s L for %s on lm); %s train with bfloat16 matrix products (float32 sums).",
+		"evaluated on the test text at %s L (and %s L for %s on lm); %s.",
 		r.Name, strings.Join(r.Shape, " "), strings.Join(withoutFlag(r.Optim, "-lr"), " "), strings.Join(r.Stop[:4], " "), r.TrainLen[tasks.Copy], r.TrainLen[tasks.LM], r.LRs,
-		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.StepCap[tasks.MQAR], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), strings.Join(r.BiasSchemes, " "), r.bf16Tasks())
+		r.StepCap[tasks.LM], r.StepCap[tasks.Copy], r.StepCap[tasks.MQAR], r.Seeds, joinInts(r.Factors), joinInts(r.BiasFactors), strings.Join(r.BiasSchemes, " "), r.precision())
+}
+
+// precision says in which precision the models train.
+func (r Recipe) precision() string {
+	if ts := r.bf16Tasks(); ts != "" {
+		return ts + " train with bfloat16 matrix products (float32 sums)"
+	}
+	return "every model trains in float32"
 }
 
 // VariantOf is the label of the recipe's variant, fine-tune or learning-rate sweep model whose
