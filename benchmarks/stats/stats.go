@@ -1,7 +1,7 @@
 // Package stats summarizes a benchmark cell over seeds: the mean, a 95% confidence interval from
-// Student's t distribution (the seeds are few, so the normal interval would be too narrow; the
-// quantiles from gonum's incomplete beta function), and the one comparison the reports allow themselves: two cells differ
-// only where their intervals do not overlap. Where a cell's scores are kept per document of the
+// Student's t distribution (the seeds are few, so the normal interval would be too narrow; its
+// quantiles come from gonum's incomplete beta function), and the one comparison the reports
+// allow themselves: two cells differ only where their intervals do not overlap. Where a cell's scores are kept per document of the
 // test text (lm, mlm), Bootstrap resamples seeds and documents together, so that the interval
 // includes the text's variance; where an accuracy's seeds split between learning and not,
 // SplitLearned says so instead of an interval that would leave [0, 1].
