@@ -60,10 +60,13 @@ func runEval(o options) error {
 	}
 	b.SlidingStride = o.slidingStride
 	data := &eval.Texts{Test: &corpus.HeldOut{}}
+	stamp := func(rs []report.Result) []report.Result { return rs }
 	if needsCorpus(o.tasks) {
 		if data, err = eval.LoadCorpus(o.quick); err != nil {
 			return err
 		}
+		// Every results line says which test text scored it, as the grid's do.
+		stamp = func(rs []report.Result) []report.Result { return eval.Stamp(rs, data.ID()) }
 	}
 	type work struct {
 		task  string
@@ -126,7 +129,7 @@ func runEval(o options) error {
 		if _, seen := byTask[w.task]; !seen {
 			order = append(order, w.task)
 		}
-		byTask[w.task] = append(byTask[w.task], append(bl, rs...)...)
+		byTask[w.task] = append(byTask[w.task], stamp(append(bl, rs...))...)
 	}
 	bar.Finish()
 	for _, task := range order {
