@@ -243,7 +243,8 @@ const panelFloats = 32 << 10
 var panels = freelist.New(freelist.Config[float32]{Max: freelist.PerCPU})
 
 // quantDotPlan is what lowering decides for one rewritten product at compile time: its slots,
-// its path, and how its rows of W are cut into tasks.
+// its path, and how its rows of W are cut into tasks. A step runs one (lowerQuantDot) or a group
+// of sibling products (siblingdots.go).
 type quantDotPlan struct {
 	xs                shapes.Shape
 	perm              []int

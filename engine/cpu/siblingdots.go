@@ -144,7 +144,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 	total := first[len(plans)]
 	return func(f *frame) {
 		g := f.stepState(step, mk).(*siblingDotsCall)
-		x := plans[0].x(f) // the same x for all
+		x := plans[0].x(f) // the same x for all (the later members' own scratch for it stays unused)
 		layout := kernels.VNNI()
 		src := plainSrc
 		if layout {
