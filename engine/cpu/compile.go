@@ -243,46 +243,47 @@ func (e *Executable) assignOutputs(outs []*node, slotOf []int) {
 }
 
 // lowerSteps lowers every live node that computes something to a step, in creation order,
-// recording the liveness of every slot.
+// recording the liveness of every slot. A group of sibling quantized products (siblingdots.go)
+// is one step, at its first member's place: every member's slots are defined there.
 func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[int]*fusion, slotOf []int) error {
 	for i := range e.slots {
 		e.slots[i].last = -1
 	}
+	sib := findSiblingDots(nodes, live, fused)
 	for _, n := range nodes {
 		if !live[n.id] || fused[n.id] || isView(n) || n.owner != nil || n.op == backends.OpTypeParameter || n.op == backends.OpTypeConstant {
 			continue
+		}
+		if sib.later[n.id] {
+			continue // run by the step of the first product of its group
 		}
 		f := fusions[n.id]
 		if f != nil && f.root != n {
 			continue // a later root of sibling trees, written by the first root's step
 		}
 		t := len(e.steps)
-		lw := &lowering{e: e, n: n, step: t, out: slotOf[n.id]}
 		inputs := n.inputs
 		if f != nil {
 			inputs = f.leaves
 		}
-		for _, in := range inputs {
-			lw.in = append(lw.in, slotOf[in.id])
-		}
-		for _, x := range n.extra {
-			if live[x.id] {
-				lw.extra = append(lw.extra, slotOf[x.id])
-			} else {
-				// Computed anyway: give it bytes for the duration of the step.
-				lw.extra = append(lw.extra, e.newSlot(slot{kind: slotArena, size: byteSize(x.shape)}))
-			}
-		}
+		lw := e.newLowering(n, t, inputs, live, slotOf)
 		if f != nil {
 			for _, o := range f.outs {
 				lw.extra = append(lw.extra, slotOf[o.id])
 			}
 		}
+		lws := []*lowering{lw}
 		var fn stepFn
 		var err error
-		if f != nil {
+		switch group := sib.group[n.id]; {
+		case f != nil:
 			fn = lowerFusion(lw, f)
-		} else {
+		case group != nil:
+			for _, m := range group[1:] {
+				lws = append(lws, e.newLowering(m, t, m.inputs, live, slotOf))
+			}
+			fn, err = lowerSiblingDots(lws)
+		default:
 			fn, err = lower(lw)
 		}
 		if err != nil {
@@ -291,20 +292,44 @@ func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[i
 		e.steps = append(e.steps, fn)
 		e.stepOps = append(e.stepOps, n.op)
 		if StepTimesEnabled() {
-			e.stepLabels = append(e.stepLabels, stepLabel(n, f, inputs))
+			lbl := stepLabel(n, f, inputs)
+			if len(lws) > 1 {
+				lbl = fmt.Sprintf("%s (and %d sibling products)", lbl, len(lws)-1)
+			}
+			e.stepLabels = append(e.stepLabels, lbl)
 		}
-		for _, s := range append([]int{lw.out}, lw.extra...) {
-			e.slots[s].def = t
-			e.slots[s].last = max(e.slots[s].last, t)
-		}
-		for _, s := range lw.in {
-			e.slots[s].last = max(e.slots[s].last, t)
-		}
-		if lw.inPlaceOperand {
-			e.planInPlace(n, slotOf)
+		for _, lw := range lws {
+			for _, s := range append([]int{lw.out}, lw.extra...) {
+				e.slots[s].def = t
+				e.slots[s].last = max(e.slots[s].last, t)
+			}
+			for _, s := range lw.in {
+				e.slots[s].last = max(e.slots[s].last, t)
+			}
+			if lw.inPlaceOperand {
+				e.planInPlace(lw.n, slotOf)
+			}
 		}
 	}
 	return nil
+}
+
+// newLowering starts the lowering of n as step t: the slots of its inputs, output and extra
+// outputs.
+func (e *Executable) newLowering(n *node, t int, inputs []*node, live []bool, slotOf []int) *lowering {
+	lw := &lowering{e: e, n: n, step: t, out: slotOf[n.id]}
+	for _, in := range inputs {
+		lw.in = append(lw.in, slotOf[in.id])
+	}
+	for _, x := range n.extra {
+		if live[x.id] {
+			lw.extra = append(lw.extra, slotOf[x.id])
+		} else {
+			// Computed anyway: give it bytes for the duration of the step.
+			lw.extra = append(lw.extra, e.newSlot(slot{kind: slotArena, size: byteSize(x.shape)}))
+		}
+	}
+	return lw
 }
 
 // isView reports whether n is its input's bytes under another shape.

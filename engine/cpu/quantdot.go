@@ -24,6 +24,7 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/layers/quant"
@@ -241,49 +242,62 @@ const panelFloats = 32 << 10
 // panels are the dequantization scratch buffers, reused across calls and threads.
 var panels = freelist.New(freelist.Config[float32]{Max: freelist.PerCPU})
 
-// lowerQuantDot lowers a rewritten product: x [M, K] (after moving its axes) times Wᵀ.
-func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
+// quantDotPlan is what lowering decides for one rewritten product at compile time: its slots,
+// its path, and how its rows of W are cut into tasks. A step runs one (lowerQuantDot) or a group
+// of sibling products (siblingdots.go).
+type quantDotPlan struct {
+	xs                shapes.Shape
+	perm              []int
+	identity          bool
+	M, N, K, rows     int
+	tasks             int
+	ix, iq, id, io    int // slots of x, the values, the scales (-1 for none) and y
+	sx, sa            int // scratch: x with its axes moved (-1 if not needed), x quantized (-1)
+	act, gemm, noPack bool
+	stored            quantMatrix
+}
+
+// planQuantDot plans a rewritten product: x [M, K] (after moving its axes) times Wᵀ.
+func planQuantDot(lw *lowering, qa *quantDotAttr) *quantDotPlan {
 	n := lw.n
-	xs := n.inputs[0].shape
-	lf := freeAxes(xs.Rank(), qa.dot.lhsBatch, qa.dot.lhsContract)
-	perm := slices.Concat(lf, qa.dot.lhsContract)
-	identity := true
-	for i, a := range perm {
-		identity = identity && a == i
+	p := &quantDotPlan{xs: n.inputs[0].shape, N: qa.N, K: qa.K, id: -1, sx: -1, sa: -1}
+	lf := freeAxes(p.xs.Rank(), qa.dot.lhsBatch, qa.dot.lhsContract)
+	p.perm = slices.Concat(lf, qa.dot.lhsContract)
+	p.identity = true
+	for i, a := range p.perm {
+		p.identity = p.identity && a == i
 	}
-	N, K := qa.N, qa.K
-	M := xs.Size() / K
-	ix, iq, io := lw.in[0], lw.in[1], lw.out
-	id := -1
+	N, K := p.N, p.K
+	M := p.xs.Size() / K
+	p.M = M
+	p.ix, p.iq, p.io = lw.in[0], lw.in[1], lw.out
 	if len(lw.in) > 2 {
-		id = lw.in[2]
+		p.id = lw.in[2]
 	}
-	sx := -1
-	if !identity {
-		sx = lw.scratch(byteSize(xs))
+	if !p.identity {
+		p.sx = lw.scratch(byteSize(p.xs))
 	}
 	// With actq8, x is quantized to int8 blocks once per call: the few-rows products (decoding)
 	// take it row by row (kernels.ActDotRows, VNNI's layout where the CPU has it), the products of
 	// more rows (prefill) as one block of rows for the integer GEMM (kernels.ActGemm).
-	act := lw.e.backend.actq8 && (qa.typ == quant.Q8_0 || qa.typ == quant.Q4_0)
-	gemm := act && M > 4
-	sa := -1
-	if act {
+	p.act = lw.e.backend.actq8 && (qa.typ == quant.Q8_0 || qa.typ == quant.Q4_0)
+	p.gemm = p.act && M > 4
+	if p.act {
 		lw.e.backend.actUsed.Store(true)
-		if gemm {
-			sa = lw.scratch(kernels.ActRowsBytes(M, K))
+		if p.gemm {
+			p.sa = lw.scratch(kernels.ActRowsBytes(M, K))
 		} else {
-			sa = lw.scratch(M * kernels.ActRowBytes(K))
+			p.sa = lw.scratch(M * kernels.ActRowBytes(K))
 		}
 	}
-	stored := quantMatrix{typ: qa.typ, K: K}
+	p.stored = quantMatrix{typ: qa.typ, K: K}
 	pool := lw.e.backend.pool
 	// Rows of W per task: whole vectors, about 4 tasks per thread (each task costs two atomic
 	// operations on a cache line the threads share: a task of 32 rows of 768 Q8_0 values, 1 µs,
 	// lost a tenth of its time to them); the float32 panels of many rows of x fit the scratch.
 	rows := max(16, (N+4*pool.threads()-1)/(4*pool.threads())+15) &^ 15
 	switch {
-	case gemm:
+	case p.gemm:
 		// The integer GEMM walks a task's weight rows once per four rows of x: up to 256 of them
 		// (192 KB of Q8_0 at K = 768) stay in L2 meanwhile.
 		rows = max(16, min((N+4*pool.threads()-1)/(4*pool.threads()), kernels.QuantRowBlock)) &^ 15
@@ -293,39 +307,64 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	if rows == 0 {
 		rows = 16
 	}
-	tasks := (N + rows - 1) / rows
-	noPack := M <= maxNTRows && K >= minNTDepth // as for float32 weights (dot.go)
+	p.rows = rows
+	p.tasks = (N + rows - 1) / rows
+	p.noPack = M <= maxNTRows && K >= minNTDepth // as for float32 weights (dot.go)
+	return p
+}
+
+// bind points c at this call's bytes in f, with x the float32 rows [M, K] (its axes moved
+// already); quantizing x, if act, is left to the caller.
+func (p *quantDotPlan) bind(f *frame, c *quantCall, x []float32) {
+	c.x = x
+	c.w = p.stored // the matrix's fixed parts, then this call's bytes
+	c.w.q = f.slots[p.iq]
+	if p.id >= 0 {
+		c.w.d = typed[float32](f.slots[p.id])
+	}
+	c.y = typed[float32](f.slots[p.io])
+	c.M, c.N, c.K, c.rows, c.act, c.gemm, c.noPack = p.M, p.N, p.K, p.rows, p.act, p.gemm, p.noPack
+	c.xa, c.layout = nil, false
+}
+
+// x returns the call's x as float32 rows [M, K]: its slot, or its axes moved into scratch.
+func (p *quantDotPlan) x(f *frame) []float32 {
+	if p.identity {
+		return typed[float32](f.slots[p.ix])
+	}
+	transposeBytes(4, f.slots[p.ix], p.xs.Dimensions, p.perm, f.slots[p.sx])
+	return typed[float32](f.slots[p.sx])
+}
+
+// quantizeRows quantizes the M ≤ 4 rows of x into xa (M·kernels.ActRowBytes(K) bytes) for
+// products with typ weights.
+func quantizeRows(typ quant.Type, x []float32, M, K int, xa []byte, layout bool) {
+	for i := range M {
+		// Lengths are fixed at compile time, so quantizing cannot fail.
+		kernels.QuantizeAct(typ, x[i*K:i*K+K], xa[i*kernels.ActRowBytes(K):], layout)
+	}
+}
+
+// lowerQuantDot lowers a rewritten product: x [M, K] (after moving its axes) times Wᵀ.
+func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
+	p := planQuantDot(lw, qa)
+	pool := lw.e.backend.pool
+	M, N, K, tasks := p.M, p.N, p.K, p.tasks
 	step := lw.step
 	return func(f *frame) {
 		// The call's state lives in the frame, made once: a closure over it, handed to the
 		// pool, would be a heap object per call, and decoding's garbage costs page faults.
 		c := f.stepState(step, newQuantCall).(*quantCall)
-		if identity {
-			c.x = typed[float32](f.slots[ix])
-		} else {
-			transposeBytes(4, f.slots[ix], xs.Dimensions, perm, f.slots[sx])
-			c.x = typed[float32](f.slots[sx])
-		}
-		c.w = stored // the matrix's fixed parts, then this call's bytes
-		c.w.q = f.slots[iq]
-		if id >= 0 {
-			c.w.d = typed[float32](f.slots[id])
-		}
-		c.y = typed[float32](f.slots[io])
-		c.M, c.N, c.K, c.rows, c.act, c.gemm, c.noPack = M, N, K, rows, act, gemm, noPack
-		c.xa, c.layout = nil, false
-		if gemm {
+		p.bind(f, c, p.x(f))
+		if p.gemm {
 			// Lengths are fixed at compile time, so quantizing cannot fail.
-			c.rowsQ, _ = kernels.QuantizeActRows(c.x, M, K, K, f.slots[sa])
-		} else if act {
-			c.xa, c.layout = f.slots[sa], kernels.VNNI()
-			for i := range M {
-				// Lengths are fixed at compile time, so quantizing cannot fail.
-				kernels.QuantizeAct(qa.typ, c.x[i*K:i*K+K], c.xa[i*kernels.ActRowBytes(K):], c.layout)
-			}
+			c.rowsQ, _ = kernels.QuantizeActRows(c.x, M, K, K, f.slots[p.sa])
+		} else if p.act {
+			c.xa, c.layout = f.slots[p.sa], kernels.VNNI()
+			quantizeRows(qa.typ, c.x, M, K, c.xa, c.layout)
 		}
 		c.pa = kernels.PackedA{}
-		if M > 4 && !noPack && !gemm {
+		if M > 4 && !p.noPack && !p.gemm {
 			// x is packed once; every panel of W is multiplied by it.
 			buf := floats.Get(kernels.PackedASize(M, K))
 			defer floats.Put(buf)
