@@ -6,10 +6,14 @@
 #
 #   BEFORE=<old infer> AFTER=<new infer> PEERS=<peers dir> bash benchmarks/peers/prefill.sh
 #
+# Both engines' rates are their first prefill (llama.cpp's client prints a second, warm one,
+# which is not taken).
+#
 # PEERS holds llamacpp_decode (built with --prompt support) and the GGUF files
 # r{15M,110M}-{f32,q8_0,q4_0}.gguf (before_after.sh says how to make them). REPS (5),
 # MODELS ("15M 110M"), TYPES ("f32 q8_0"), PROMPTS ("128 512") and THREADS (2) choose the rows.
-# PAUSE=PID stops that process (a background job) while the engines run and resumes it after.
+# PAUSE_PATTERN, a pgrep -f pattern, names background jobs stopped while anything is timed
+# (pause.sh) and resumed after, also when the script is interrupted.
 set -u
 PEERS=${PEERS:?set PEERS to the directory of the peers}
 BEFORE=${BEFORE:?set BEFORE to the infer binary of the old build}
@@ -19,17 +23,17 @@ MODELS=${MODELS:-15M 110M}
 TYPES=${TYPES:-f32 q8_0}
 PROMPTS=${PROMPTS:-128 512}
 THREADS=${THREADS:-2}
-PAUSE=${PAUSE:-}
+PAUSE_PATTERN=${PAUSE_PATTERN:-grid-bench --full}
+. "$(dirname "$0")/pause.sh"
+trap resume EXIT
+trap 'exit 130' INT TERM
 export LLAMACPP_LIB_DIR=${LLAMACPP_LIB_DIR:-$PEERS/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64}
-if [ -n "$PAUSE" ]; then
-	trap 'kill -CONT "$PAUSE" 2>/dev/null' EXIT INT TERM
-fi
 cd "$PEERS"
-# run CMD...: the command's stderr, with the paused job stopped only while it runs.
+# run CMD...: the command's stderr, with the background jobs stopped only while it runs.
 run() {
-	[ -n "$PAUSE" ] && kill -STOP "$PAUSE" 2>/dev/null
+	pause
 	"$@" 2>&1 >/dev/null
-	[ -n "$PAUSE" ] && kill -CONT "$PAUSE" 2>/dev/null
+	resume
 }
 rate() { run "$@" | grep -o "prefill tok/s: [0-9.]*\|prefill [0-9.]* tok/s" | grep -o "[0-9][0-9.]*" | head -1; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else printf "%.1f (%.1f-%.1f)\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
