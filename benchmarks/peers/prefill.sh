@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Prefill speed of two posformer builds against llama.cpp, in one run on one machine: a prompt
 # of P tokens fed in one call (llama.cpp: one llama_decode of P tokens; posformer: cmd/infer's
-# prefill of BOS and P-1 ids), the first prefill of each process, as a user meets it. The
-# engines alternate within each repetition, as in before_after.sh.
+# prefill of BOS and P-1 ids). The engines alternate within each repetition, as in
+# before_after.sh.
 #
 #   BEFORE=<old infer> AFTER=<new infer> PEERS=<peers dir> bash benchmarks/peers/prefill.sh
 #
-# Both engines' rates are their first prefill (llama.cpp's client prints a second, warm one,
-# which is not taken).
+# llama.cpp is timed on its second prefill (the first, cold, warms its buffers, as llama-bench
+# does); posformer on its first, graph compilation left out: a cold start against a warm one.
 #
 # PEERS holds llamacpp_decode (built with --prompt support) and the GGUF files
 # r{15M,110M}-{f32,q8_0,q4_0}.gguf (before_after.sh says how to make them). REPS (5),
@@ -35,7 +35,9 @@ run() {
 	"$@" 2>&1 >/dev/null
 	resume
 }
-rate() { run "$@" | grep -o "prefill tok/s: [0-9.]*\|prefill [0-9.]* tok/s" | grep -o "[0-9][0-9.]*" | head -1; }
+# llama.cpp's client prints "first prefill tok/s" (cold) then "prefill tok/s" (warm): the warm one
+# is taken; posformer's is its first prefill (graph compilation reported apart, not counted).
+rate() { run "$@" | grep -o "^prefill tok/s: [0-9.]*\|prefill [0-9.]* tok/s" | grep -o "[0-9][0-9.]*" | head -1; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "-"; else printf "%.1f (%.1f-%.1f)\n", a[int((NR+1)/2)], a[1], a[NR]}'; }
 middle() { median | cut -d' ' -f1; }
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC') · cpu: $(lscpu | sed -n 's/^Model name: *//p') · $(nproc) vCPUs · $THREADS threads · load: $(cut -d' ' -f1-3 /proc/loadavg)"
