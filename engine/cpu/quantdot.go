@@ -370,14 +370,20 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 			defer floats.Put(buf)
 			c.pa = kernels.PackA(false, M, K, 1, c.x, K, buf)
 		}
-		if M*N*K < minParallelQuantMACs || pool.threads() == 1 {
-			for t := range tasks {
-				c.task(t)
-			}
-			return
-		}
-		pool.run(tasks, c.run)
+		runQuantTasks(pool, M*N*K, tasks, c.run)
 	}, nil
+}
+
+// runQuantTasks runs fn for each of n tasks of a quantized step doing macs multiply-adds: on the
+// caller's thread below minParallelQuantMACs (or with one thread), else across the pool.
+func runQuantTasks(pool *pool, macs, n int, fn func(t int)) {
+	if macs < minParallelQuantMACs || pool.threads() == 1 {
+		for t := range n {
+			fn(t)
+		}
+		return
+	}
+	pool.run(n, fn)
 }
 
 // quantCall is one call of a quantized product: its operands, and run, its task method bound

@@ -160,13 +160,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 				c.xa, c.layout = f.slots[plans[src[i]].sa], layout
 			}
 		}
-		if macs < minParallelQuantMACs || pool.threads() == 1 {
-			for t := range total {
-				g.task(t)
-			}
-			return
-		}
-		pool.run(total, g.run)
+		runQuantTasks(pool, macs, total, g.run)
 	}, nil
 }
 
