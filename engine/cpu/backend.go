@@ -108,8 +108,12 @@ func New(config string) (*Backend, error) {
 			return nil, fmt.Errorf("backend %s: unknown option %q (valid: threads=N, optimize=true|false, actq8=true|false, bf16dot=true|false, amx=true|false)", BackendName, opt)
 		}
 	}
-	return &Backend{threads: threads, optimize: optimize, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads),
-		bufs: newBufferPool(), arenas: newArenaPool()}, nil
+	b := &Backend{threads: threads, optimize: optimize, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads),
+		bufs: newBufferPool(), arenas: newArenaPool()}
+	// The arenas are not the collector's to free (mapArena): a backend dropped without Finalize
+	// unmaps them once it is unreachable, and so are its executables, the only ones that use them.
+	runtime.AddCleanup(b, (*freelist.List[byte]).Drain, b.arenas)
+	return b, nil
 }
 
 // Name implements backends.Backend.
@@ -164,6 +168,7 @@ func (b *Backend) Finalize() {
 	if !b.finalized {
 		b.finalized = true
 		b.pool.close()
+		b.arenas.Drain()
 	}
 }
 

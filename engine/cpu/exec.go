@@ -31,9 +31,10 @@ func (e *Executable) newFrame() *frame {
 // newArenaPool returns the free list that lends arenas to calls. Executables of one backend
 // share it, so a model with dozens of compiled graphs (shape buckets, cache windows) holds about
 // one arena per concurrent call, the largest it needed, rather than one per graph. A call takes
-// the smallest arena that fits.
+// the smallest arena that fits. Arenas are mapped outside the Go heap (mapArena) and unmapped
+// when the pool drops them, or when the backend is finalized or collected.
 func newArenaPool() *freelist.List[byte] {
-	return freelist.New(freelist.Config[byte]{Max: maxIdleArenas, Budget: maxIdleArenaBytes, KeepLargest: true, Alloc: alloc})
+	return freelist.New(freelist.Config[byte]{Max: maxIdleArenas, Budget: maxIdleArenaBytes, KeepLargest: true, Alloc: mapArena, Free: unmapArena})
 }
 
 // maxIdleArenas and maxIdleArenaBytes bound the arenas kept between calls: the largest is always
@@ -75,6 +76,13 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 		if r := recover(); r != nil {
 			err = fmt.Errorf("backend %s: executing %q: %v", BackendName, e.name, r)
 			outs = nil
+			if f.arena != nil {
+				// The pool re-raises a task's panic only once every task has returned, so
+				// nothing writes to the arena any more: it can serve another call (the
+				// collector would not reclaim it).
+				e.backend.arenas.Put(f.arena)
+				f.arena = nil
+			}
 		}
 	}()
 	for i, s := range e.slots {

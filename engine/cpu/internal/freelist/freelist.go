@@ -27,6 +27,11 @@ type Config[E any] struct {
 
 	// Alloc makes a slice of n elements when none kept fits (nil: make([]E, n)).
 	Alloc func(n int) []E
+
+	// Free releases a slice the list drops past its bounds, or that Drain empties it of (nil:
+	// left to the collector): the counterpart of an Alloc whose memory the collector does not
+	// manage.
+	Free func(s []E)
 }
 
 // List is a free list of slices of E. Its methods are safe to call from several goroutines.
@@ -74,6 +79,7 @@ func (l *List[E]) Put(s []E) {
 		return count > l.cfg.Max || (l.cfg.Budget > 0 && held > l.cfg.Budget)
 	}
 	if !l.cfg.KeepLargest && over(len(l.free)+1, l.held+c) {
+		l.release(s)
 		return
 	}
 	i, _ := slices.BinarySearchFunc(l.free, c, func(s []E, c int) int { return cap(s) - c })
@@ -81,7 +87,25 @@ func (l *List[E]) Put(s []E) {
 	l.held += c
 	for len(l.free) > 1 && over(len(l.free), l.held) {
 		l.held -= cap(l.free[0])
+		l.release(l.free[0])
 		l.free = slices.Delete(l.free, 0, 1)
+	}
+}
+
+// Drain drops every kept slice (through Config.Free).
+func (l *List[E]) Drain() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.free {
+		l.release(s)
+	}
+	l.free, l.held = nil, 0
+}
+
+// release hands a dropped slice, whole, to Config.Free.
+func (l *List[E]) release(s []E) {
+	if l.cfg.Free != nil {
+		l.cfg.Free(s[:cap(s)])
 	}
 }
 

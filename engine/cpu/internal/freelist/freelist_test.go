@@ -94,3 +94,35 @@ func TestKeepLargest(t *testing.T) {
 		t.Errorf("kept %v, want only the 150 (over the budget alone, but the largest)", got)
 	}
 }
+
+// Every slice the list drops reaches Free, whole, and only those: past Max, past the budget
+// with KeepLargest, and all of them at Drain.
+func TestFree(t *testing.T) {
+	var freed []int
+	l := New(Config[byte]{Max: 2, Free: func(s []byte) {
+		if len(s) != cap(s) {
+			t.Errorf("Free got %d of %d bytes, want the whole slice", len(s), cap(s))
+		}
+		freed = append(freed, cap(s))
+	}})
+	l.Put(make([]byte, 8))
+	l.Put(make([]byte, 16)[:4])
+	l.Put(make([]byte, 32)) // past Max: dropped
+	if !slices.Equal(freed, []int{32}) {
+		t.Fatalf("after a Put past Max freed %v, want [32]", freed)
+	}
+	l.Drain()
+	slices.Sort(freed)
+	if !slices.Equal(freed, []int{8, 16, 32}) || len(l.Sizes()) != 0 {
+		t.Errorf("Drain freed %v and kept %v, want [8 16 32] freed and nothing kept", freed, l.Sizes())
+	}
+
+	freed = nil
+	k := New(Config[byte]{Max: 4, Budget: 100, KeepLargest: true, Free: func(s []byte) { freed = append(freed, cap(s)) }})
+	for _, n := range []int{30, 40, 50} {
+		k.Put(make([]byte, n))
+	}
+	if !slices.Equal(freed, []int{30}) || !slices.Equal(k.Sizes(), []int{40, 50}) {
+		t.Errorf("KeepLargest past the budget freed %v and kept %v, want [30] freed, [40 50] kept", freed, k.Sizes())
+	}
+}
