@@ -16,10 +16,12 @@ import (
 )
 
 // Slack is the memory allowed above weights and cache for a step's temporary buffers and
-// not-yet-collected garbage. The cpu backend keeps each graph's arena and a pool of recycled
-// buffers (about 8 MB for the 15M shape); with 8 MiB of slack that left no room for garbage and
-// the collector ran at every other token (15M decode 296 tok/s; 480 with 16 MiB, peak RSS 105
-// MB against 101; 448 and 148 MB with no limit).
+// not-yet-collected garbage. The cpu backend keeps a pool of recycled buffers on the heap (its
+// arenas, a step's working memory, are mapped outside it and not counted); when the arenas
+// were on the heap too (about 8 MB for the 15M shape's decoding), 8 MiB of slack left no room
+// for garbage and the collector ran at every other token (15M decode 296 tok/s; 480 with 16
+// MiB, peak RSS 105 MB against 101; 448 and 148 MB with no limit), and a 512-token prompt's
+// arena kept the heap over the limit for the whole prefill.
 const Slack = 16 << 20
 
 // Base reads the memory the Go runtime holds now (what the limit counts: every mapped span,
