@@ -28,17 +28,19 @@ func IntAsm() bool { return haveActGemmAsm && quantKernels() != noQuantAsm }
 
 // ActRows is m rows of x of k quantized for ActGemm, padded with rows of zeros to a multiple of
 // four: the values row by row, and the scales of each group of four rows interleaved ([block][row
-// of the group]), the order the kernel walks them.
+// of the group]), the order the kernel walks them; s, interleaved as d, holds 8 times each
+// block's sum of values, the offset Q4_0's kernel takes off (see blockSums).
 type ActRows struct {
 	M, K int
 	q    []int8
 	d    []float32
+	s    []int32
 }
 
 // ActRowsBytes is the scratch QuantizeActRows needs for m rows of k (a multiple of 32).
 func ActRowsBytes(m, k int) int {
 	mp := (m + 3) &^ 3
-	return align64(mp*k) + 2*align64(4*mp*k/32)
+	return align64(mp*k) + 3*align64(4*mp*k/32)
 }
 
 // QuantizeActRows quantizes the m rows of x (k values each, ldx apart) into buf
@@ -52,6 +54,7 @@ func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 	off := align64(mp * k)
 	a.d = bytesAs[float32](buf[off : off+4*mp*nb])
 	raw := bytesAs[float32](buf[off+align64(4*mp*nb) : off+align64(4*mp*nb)+4*mp*nb])
+	a.s = bytesAs[int32](buf[off+2*align64(4*mp*nb) : off+2*align64(4*mp*nb)+4*mp*nb])
 	asm := IntAsm()
 	for i := range m {
 		xi, qi, di := x[i*ldx:i*ldx+k], a.q[i*k:i*k+k], raw[i*nb:i*nb+nb]
@@ -69,10 +72,27 @@ func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 		for b := range nb {
 			for r := range 4 {
 				a.d[g*nb+4*b+r] = raw[(g+r)*nb+b]
+				a.s[g*nb+4*b+r] = 8 * blockSum(a.q[(g+r)*k+32*b:])
 			}
 		}
 	}
 	return a, nil
+}
+
+// blockSum is the sum of the 32 values of a block of x. Q4_0's weights are nibbles n with
+// w = n − 8, so a block's product is Σ n·x − 8·Σx: its kernel multiplies the unsigned nibbles
+// as they are (no sign trick, and eight chunks' pair sums fit int16) and takes 8·Σx off. Eight
+// bytes at a time: biased by 128 to be unsigned, their pairs summed into 16-bit lanes, which
+// four words cannot overflow (4 · 2 · 255).
+func blockSum(q []int8) int32 {
+	w := bytesAs[uint64](unsafe.Slice((*byte)(unsafe.Pointer(&q[0])), 32))
+	const bias, even = 0x8080808080808080, 0x00ff00ff00ff00ff
+	var lanes uint64
+	for _, v := range w[:4] {
+		v ^= bias
+		lanes += v&even + (v>>8)&even
+	}
+	return int32((lanes*0x0001000100010001)>>48) - 32*128
 }
 
 // ActGemm computes y[i·ldy + j] = x[i]·W[j] for the a.M rows of x and the n rows of W, stored
@@ -118,15 +138,21 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 			p0 := 8 * p
 			cols := min(8, n-p0)
 			for g := r0; g < r1; g += 4 {
-				xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]
+				xq, xd, xs := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb], a.s[g*nb:(g+4)*nb]
 				rows := min(4, m-g)
-				if rows == 4 && cols == 8 {
-					actGemm4x8(pq, pd, xq, xd, y[g*ldy+p0:], ldy, nb)
-					continue
+				dst, ld := y[g*ldy+p0:], ldy
+				if rows < 4 || cols < 8 {
+					dst, ld = tile[:], 8
 				}
-				actGemm4x8(pq, pd, xq, xd, tile[:], 8, nb)
-				for r := range rows {
-					copy(y[(g+r)*ldy+p0:(g+r)*ldy+p0+cols], tile[8*r:8*r+cols])
+				if typ == quant.Q4_0 {
+					q4ActGemm4x8(pq, pd, xq, xd, xs, dst, ld, nb)
+				} else {
+					actGemm4x8(pq, pd, xq, xd, dst, ld, nb)
+				}
+				if rows < 4 || cols < 8 {
+					for r := range rows {
+						copy(y[(g+r)*ldy+p0:(g+r)*ldy+p0+cols], tile[8*r:8*r+cols])
+					}
 				}
 			}
 		}
@@ -155,8 +181,8 @@ func storedRowBytes(typ quant.Type, k int) int {
 
 // packPanel lays out weight rows p0..p0+cols-1 (up to eight; the rest of the panel zeros) for
 // actGemm4x8: per block, chunk c (32 bytes) holds elements 4c..4c+3 of each row as signed
-// bytes (Q4_0's nibbles widened to n−8), row r at bytes 4r..4r+3; pd holds the eight rows' scales
-// per block.
+// bytes (Q8_0) or as Q4_0's nibbles n, unsigned bytes for q4ActGemm4x8, row r at bytes
+// 4r..4r+3; pd holds the eight rows' scales per block.
 func packPanel(typ quant.Type, q []byte, d []float32, k, p0, cols int, pq []int8, pd []float32) {
 	nb := k / 32
 	dst := chunksOf(pq)
@@ -183,6 +209,9 @@ func packPanel(typ quant.Type, q []byte, d []float32, k, p0, cols int, pq []int8
 				src = bytesAs[uint32](q[j*k+32*b : j*k+32*b+32])
 			} else {
 				unpackBlock(typ, q, j*nb+b, &w)
+				for e := range w {
+					w[e] += 8 // the nibble
+				}
 				src = chunksOf(w[:])
 			}
 			for c := range 8 {

@@ -14,6 +14,9 @@ const haveActGemmAsm = true
 func actGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, y *float32, ldy int, nb int)
 
 //go:noescape
+func q4ActGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, xs *int32, y *float32, ldy int, nb int)
+
+//go:noescape
 func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 
 //go:noescape
@@ -71,6 +74,15 @@ func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, l
 		panic(fmt.Sprintf("actGemm4x8: %d blocks, got a panel of %d values and %d scales, x of %d and %d scales, y of %d (stride %d)", nb, len(pq), len(pd), len(xq), len(xd), len(y), ldy))
 	}
 	actGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &y[0], ldy, nb)
+}
+
+// q4ActGemm4x8 is actGemm4x8 for a panel of Q4_0 nibbles (packPanel's unsigned layout), with
+// xs the four rows' 8·Σx per block, interleaved as their scales.
+func q4ActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, y []float32, ldy, nb int) {
+	if nb <= 0 || len(pq) < 256*nb || len(pd) < 8*nb || len(xq) < 4*32*nb || len(xd) < 4*nb || len(xs) < 4*nb || ldy < 8 || len(y) < 3*ldy+8 {
+		panic(fmt.Sprintf("q4ActGemm4x8: %d blocks, got a panel of %d values and %d scales, x of %d, %d scales and %d sums, y of %d (stride %d)", nb, len(pq), len(pd), len(xq), len(xd), len(xs), len(y), ldy))
+	}
+	q4ActGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &xs[0], &y[0], ldy, nb)
 }
 
 // actGemm1 computes y[j] for one row of x and the n rows of W.

@@ -10,6 +10,10 @@ func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, l
 	panic("no assembly")
 }
 
+func q4ActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, y []float32, ldy, nb int) {
+	panic("no assembly")
+}
+
 func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
 	panic("no assembly")
 }

@@ -273,3 +273,53 @@ func quantizeWith(t *testing.T, path string, x []float32, m, k int) ActRows {
 	}
 	return a
 }
+
+// Q4_0's tile sums eight chunks of a block in int16 lanes: at the extremes (every nibble 15 or
+// 0, every x ±127) a lane reaches ±30,480 and must not wrap; the sums also match the Go
+// reference's bits there.
+func TestQ4ActGemmExtremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, nibble := range []byte{0xff, 0x00} {
+		for _, sign := range []float32{1, -1} {
+			c := newActGemmCase(r, quant.Q4_0, 8, 16, 256, false)
+			for i := range c.w.q {
+				c.w.q[i] = nibble
+			}
+			for i := range c.x {
+				c.x[i] = sign // equal values quantize to ±127
+			}
+			want := c.run(t, Generic)
+			got := c.run(t, AVX2)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("nibbles %#x, x %g: y[%d] = %g, Go reference %g", nibble, sign, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// blockSum adds a block's 32 values, the extremes included.
+func TestBlockSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		var q [32]int8
+		for i := range q {
+			switch trial {
+			case 0:
+				q[i] = -128
+			case 1:
+				q[i] = 127
+			default:
+				q[i] = int8(r.IntN(256) - 128)
+			}
+		}
+		var want int32
+		for _, v := range q {
+			want += int32(v)
+		}
+		if got := blockSum(q[:]); got != want {
+			t.Fatalf("blockSum(%v) = %d, want %d", q, got, want)
+		}
+	}
+}
