@@ -18,6 +18,7 @@
 // d_x·d_w, the eight weight scales a vector) per row of x for all eight weight rows: about
 // 4.4 instructions per row and chunk of 32 multiply-adds, against 8 for a block-by-block dot
 // product. actGemmGo does the same operations in the same order, so the two agree to the bit.
+// Q4_0 weights take their own tile (q4ActGemm4x8AVX2, below), on unsigned nibbles.
 //
 // The one-row kernel (decoding without VNNI) dots a row of x with each weight row in place, with
 // no repacking: per block eight int32 lanes, lane l the products of elements 4l..4l+3, each lane
