@@ -111,7 +111,8 @@ func New(config string) (*Backend, error) {
 	b := &Backend{threads: threads, optimize: optimize, actq8: actq8, bf16dot: bf16dot, pool: newPool(threads),
 		bufs: newBufferPool(), arenas: newArenaPool()}
 	// The arenas are not the collector's to free (mapArena): a backend dropped without Finalize
-	// unmaps them once it is unreachable, and so are its executables, the only ones that use them.
+	// unmaps them once it is unreachable. Its executables, the only users of its arenas, hold
+	// it, so by then no call can be running.
 	runtime.AddCleanup(b, (*freelist.List[byte]).Drain, b.arenas)
 	return b, nil
 }

@@ -29,7 +29,7 @@ func IntAsm() bool { return haveActGemmAsm && quantKernels() != noQuantAsm }
 // ActRows is m rows of x of k quantized for ActGemm, padded with rows of zeros to a multiple of
 // four: the values row by row, and the scales of each group of four rows interleaved ([block][row
 // of the group]), the order the kernel walks them; s, interleaved as d, holds 8 times each
-// block's sum of values, the offset Q4_0's kernel takes off (see blockSums).
+// block's sum of values, the offset Q4_0's kernel takes off (see blockSum).
 type ActRows struct {
 	M, K int
 	q    []int8
