@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -51,16 +50,6 @@ func (h Holder) stale(after time.Duration) bool {
 		return true
 	}
 	return time.Since(h.touched) > after
-}
-
-// processAlive reports whether a process with this pid runs on this host (signal 0 checks
-// without sending; EPERM means it runs as another user).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func readHolder(path string) (Holder, error) {

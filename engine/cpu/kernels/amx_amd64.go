@@ -22,7 +22,6 @@ package kernels
 import (
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/cpu"
 )
@@ -44,11 +43,6 @@ var (
 	amxError string      // why amxOK is false, for SetAMX's error
 )
 
-const (
-	archReqXcompPerm = 0x1023 // arch_prctl: request permission for a dynamic XSAVE feature
-	xfeatureTileData = 18     // XFEATURE_XTILEDATA
-)
-
 func amxInit() {
 	switch {
 	case !(cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16):
@@ -58,8 +52,8 @@ func amxInit() {
 		amxError = "no AVX512_BF16 (the packing uses it)"
 		return
 	}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_ARCH_PRCTL, archReqXcompPerm, xfeatureTileData, 0); errno != 0 {
-		amxError = "the kernel refused the tile registers (arch_prctl: " + errno.Error() + ")"
+	if err := requestTiles(); err != nil {
+		amxError = err.Error()
 		return
 	}
 	amxCfg[0] = 1 // palette 1

@@ -164,3 +164,19 @@ func copyDir(t *testing.T, from, to string) {
 		}
 	}
 }
+
+// `go install` works on other systems than this one: the program builds for macOS and Windows
+// (without cgo, as a cross-compilation goes; the XLA backend then answers with its message).
+// Linux-only calls (arch_prctl, getrusage, signal 0) each sit behind their own build tags.
+func TestBuildsForOtherSystems(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips building the program for macOS and Windows (about a minute from a cold cache); run it with go test ./cmd/internal/app/posformer")
+	}
+	for _, goos := range []string{"darwin", "windows"} {
+		build := exec.Command("go", "build", "-o", os.DevNull, "github.com/posformer/posformer/cmd/posformer")
+		build.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Errorf("GOOS=%s go build ./cmd/posformer: %v\n%s", goos, err, out)
+		}
+	}
+}
