@@ -285,6 +285,29 @@ qdone:
 	CHUNK(c*4(R8)(R12*2), Y2, Y6) \
 	CHUNK(c*4(R8)(R15*1), Y3, Y7)
 
+// The tiles' common set-up, with R10 = ldy (floats) and CX = nb loaded: R10 and R13 = 3·R10
+// the rows of y in bytes, R12 and R15 = 3·R12 the rows of x, Y15 the int16 ones, Y8-Y11 the
+// four rows' float accumulators zeroed.
+#define TILESETUP \
+	SHLQ   $2, R10 \
+	MOVQ   CX, R12 \
+	SHLQ   $5, R12 \
+	LEAQ   (R12)(R12*2), R15 \
+	LEAQ   (R10)(R10*2), R13 \
+	ONES \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11
+
+// The four accumulators stored as the tile's rows of y.
+#define TILESTORE \
+	VMOVUPS Y8, (DI) \
+	VMOVUPS Y9, (DI)(R10*1) \
+	VMOVUPS Y10, (DI)(R10*2) \
+	VMOVUPS Y11, (DI)(R13*1) \
+	VZEROUPPER
+
 // Row i's block sums (int32, ACC) into its accumulator F: F += float(ACC) · (d_x · d_w), d_x at
 // da, the eight d_w in Y12.
 #define SCALE(da, ACC, F) \
@@ -301,17 +324,8 @@ TEXT ·actGemm4x8AVX2(SB), NOSPLIT, $0-56
 	MOVQ xd+24(FP), R9
 	MOVQ y+32(FP), DI
 	MOVQ ldy+40(FP), R10
-	SHLQ $2, R10
 	MOVQ nb+48(FP), CX
-	MOVQ CX, R12
-	SHLQ $5, R12
-	LEAQ (R12)(R12*2), R15
-	LEAQ (R10)(R10*2), R13
-	ONES
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	TILESETUP
 
 tile:
 	VMOVDQU (SI), Y0
@@ -339,11 +353,7 @@ tile:
 	DECQ CX
 	JNZ  tile
 
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, (DI)(R10*1)
-	VMOVUPS Y10, (DI)(R10*2)
-	VMOVUPS Y11, (DI)(R13*1)
-	VZEROUPPER
+	TILESTORE
 	RET
 
 // Q4_0's GEMM tile: the panel holds the nibbles n unsigned (w = n − 8), which go into VPMADDUBSW
@@ -370,16 +380,12 @@ tile:
 	UCHUNK(c*4(R8)(R12*2), Y2, Y6) \
 	UCHUNK(c*4(R8)(R15*1), Y3, Y7)
 
-// Row i's int16 pair sums (ACC) widened, 8·Σx at sa taken off, into its accumulator F:
-// F += float(ACC) · (d_x · d_w), d_x at da, the eight d_w in Y12.
+// Row i's int16 pair sums (ACC) widened, 8·Σx at sa taken off, then SCALE'd into F.
 #define USCALE(sa, da, ACC, F) \
 	VPMADDWD     Y15, ACC, ACC \
 	VPBROADCASTD sa, Y13 \
 	VPSUBD       Y13, ACC, ACC \
-	VCVTDQ2PS    ACC, ACC \
-	VBROADCASTSS da, Y13 \
-	VMULPS       Y12, Y13, Y13 \
-	VFMADD231PS  Y13, ACC, F
+	SCALE(da, ACC, F)
 
 // func q4ActGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, xs *int32, y *float32, ldy int, nb int)
 TEXT ·q4ActGemm4x8AVX2(SB), NOSPLIT, $0-64
@@ -390,17 +396,8 @@ TEXT ·q4ActGemm4x8AVX2(SB), NOSPLIT, $0-64
 	MOVQ xs+32(FP), R11
 	MOVQ y+40(FP), DI
 	MOVQ ldy+48(FP), R10
-	SHLQ $2, R10
 	MOVQ nb+56(FP), CX
-	MOVQ CX, R12
-	SHLQ $5, R12
-	LEAQ (R12)(R12*2), R15
-	LEAQ (R10)(R10*2), R13
-	ONES
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	TILESETUP
 
 q4tile:
 	VMOVDQU (SI), Y0
@@ -428,11 +425,7 @@ q4tile:
 	DECQ CX
 	JNZ  q4tile
 
-	VMOVUPS Y8, (DI)
-	VMOVUPS Y9, (DI)(R10*1)
-	VMOVUPS Y10, (DI)(R10*2)
-	VMOVUPS Y11, (DI)(R13*1)
-	VZEROUPPER
+	TILESTORE
 	RET
 
 // Packing a panel of eight weight rows for actGemm4x8AVX2: each block of the eight rows, as 32
