@@ -358,7 +358,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		p.bind(f, c, p.x(f))
 		if p.gemm {
 			// Lengths are fixed at compile time, so quantizing cannot fail.
-			c.rowsQ, _ = kernels.QuantizeActRows(c.x, M, K, K, f.slots[p.sa])
+			c.rowsQ, _ = kernels.QuantizeActRows(qa.typ, c.x, M, K, K, f.slots[p.sa])
 		} else if p.act {
 			c.xa, c.layout = f.slots[p.sa], kernels.VNNI()
 			quantizeRows(qa.typ, c.x, M, K, c.xa, c.layout)

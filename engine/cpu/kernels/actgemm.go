@@ -28,8 +28,9 @@ func IntAsm() bool { return haveActGemmAsm && quantKernels() != noQuantAsm }
 
 // ActRows is m rows of x of k quantized for ActGemm, padded with rows of zeros to a multiple of
 // four: the values row by row, and the scales of each group of four rows interleaved ([block][row
-// of the group]), the order the kernel walks them; s, interleaved as d, holds 8 times each
-// block's sum of values, the offset Q4_0's kernel takes off (see blockSum).
+// of the group]), the order the kernel walks them; s, interleaved as d and only for Q4_0
+// weights, holds 8 times each block's sum of values, the offset Q4_0's kernel takes off (see
+// blockSum).
 type ActRows struct {
 	M, K int
 	q    []int8
@@ -44,8 +45,9 @@ func ActRowsBytes(m, k int) int {
 }
 
 // QuantizeActRows quantizes the m rows of x (k values each, ldx apart) into buf
-// (ActRowsBytes(m, k) bytes) with layers/quant's Q8_0 rounding.
-func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
+// (ActRowsBytes(m, k) bytes) with layers/quant's Q8_0 rounding, for ActGemm with typ weights
+// (Q4_0's also need the blocks' sums).
+func QuantizeActRows(typ quant.Type, x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 	if k%32 != 0 || len(buf) < ActRowsBytes(m, k) || (m > 0 && len(x) < (m-1)*ldx+k) {
 		return ActRows{}, fmt.Errorf("quantizing %d rows of %d: want k a multiple of 32, %d bytes of scratch and %d values, got %d and %d", m, k, ActRowsBytes(m, k), (m-1)*ldx+k, len(buf), len(x))
 	}
@@ -54,7 +56,9 @@ func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 	off := align64(mp * k)
 	a.d = bytesAs[float32](buf[off : off+4*mp*nb])
 	raw := bytesAs[float32](buf[off+align64(4*mp*nb) : off+align64(4*mp*nb)+4*mp*nb])
-	a.s = bytesAs[int32](buf[off+2*align64(4*mp*nb) : off+2*align64(4*mp*nb)+4*mp*nb])
+	if typ == quant.Q4_0 {
+		a.s = bytesAs[int32](buf[off+2*align64(4*mp*nb) : off+2*align64(4*mp*nb)+4*mp*nb])
+	}
 	asm := IntAsm()
 	for i := range m {
 		xi, qi, di := x[i*ldx:i*ldx+k], a.q[i*k:i*k+k], raw[i*nb:i*nb+nb]
@@ -72,7 +76,9 @@ func QuantizeActRows(x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
 		for b := range nb {
 			for r := range 4 {
 				a.d[g*nb+4*b+r] = raw[(g+r)*nb+b]
-				a.s[g*nb+4*b+r] = 8 * blockSum(a.q[(g+r)*k+32*b:])
+				if a.s != nil {
+					a.s[g*nb+4*b+r] = 8 * blockSum(a.q[(g+r)*k+32*b:])
+				}
 			}
 		}
 	}
@@ -104,6 +110,9 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 	nb := k / 32
 	if len(q) < n*storedRowBytes(typ, k) || len(d) < n*nb || (m > 0 && n > 0 && len(y) < (m-1)*ldy+n) {
 		panic(fmt.Sprintf("ActGemm: %d×%d by %d rows of %d, got %d bytes, %d scales, y of %d", m, k, n, k, len(q), len(d), len(y)))
+	}
+	if typ == quant.Q4_0 && a.s == nil {
+		panic("ActGemm: Q4_0 weights need x quantized for them (QuantizeActRows with quant.Q4_0)")
 	}
 	if m == 0 || n == 0 {
 		return
@@ -138,10 +147,15 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 			p0 := 8 * p
 			cols := min(8, n-p0)
 			for g := r0; g < r1; g += 4 {
-				xq, xd, xs := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb], a.s[g*nb:(g+4)*nb]
+				xq, xd := a.q[g*k:(g+4)*k], a.d[g*nb:(g+4)*nb]
+				var xs []int32
+				if a.s != nil {
+					xs = a.s[g*nb : (g+4)*nb]
+				}
 				rows := min(4, m-g)
+				edge := rows < 4 || cols < 8
 				dst, ld := y[g*ldy+p0:], ldy
-				if rows < 4 || cols < 8 {
+				if edge {
 					dst, ld = tile[:], 8
 				}
 				if typ == quant.Q4_0 {
@@ -149,7 +163,7 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 				} else {
 					actGemm4x8(pq, pd, xq, xd, dst, ld, nb)
 				}
-				if rows < 4 || cols < 8 {
+				if edge {
 					for r := range rows {
 						copy(y[(g+r)*ldy+p0:(g+r)*ldy+p0+cols], tile[8*r:8*r+cols])
 					}

@@ -29,6 +29,18 @@ func newActGemmCase(r *rand.Rand, typ quant.Type, m, n, k int, raw bool) actGemm
 	return c
 }
 
+// assemblyMatchesGo fails the test unless the AVX2 kernels give the Go reference's bits.
+func (c actGemmCase) assemblyMatchesGo(t *testing.T, what string) {
+	t.Helper()
+	want := c.run(t, Generic)
+	got := c.run(t, AVX2)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: y[%d] = %g, Go reference %g", what, i, got[i], want[i])
+		}
+	}
+}
+
 // run computes the product with the kernel set path into y of ldy = n+3, the gaps poisoned.
 func (c actGemmCase) run(t *testing.T, path string) []float32 {
 	t.Helper()
@@ -38,7 +50,7 @@ func (c actGemmCase) run(t *testing.T, path string) []float32 {
 		t.Skipf("kernel set %s: %v", path, err)
 	}
 	buf := make([]byte, ActRowsBytes(c.m, c.k))
-	a, err := QuantizeActRows(c.x, c.m, c.k, c.k, buf)
+	a, err := QuantizeActRows(c.typ, c.x, c.m, c.k, c.k, buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +90,7 @@ func TestActGemmAssemblyMatchesGo(t *testing.T) {
 			}
 			// 37 rows of 4096 span two of ActGemm's blocks of rows (32 at this depth).
 			for _, s := range append(gemmShapes(), [3]int{37, 9, 4096}) {
-				c := newActGemmCase(r, typ, s[0], s[1], s[2], raw)
-				want := c.run(t, Generic)
-				got := c.run(t, AVX2)
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%v %v: y[%d] = %g, Go reference %g", typ, s, i, got[i], want[i])
-					}
-				}
+				newActGemmCase(r, typ, s[0], s[1], s[2], raw).assemblyMatchesGo(t, fmt.Sprintf("%v %v", typ, s))
 			}
 		}
 	}
@@ -195,7 +200,7 @@ func BenchmarkActGemm(b *testing.B) {
 			y := make([]float32, m*n)
 			b.Run(fmt.Sprintf("%v/%dx%dx%d", typ, m, n, k), func(b *testing.B) {
 				for b.Loop() {
-					a, _ := QuantizeActRows(c.x, m, k, k, buf)
+					a, _ := QuantizeActRows(typ, c.x, m, k, k, buf)
 					ActGemm(typ, &a, c.w.q, c.w.d, n, y, n)
 				}
 				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
@@ -267,7 +272,7 @@ func quantizeWith(t *testing.T, path string, x []float32, m, k int) ActRows {
 	if err := SetPath(path); err != nil {
 		t.Skipf("kernel set %s: %v", path, err)
 	}
-	a, err := QuantizeActRows(x, m, k, k, make([]byte, ActRowsBytes(m, k)))
+	a, err := QuantizeActRows(quant.Q8_0, x, m, k, k, make([]byte, ActRowsBytes(m, k)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,13 +293,7 @@ func TestQ4ActGemmExtremes(t *testing.T) {
 			for i := range c.x {
 				c.x[i] = sign // equal values quantize to ±127
 			}
-			want := c.run(t, Generic)
-			got := c.run(t, AVX2)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("nibbles %#x, x %g: y[%d] = %g, Go reference %g", nibble, sign, i, got[i], want[i])
-				}
-			}
+			c.assemblyMatchesGo(t, fmt.Sprintf("nibbles %#x, x %g", nibble, sign))
 		}
 	}
 }
