@@ -43,11 +43,9 @@ run() {
 }
 # llama.cpp's client prints "first prefill tok/s" (cold) then "prefill tok/s" (warm).
 llama() {
-	if [ "$WARM" = 1 ]; then
-		run ./llamacpp_decode "$@" | grep -o "^prefill tok/s: [0-9.]*" | grep -o "[0-9][0-9.]*$" | head -1
-	else
-		run ./llamacpp_decode "$@" | grep -o "^first prefill tok/s: [0-9.]*" | grep -o "[0-9][0-9.]*$" | head -1
-	fi
+	local which="prefill"
+	[ "$WARM" = 1 ] || which="first prefill"
+	run ./llamacpp_decode "$@" | grep -o "^$which tok/s: [0-9.]*" | grep -o "[0-9][0-9.]*$" | head -1
 }
 # posformer BINARY MODEL PROMPT: the rate of its warm (bench -speed's prefill table) or its
 # first (run's report) prefill.
