@@ -81,6 +81,25 @@ func (e *Engine) KVBytes(batch int) int64 {
 	return n
 }
 
+// SessionBytes is the most KV cache memory a session of batch rows holds at once on its way to
+// tokens slots a row: Reserve allocates every window up to the one that holds them, and they
+// coexist until the session grows through them; a session that grows without reserving holds
+// the old window and the new one during the copy, less than that sum. The sum is about twice
+// KVBytes for a full context. A memory limit below it keeps the collector running at every
+// step (cmd/internal/memlimit).
+func (e *Engine) SessionBytes(batch, tokens int) int64 {
+	var n int64
+	last := e.window(min(max(tokens, 1), e.Capacity))
+	for w := e.window(1); ; w = e.window(w + 1) {
+		for _, sh := range e.cacheShapes(batch, w) {
+			n += int64(sh.Memory())
+		}
+		if w >= last {
+			return n
+		}
+	}
+}
+
 // slotAxis is the axis of cache tensor i that runs over slots.
 func slotAxis(i int) int {
 	if i < 2 {
