@@ -69,15 +69,17 @@ func newVocabulary(o Options, trainText []byte, logw io.Writer) ([]byte, error) 
 		if err != nil {
 			return nil, fmt.Errorf("-bpe: %w", err)
 		}
+		if len(v.Tokens) < o.BPE {
+			// Refused rather than trained on fewer: -bpe N then always means N tokens, which
+			// is what -resume checks the folder's tokenizer against.
+			return nil, fmt.Errorf("-bpe %d: the train split has no pair left to merge at %d tokens; give more text or -bpe %d", o.BPE, len(v.Tokens), len(v.Tokens))
+		}
 		data, err := v.JSON()
 		if err != nil {
 			return nil, fmt.Errorf("-bpe: writing the vocabulary: %w", err)
 		}
 		fmt.Fprintf(logw, "train: learned %d BPE tokens (%d merges) from the first %.1f MB of the train split in %.1f s\n",
 			len(v.Tokens), len(v.Merges), float64(len(text))/1e6, time.Since(start).Seconds())
-		if len(v.Tokens) < o.BPE {
-			fmt.Fprintf(logw, "train: the text has no pair left to merge: %d tokens, not %d\n", len(v.Tokens), o.BPE)
-		}
 		return data, nil
 	case o.Tokenizer != "":
 		data, err := os.ReadFile(o.Tokenizer)
