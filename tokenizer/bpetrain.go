@@ -76,6 +76,12 @@ func TrainBPE(text []byte, vocabSize int) (*BPEVocab, error) {
 	if err != nil {
 		return nil, err
 	}
+	return trainWords(counts, specials, vocabSize), nil
+}
+
+// trainWords learns merges from counted words (as bytes) until the vocabulary holds vocabSize
+// tokens or no pair is left.
+func trainWords(counts map[string]int64, specials []string, vocabSize int) *BPEVocab {
 	v := newBPEVocab(specials)
 	t := newPairTrainer(v, counts)
 	for len(v.Tokens) < vocabSize {
@@ -85,7 +91,7 @@ func TrainBPE(text []byte, vocabSize int) (*BPEVocab, error) {
 		}
 		t.merge(pair, count)
 	}
-	return v, nil
+	return v
 }
 
 // newBPEVocab is the vocabulary before any merge: specials, then the byte

@@ -277,7 +277,11 @@ func randomCases(n int, seed uint64) []string {
 // installReference installs the reference packages into a temporary
 // folder and returns its node_modules, or skips the test when that cannot
 // be done here.
-func installReference(t *testing.T) string {
+func installReference(t *testing.T) string { return installPackages(t, conformancePackages...) }
+
+// installPackages installs npm packages into a temporary folder and returns its node_modules,
+// or skips the test when that cannot be done here.
+func installPackages(t *testing.T, packages ...string) string {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not found: conformance against Hugging Face's JavaScript tokenizer skipped", tool)
@@ -292,7 +296,7 @@ func installReference(t *testing.T) string {
 	// Few, short retries: offline, npm's defaults wait over a minute
 	// before giving up.
 	args := append([]string{"install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
-		"--fetch-retries=1", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"}, conformancePackages...)
+		"--fetch-retries=1", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"}, packages...)
 	cmd := exec.CommandContext(ctx, "npm", args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -321,4 +325,59 @@ func firstLine(s string) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// trainerPackage is Hugging Face's Node bindings of the Rust crate, trainers included (a
+// prebuilt native module inside the package).
+const trainerPackage = "tokenizers@0.23.2"
+
+// TrainBPE learns the merges Hugging Face's BpeTrainer learns, in the same order, on half of
+// this package's Go files. The Rust trainer reads a file line by line, each line (with its
+// line break) pre-tokenized apart, so the words are counted so here too; the merges then come
+// from the same counts. Skipped like TestConformance without node, npm or the registry; set
+// POSFORMER_TOKJS_TRAINER to a node_modules folder holding the package to skip the install.
+func TestTrainerConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips npm install of Hugging Face's tokenizers bindings; run it with go test ./tokenizer -run TestTrainerConformance")
+	}
+	modules := os.Getenv("POSFORMER_TOKJS_TRAINER")
+	if modules == "" {
+		modules = installPackages(t, trainerPackage)
+	}
+	train, _ := goSource(t)
+	dir := t.TempDir()
+	textPath, outPath := filepath.Join(dir, "train.txt"), filepath.Join(dir, "tokenizer.json")
+	if err := os.WriteFile(textPath, train, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "node", "conformance/train.cjs", modules, textPath, outPath)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("running Hugging Face's trainer: %v: %s", err, lastLine(stderr.String()))
+	}
+	var ref struct {
+		Model struct{ Merges [][2]string }
+	}
+	readJSON(t, outPath, &ref)
+
+	counts := map[string]int64{}
+	for _, line := range strings.SplitAfter(string(train), "\n") {
+		if err := splitWords([]byte(line), func(w []byte) { counts[string(w)]++ }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its cap is 30,000 tokens; a text this small runs out of pairs first, and so must ours.
+	v := trainWords(counts, nil, 30000)
+	if len(ref.Model.Merges) < 1000 || len(v.Merges) != len(ref.Model.Merges) {
+		t.Fatalf("%d merges here, %d in Hugging Face's trainer; want the same, at least 1000", len(v.Merges), len(ref.Model.Merges))
+	}
+	for i, m := range ref.Model.Merges {
+		if v.Merges[i] != m {
+			t.Fatalf("merge %d: %q here (count %d), %q in Hugging Face's trainer", i, v.Merges[i], v.Counts[i], m)
+		}
+	}
+	t.Logf("%d merges, all equal to Hugging Face's BpeTrainer's", len(v.Merges))
 }
