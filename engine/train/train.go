@@ -293,15 +293,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var text *tokenText // the splits as tokens (nil: bytes)
-	if bpe {
-		if text, err = encodeSplits(tok, data.Train, val.text, logw); err != nil {
-			return Result{}, err
-		}
-		if need := cfg.TrainSeqLen + 1; len(text.train) < need || len(text.eval) < need {
-			return Result{}, fmt.Errorf("%d tokens to train on and %d held out, but -seq %d needs %d in each; give more text or lower -seq", len(text.train), len(text.eval), cfg.TrainSeqLen, need)
-		}
-	}
 	tr, err := engine.NewTrainer(backend, m, mctx, o.WD)
 	if err != nil {
 		return Result{}, err
@@ -339,6 +330,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		fmt.Fprintf(logw, "train: %s already finished at step %d (%s); nothing to do (%s to train further)\n", o.Out, first, why, fix)
 		return Result{Steps: first, Stop: why, AlreadyFinished: true}, nil
+	}
+	var text *tokenText // the splits as tokens (nil: bytes), encoded once there is work to do
+	if bpe {
+		if text, err = encodeSplits(tok, data.Train, val.text, logw); err != nil {
+			return Result{}, err
+		}
+		if need := cfg.TrainSeqLen + 1; len(text.train) < need || len(text.eval) < need {
+			return Result{}, fmt.Errorf("%d tokens to train on and %d held out, but -seq %d needs %d in each; give more text or lower -seq", len(text.train), len(text.eval), cfg.TrainSeqLen, need)
+		}
 	}
 	var sampler interface {
 		Batch(batch, seqLen int) (inputs, targets [][]int32)
