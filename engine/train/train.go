@@ -1,6 +1,7 @@
 // Package train trains a toy decoder or encoder, byte level, on the Go standard library's
 // source (package corpus) or on a synthetic task's generator (package tasks), for one named
-// positional scheme; a decoder also on BPE tokens (tokens.go: -bpe, -tokenizer). Run owns the training loop: the learning-rate schedule (cosine, or the
+// positional scheme; a decoder also on BPE tokens (tokens.go: -bpe, -tokenizer). Run owns the
+// training loop: the learning-rate schedule (cosine, or the
 // plateau rule's warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
 // train_state.safetensors for the optimizer) every SaveEvery steps and at the end, resuming
 // from one (checkpoint.go: the files' steps must agree), the loss curve (loss.csv) and the
@@ -512,7 +513,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		// Only for token runs: a byte run's train.json stays as it was.
 		summary["tokenizer"] = cfg.Tokenizer
 		summary["vocab_size"] = cfg.VocabSize
-		summary["bpe"] = o.BPE
 		summary["eval_bytes_per_token"] = float64(text.evalBytes) / float64(len(text.eval))
 		summary["unigram_eval_loss"] = unigramTokenLoss(text.train, cfg.VocabSize, evalTgt)
 	}

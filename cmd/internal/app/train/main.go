@@ -1,9 +1,9 @@
 // Package train is the train command (cmd/train, posformer train). It trains a toy decoder or
 // encoder, byte level, on the Go standard library's source (the text every Go user has), or on
 // your own text with -data, for one named positional scheme; a decoder also on BPE tokens
-// (-bpe N learns the vocabulary, -tokenizer FILE takes one). It shows a progress bar, saves a checkpoint (config.json +
-// model.safetensors, plus train_state.safetensors for the optimizer) every -save-every steps and
-// at the end, and resumes from one with -resume. A folder that holds a checkpoint is refused
+// (-bpe N learns the vocabulary, -tokenizer FILE takes one). It shows a progress bar, saves a
+// checkpoint (config.json + model.safetensors, plus train_state.safetensors for the optimizer)
+// every -save-every steps and at the end, and resumes from one with -resume. A folder that holds a checkpoint is refused
 // without -resume (continue it) or -force (replace it).
 //
 //	go run ./cmd/train -scheme rope -o weights/rope-decoder
