@@ -1,8 +1,8 @@
 // Package train trains a toy decoder or encoder, byte level, on the Go standard library's
 // source (package corpus) or on a synthetic task's generator (package tasks), for one named
 // positional scheme; a decoder also on BPE tokens (tokens.go: -bpe, -tokenizer). Run owns the
-// training loop: the learning-rate schedule (cosine, or the
-// plateau rule's warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
+// training loop: the learning-rate schedule (cosine, or the plateau rule's
+// warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
 // train_state.safetensors for the optimizer) every SaveEvery steps and at the end, resuming
 // from one (checkpoint.go: the files' steps must agree), the loss curve (loss.csv) and the
 // summary (train.json).
