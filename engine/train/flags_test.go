@@ -34,6 +34,12 @@ func TestParseArgs(t *testing.T) {
 	if o, err := ParseArgs([]string{"-kind", "decoder"}, nil); err != nil || o.Kind != "decoder" {
 		t.Errorf("-kind decoder: %q, %v", o.Kind, err)
 	}
+	if o, err := ParseArgs([]string{"-bpe", "4096", "-tokenizer", "t.json"}, nil); err != nil || o.BPE != 4096 || o.Tokenizer != "t.json" {
+		t.Errorf("-bpe 4096 -tokenizer t.json: %d %q, %v", o.BPE, o.Tokenizer, err)
+	}
+	if o, _ := ParseArgs(nil, nil); o.BPE != 0 || o.Tokenizer != "" {
+		t.Errorf("by default a run is byte-level: -bpe %d -tokenizer %q", o.BPE, o.Tokenizer)
+	}
 	var edited map[string]any
 	rope := func(fs *flag.FlagSet) func(map[string]any) error {
 		scale := fs.Float64("rope-scale", 0, "")

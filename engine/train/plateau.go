@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -113,12 +114,19 @@ const CurveFile = "loss.csv"
 
 var curveHeader = []string{"step", "train_loss", "eval_loss", "lr", "seconds"}
 
+// bpbColumn is loss.csv's last column in a run on BPE tokens (tokens.go); a byte run's curve
+// has none (its bits per byte are eval_loss / ln 2).
+const bpbColumn = "eval_bits_per_byte"
+
 // CurvePoint is one line of loss.csv: train_loss is the mean over the steps since the previous
-// line, seconds the training wall time since the run began (over resumptions).
+// line, seconds the training wall time since the run began (over resumptions). The losses are
+// in nats per token; BitsPerByte is the eval loss in bits per byte of a run on BPE tokens (0 in
+// a byte run's curve).
 type CurvePoint struct {
 	Step                int
 	TrainLoss, EvalLoss float64
 	LR, Seconds         float64
+	BitsPerByte         float64
 }
 
 // ReadCurve reads dir/loss.csv up to step upTo (a resumed run restarts from its checkpoint and
@@ -132,18 +140,21 @@ func ReadCurve(dir string, upTo int) ([]CurvePoint, error) {
 		return nil, err
 	}
 	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
-	if err != nil || len(recs) == 0 || len(recs[0]) != len(curveHeader) {
+	if err != nil || len(recs) == 0 || (len(recs[0]) != len(curveHeader) && !(len(recs[0]) == len(curveHeader)+1 && recs[0][len(curveHeader)] == bpbColumn)) {
 		return nil, fmt.Errorf("%s is not a loss curve of cmd/train (delete it to start the curve afresh)", filepath.Join(dir, CurveFile))
 	}
 	var out []CurvePoint
 	for _, r := range recs[1:] {
 		var c CurvePoint
-		var errs [5]error
+		var errs [6]error
 		c.Step, errs[0] = strconv.Atoi(r[0])
 		c.TrainLoss, errs[1] = strconv.ParseFloat(r[1], 64)
 		c.EvalLoss, errs[2] = strconv.ParseFloat(r[2], 64)
 		c.LR, errs[3] = strconv.ParseFloat(r[3], 64)
 		c.Seconds, errs[4] = strconv.ParseFloat(r[4], 64)
+		if len(r) > len(curveHeader) {
+			c.BitsPerByte, errs[5] = strconv.ParseFloat(r[5], 64)
+		}
 		if err := errors.Join(errs[:]...); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, CurveFile), err)
 		}
@@ -155,13 +166,22 @@ func ReadCurve(dir string, upTo int) ([]CurvePoint, error) {
 }
 
 // writeCurve rewrites dir/loss.csv atomically (it is small; a crash never leaves half a line).
-func writeCurve(dir string, pts []CurvePoint) error {
+// bpe adds the eval_bits_per_byte column.
+func writeCurve(dir string, pts []CurvePoint, bpe bool) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	w.Write(curveHeader)
+	header := curveHeader
+	if bpe {
+		header = append(slices.Clone(curveHeader), bpbColumn)
+	}
+	w.Write(header)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, c := range pts {
-		w.Write([]string{strconv.Itoa(c.Step), f(c.TrainLoss), f(c.EvalLoss), f(c.LR), f(math.Round(c.Seconds*10) / 10)})
+		row := []string{strconv.Itoa(c.Step), f(c.TrainLoss), f(c.EvalLoss), f(c.LR), f(math.Round(c.Seconds*10) / 10)}
+		if bpe {
+			row = append(row, f(c.BitsPerByte))
+		}
+		w.Write(row)
 	}
 	w.Flush()
 	if err := os.MkdirAll(dir, 0o755); err != nil { // the first evaluation may come before the first save

@@ -1,7 +1,8 @@
 // Package train trains a toy decoder or encoder, byte level, on the Go standard library's
 // source (package corpus) or on a synthetic task's generator (package tasks), for one named
-// positional scheme. Run owns the training loop: the learning-rate schedule (cosine, or the
-// plateau rule's warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
+// positional scheme; a decoder also on BPE tokens (tokens.go: -bpe, -tokenizer). Run owns the
+// training loop: the learning-rate schedule (cosine, or the plateau rule's
+// warmup-stable-decay), checkpoints (config.json + model.safetensors, plus
 // train_state.safetensors for the optimizer) every SaveEvery steps and at the end, resuming
 // from one (checkpoint.go: the files' steps must agree), the loss curve (loss.csv) and the
 // summary (train.json).
@@ -74,6 +75,11 @@ type Options struct {
 	// Data names the text to train on (corpus.LoadText: a file, a directory, a glob); empty:
 	// the Go standard library's source.
 	Data string
+	// BPE > 0 trains a decoder on a byte-level BPE vocabulary of that many tokens, learned from
+	// the train split (tokens.go); Tokenizer trains on the vocabulary of that tokenizer.json
+	// instead. Neither: bytes.
+	BPE       int
+	Tokenizer string
 	// Rope edits the positional options after PE: the commands' --rope-* flags (nil: none).
 	Rope func(pe map[string]any) error
 
@@ -157,6 +163,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Kind == "" {
 		o.Kind = models.Decoder
 	}
+	if err := checkTokenFlags(o); err != nil {
+		return Result{}, err
+	}
 	nope, err := parseLayers(o.NoPELayers)
 	if err != nil {
 		return Result{}, err
@@ -166,7 +175,30 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer backend.Finalize() // a run of the grid's: its worker pool goes with it
-	tok := tokenizer.NewByte()
+	maxBytes := o.MaxBytes
+	switch {
+	case o.Task == tasks.Passkey:
+		maxBytes = 1 << 20 // the haystack's text: enough that windows rarely repeat
+	case tasks.Synthetic(o.Task):
+		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
+	}
+	data, source, err := loadCorpus(o.Data, maxBytes, o.Out)
+	if err != nil {
+		return Result{}, err
+	}
+	// The vocabulary of a fresh BPE run, written into o.Out once the folder is cleared.
+	var tokJSON []byte
+	if !o.Resume {
+		if tokJSON, err = newVocabulary(o, data.Train, logw); err != nil {
+			return Result{}, err
+		}
+	}
+	var tok tokenizer.Tokenizer = tokenizer.NewByte()
+	if tokJSON != nil {
+		if tok, err = tokenizer.ParseHF(tokJSON); err != nil {
+			return Result{}, err
+		}
+	}
 	pe := map[string]any{"name": o.Scheme}
 	for k, v := range o.PE {
 		pe[k] = v
@@ -180,6 +212,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		Kind: o.Kind, VocabSize: tok.VocabSize(), Dim: o.Dim, NumLayers: o.Layers, NumHeads: o.Heads,
 		NumKVHeads: o.KV, HiddenDim: o.Hidden, TieEmbeddings: true, MaxSeqLen: o.Ctx, TrainSeqLen: o.Seq,
 		Tokenizer: "byte", Positional: pe, NoPELayers: nope,
+	}
+	if tokJSON != nil {
+		cfg.Tokenizer = TokenizerFile
 	}
 	mctx := mlctx.New()
 	var m *models.Model
@@ -201,11 +236,23 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, fmt.Errorf("resuming: %w", err)
 		}
 		cfg = m.Config
+		resumed, err := resumedVocabulary(o, cfg)
+		if err != nil {
+			return Result{}, err
+		}
+		if resumed != nil {
+			if tok, err = tokenizer.ParseHF(resumed); err != nil {
+				return Result{}, err
+			}
+		}
 	} else if o.Init != "" {
 		if m, mctx, err = models.Load(o.Init, backend, o.initEdit()); err != nil {
 			return Result{}, fmt.Errorf("-init: %w", err)
 		}
 		cfg = m.Config
+		if cfg.Tokenizer != "byte" {
+			return Result{}, fmt.Errorf("-init %s: it was trained on the tokens of %s; fine-tuning a BPE checkpoint is not supported (train it further with -resume)", o.Init, cfg.Tokenizer)
+		}
 	} else {
 		if m, err = models.New(cfg); err != nil {
 			return Result{}, err
@@ -228,21 +275,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, err
 		}
 	}
+	if tokJSON != nil {
+		if err := models.WriteFileAtomic(filepath.Join(o.Out, TokenizerFile), tokJSON); err != nil {
+			return Result{}, err
+		}
+	}
 	if l, ok := m.Scheme.(positional.Limited); ok && l.Limit() > 0 && max(o.RandomPositions, o.PoSE, cfg.TrainSeqLen)+boolInt(o.BOS) > l.Limit() {
 		return Result{}, fmt.Errorf("%s encodes positions below %d only (%s); lower -seq / -random-positions / -pose", cfg.SchemeName(), l.Limit(), l.LimitFix())
 	}
-	maxBytes := o.MaxBytes
-	switch {
-	case o.Task == tasks.Passkey:
-		maxBytes = 1 << 20 // the haystack's text: enough that windows rarely repeat
-	case tasks.Synthetic(o.Task):
-		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
-	}
-	data, source, err := loadCorpus(o.Data, maxBytes, o.Out)
-	if err != nil {
-		return Result{}, err
-	}
-	if o.Data != "" && !tasks.Synthetic(o.Task) {
+	bpe := cfg.Tokenizer != "byte"
+	if o.Data != "" && !tasks.Synthetic(o.Task) && !bpe {
 		// The sampler draws windows of L+1 bytes, and the held-out loss needs one at least.
 		if need := cfg.TrainSeqLen + 1; len(data.Train) < need || len(data.Eval) < need {
 			return Result{}, fmt.Errorf("-data %s: %d bytes to train on and %d held out, but -seq %d needs %d in each; give more text or lower -seq", o.Data, len(data.Train), len(data.Eval), cfg.TrainSeqLen, need)
@@ -290,10 +332,29 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		fmt.Fprintf(logw, "train: %s already finished at step %d (%s); nothing to do (%s to train further)\n", o.Out, first, why, fix)
 		return Result{Steps: first, Stop: why, AlreadyFinished: true}, nil
 	}
-	sampler := corpus.NewSampler(data.Train, o.Seed+int64(tr.GlobalStep()))
+	var text *tokenText // the splits as tokens (nil: bytes), encoded once there is work to do
+	if bpe {
+		if text, err = encodeSplits(tok, data.Train, val.text, logw); err != nil {
+			return Result{}, err
+		}
+		if need := cfg.TrainSeqLen + 1; len(text.train) < need || len(text.eval) < need {
+			return Result{}, fmt.Errorf("%d tokens to train on and %d held out, but -seq %d needs %d in each; give more text or lower -seq", len(text.train), len(text.eval), cfg.TrainSeqLen, need)
+		}
+	}
+	var sampler interface {
+		Batch(batch, seqLen int) (inputs, targets [][]int32)
+	} = corpus.NewSampler(data.Train, o.Seed+int64(tr.GlobalStep()))
 	maskRNG := rand.New(rand.NewPCG(uint64(o.Seed), uint64(tr.GlobalStep())))
 	posRNG := rand.New(rand.NewPCG(uint64(o.Seed)+7, uint64(tr.GlobalStep())))
 	evalIn, evalTgt := corpus.Windows(val.text, cfg.TrainSeqLen, o.EvalWindows)
+	// bitsPerByte turns the eval loss (nats per token) into bits per byte.
+	bitsPerByte, unit := func(nats float64) float64 { return nats / math.Ln2 }, "bytes"
+	if text != nil {
+		sampler = corpus.NewTokenSampler(text.train, o.Seed+int64(tr.GlobalStep()))
+		evalIn, evalTgt = corpus.TokenWindows(text.eval, cfg.TrainSeqLen, o.EvalWindows)
+		perNat := text.bitsPerByte(evalTgt)
+		bitsPerByte, unit = func(nats float64) float64 { return nats * perNat }, "tokens"
+	}
 	evalBatch := makeBatch(cfg.Kind, evalIn, evalTgt, o.MaskRate, rand.New(rand.NewPCG(99, 99)), tok.Special().MASK)
 	// Synthetic tasks draw their batches from a seeded generator instead of the corpus.
 	var gen *tasks.Generator
@@ -314,9 +375,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.BOS {
 		evalBatch = tasks.PrependBOS(evalBatch)
 	}
-	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s (%.1f / %.1f MB), %d steps of %dx%d bytes (passes of %d), %s\n",
+	fmt.Fprintf(logw, "train: %s %s on %d train / %d eval files of %s (%.1f / %.1f MB), %d steps of %dx%d %s (passes of %d), %s\n",
 		cfg.SchemeName(), cfg.Kind, data.TrainFiles, data.EvalFiles, source, float64(len(data.Train))/1e6, float64(len(data.Eval))/1e6, o.Steps, o.Batch, cfg.TrainSeqLen,
-		tr.MicroBatch, engine.BackendSummary(backend))
+		unit, tr.MicroBatch, engine.BackendSummary(backend))
 
 	start := time.Now()
 	prevSeconds := 0.0
@@ -371,6 +432,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 			curve = append(curve, CurvePoint{Step: done, TrainLoss: lossSum / float64(lossN), EvalLoss: evalLoss, LR: lr,
 				Seconds: prevSeconds + time.Since(start).Seconds()})
+			if text != nil {
+				curve[len(curve)-1].BitsPerByte = bitsPerByte(evalLoss)
+			}
 			lossSum, lossN = 0, 0
 			if plat != nil {
 				plat.observe(done, evalLoss)
@@ -379,7 +443,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			if divergedAt > 0 {
 				end = done
 			}
-			if err := writeCurve(o.Out, curve); err != nil {
+			if err := writeCurve(o.Out, curve, text != nil); err != nil {
 				return Result{}, err
 			}
 		}
@@ -389,7 +453,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 		}
 		tokPerSec := float64((done-first)*o.Batch*cfg.TrainSeqLen) / time.Since(start).Seconds()
-		bar.Set(done-first, fmt.Sprintf("loss %.3f · eval %.3f · %.0f tok/s", loss, evalLoss, tokPerSec))
+		status := fmt.Sprintf("loss %.3f · eval %.3f · %.0f tok/s", loss, evalLoss, tokPerSec)
+		if text != nil {
+			status = fmt.Sprintf("loss %.3f · eval %.3f (%.3f bits/byte) · %.0f tok/s", loss, evalLoss, bitsPerByte(evalLoss), tokPerSec)
+		}
+		bar.Set(done-first, status)
 	}
 	bar.Finish()
 	// Over resumptions, as loss.csv counts it: the wall time of the steps this model kept.
@@ -428,7 +496,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"gomaxprocs":         cores, // wall_seconds is on this many cores
 		"final_loss":         finite(loss),
 		"final_eval_loss":    finite(evalLoss),
-		"eval_bits_per_byte": finite(evalLoss / math.Ln2),
+		"eval_bits_per_byte": finite(bitsPerByte(evalLoss)),
 		"diverged_at":        divergedAt,
 		"unigram_eval_loss":  unigramLoss(data.Train, evalTgt), // of the corpus, whatever the task
 		"positional":         cfg.Positional,
@@ -441,6 +509,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"validation_sha256":  val.sha256,
 		"nope_layers":        cfg.NoPELayers,
 	}
+	if text != nil {
+		// Only for token runs: a byte run's train.json stays as it was.
+		summary["tokenizer"] = cfg.Tokenizer
+		summary["vocab_size"] = cfg.VocabSize
+		summary["eval_bytes_per_token"] = float64(text.evalBytes) / float64(len(text.eval))
+		summary["unigram_eval_loss"] = unigramTokenLoss(text.train, cfg.VocabSize, evalTgt)
+	}
 	js, err := json.MarshalIndent(summary, "", "  ")
 	if err != nil {
 		return Result{}, fmt.Errorf("writing %s: %w", InfoFile, err)
@@ -448,8 +523,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := models.WriteFileAtomic(filepath.Join(o.Out, InfoFile), append(js, '\n')); err != nil {
 		return Result{}, err
 	}
-	fmt.Fprintf(logw, "train: done in %s: loss %.4f, eval loss %.4f nats (%.3f bits/byte); checkpoint in %s\n",
-		time.Duration(wall*float64(time.Second)).Round(time.Second), loss, evalLoss, evalLoss/math.Ln2, o.Out)
+	per := ""
+	if text != nil {
+		per = "/token"
+	}
+	fmt.Fprintf(logw, "train: done in %s: loss %.4f, eval loss %.4f nats%s (%.3f bits/byte); checkpoint in %s\n",
+		time.Duration(wall*float64(time.Second)).Round(time.Second), loss, evalLoss, per, bitsPerByte(evalLoss), o.Out)
 	return Result{Steps: end, Loss: loss, EvalLoss: evalLoss, Stop: stop, WallSeconds: wall, DivergedAt: divergedAt}, nil
 }
 

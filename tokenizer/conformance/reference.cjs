@@ -4,7 +4,11 @@
 // port of OpenAI's encoder.py). The Go test conformance_test.go runs it and
 // compares our encoder with what it prints.
 //
-// Usage: node reference.cjs NODE_MODULES_DIR CASES_JSON > reference.json
+// Usage: node reference.cjs NODE_MODULES_DIR CASES_JSON [TOKENIZER_JSON TRAINED_CASES_JSON] > reference.json
+//
+// With a tokenizer.json and cases of its own (a vocabulary our BPE trainer
+// wrote, and Go source), the output also has "trained": those cases
+// encoded with that file.
 //
 // Output: {"NAME": {"files": {...}, "cases": [{"plain": [...], "special":
 // [...], "decoded": "..."}, ...]}, ...}
@@ -21,7 +25,7 @@ const fs = require("fs");
 const path = require("path");
 const { createRequire } = require("module");
 
-const [modulesDir, casesPath] = process.argv.slice(2);
+const [modulesDir, casesPath, trainedPath, trainedCasesPath] = process.argv.slice(2);
 if (!modulesDir || !casesPath) {
   console.error("usage: node reference.cjs NODE_MODULES_DIR CASES_JSON");
   process.exit(2);
@@ -85,5 +89,22 @@ out.gpt2 = {
     return { plain: ids, special: gptHF.encode(text).ids, decoded: gpt.decode(ids) };
   }),
 };
+
+if (trainedPath) {
+  const json = JSON.parse(fs.readFileSync(trainedPath, "utf8"));
+  const full = new Tokenizer(json, {});
+  const plain = new Tokenizer({ ...json, added_tokens: json.added_tokens.filter((t) => !t.special) }, {});
+  out.trained = {
+    files: { tokenizer: trainedPath },
+    cases: JSON.parse(fs.readFileSync(trainedCasesPath, "utf8")).map((text) => {
+      const ids = plain.encode(text, { add_special_tokens: false }).ids;
+      return {
+        plain: ids,
+        special: full.encode(text).ids,
+        decoded: ids.length ? full.decode(ids, { clean_up_tokenization_spaces: false }) : "",
+      };
+    }),
+  };
+}
 
 process.stdout.write(JSON.stringify(out));

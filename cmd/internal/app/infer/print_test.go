@@ -3,6 +3,7 @@ package infer
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/posformer/posformer/tokenizer"
 )
@@ -27,5 +28,50 @@ func TestPrintTextKeepsMetaspaceSpaces(t *testing.T) {
 	emit(2)
 	if got, want := "Hello"+out.String(), "Hello world again"; got != want {
 		t.Errorf("printed %q, want %q", got, want)
+	}
+}
+
+// writes records each Write apart.
+type writes []string
+
+func (w *writes) Write(p []byte) (int, error) { *w = append(*w, string(p)); return len(p), nil }
+
+// A model trained on byte-level BPE tokens (cmd/train -bpe) streams whole characters: a token
+// that ends inside a character's UTF-8 bytes prints nothing until the token that completes it,
+// and the pieces add up to the text.
+func TestPrintTextByteLevelBPE(t *testing.T) {
+	v, err := tokenizer.TrainBPE([]byte("func main() { x := 1 }\nfunc main() { y := 2 }\n"), 270)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := v.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.ParseHF(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "func main() { s := \"日本語 é 👍\" }"
+	ids, err := tok.Encode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, rest := ids[:2], ids[2:]
+	var out writes
+	emit := printText(&out, tok, prompt)
+	for _, id := range rest {
+		emit(id)
+	}
+	if got := tok.Decode(prompt) + strings.Join(out, ""); got != text {
+		t.Errorf("printed %q, want %q", got, text)
+	}
+	for _, piece := range out {
+		if !utf8.ValidString(piece) || strings.ContainsRune(piece, utf8.RuneError) {
+			t.Errorf("printed a broken character: %q (all: %q)", piece, out)
+		}
+	}
+	if len(rest) <= len(out) {
+		t.Errorf("%d tokens printed as %d pieces: no token was held back, so the test tested nothing", len(rest), len(out))
 	}
 }

@@ -1,13 +1,15 @@
 // Package train is the train command (cmd/train, posformer train). It trains a toy decoder or
 // encoder, byte level, on the Go standard library's source (the text every Go user has), or on
-// your own text with -data, for one named positional scheme. It shows a progress bar, saves a checkpoint (config.json +
-// model.safetensors, plus train_state.safetensors for the optimizer) every -save-every steps and
-// at the end, and resumes from one with -resume. A folder that holds a checkpoint is refused
+// your own text with -data, for one named positional scheme; a decoder also on BPE tokens
+// (-bpe N learns the vocabulary, -tokenizer FILE takes one). It shows a progress bar, saves a
+// checkpoint (config.json + model.safetensors, plus train_state.safetensors for the optimizer)
+// every -save-every steps and at the end, and resumes from one with -resume. A folder that holds a checkpoint is refused
 // without -resume (continue it) or -force (replace it).
 //
 //	go run ./cmd/train -scheme rope -o weights/rope-decoder
 //	go run ./cmd/train -kind encoder -scheme sinusoidal -o weights/sinusoidal-encoder
 //	go run ./cmd/train -data notes/ -o mymodel
+//	go run ./cmd/train -bpe 4096 -seq 256 -o weights/bpe-decoder
 //
 // The training itself is package engine/train; this command reads its flags (train.ParseArgs)
 // and draws its progress bar.
