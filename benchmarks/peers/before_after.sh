@@ -12,7 +12,7 @@
 # -hidden 2048 -layers 12 -heads 12 -vocab 32000 -seq 1024) written by go run ./cmd/bench
 # -make-llama2c and exported with go run ./cmd/export --type f32|q8_0|q4_0. REPS (5) sets the
 # repetitions, MODELS ("15M 110M") the shapes, TYPES ("f32 q8_0") the weights, THREADS (2) the
-# threads of every engine. PAUSE_PATTERN, a pgrep -f pattern, names background jobs stopped while
+# threads of every engine, STEPS the tokens generated (default 256 for 15M, 128 for 110M). PAUSE_PATTERN, a pgrep -f pattern, names background jobs stopped while
 # anything is timed (pause.sh) and resumed after, also when the script is interrupted.
 #
 # The bound: a token reads every weight once (the file's bytes: the tied embedding is read whole
@@ -56,6 +56,7 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for m in $MODELS; do
 	n=256 layers=6 dim=288
 	[ $m = 110M ] && n=128 layers=12 dim=768
+	n=${STEPS:-$n}
 	for q in $TYPES; do
 		f=r$m-$q.gguf
 		bound=$(awk -v gbs="$GBS" -v w="$(stat -c %s "$f")" -v kv="$((2 * layers * dim * 4 * n / 2))" 'BEGIN {printf "%.1f", gbs * 1e9 / (w + kv)}')
