@@ -20,7 +20,21 @@ func q4ActGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, xs *int32, y
 func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 
 //go:noescape
-func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, xo *int16, y *float32, n int, nb int)
+
+//go:noescape
+func pairOffsetsAVX2(q *int8, o *int16, nb int)
+
+// pairOffsetsAsm is pairOffsets for the nb = len(q)/32 blocks of q.
+func pairOffsetsAsm(q []int8, o []int16) {
+	nb := len(q) / 32
+	if len(q) != 32*nb || len(o) < 16*nb {
+		panic(fmt.Sprintf("pairOffsetsAsm: %d values (want whole blocks), got %d offsets", len(q), len(o)))
+	}
+	if nb > 0 {
+		pairOffsetsAVX2(&q[0], &o[0], nb)
+	}
+}
 
 //go:noescape
 func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
@@ -85,8 +99,9 @@ func q4ActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, 
 	q4ActGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &xs[0], &y[0], ldy, nb)
 }
 
-// actGemm1 computes y[j] for one row of x and the n rows of W.
-func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
+// actGemm1 computes y[j] for one row of x (with its pair offsets xo, read for Q4_0 weights) and
+// the n rows of W.
+func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, xo []int16, y []float32, nb int) {
 	n := len(y)
 	if n == 0 {
 		return
@@ -94,7 +109,10 @@ func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y 
 	checkActGemm(typ, q, d, xq, xd, 1, n, nb)
 	if typ == quant.Q8_0 {
 		q8ActGemm1AVX2(&bytesAs[int8](q)[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
-	} else {
-		q4ActGemm1AVX2(&q[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
+		return
 	}
+	if len(xo) < 16*nb {
+		panic(fmt.Sprintf("actGemm1: x of %d blocks wants %d pair offsets, got %d", nb, 16*nb, len(xo)))
+	}
+	q4ActGemm1AVX2(&q[0], &d[0], &xq[0], &xd[0], &xo[0], &y[0], n, nb)
 }

@@ -35,30 +35,17 @@
 	VMOVD        AX, X15 \
 	VPBROADCASTD X15, Y15
 
-// Y14 = 0x0f and Y13 = 8 in every byte (Q4_0's nibbles).
-#define NIBBLECONSTS \
-	MOVL         $0x0f0f0f0f, AX \
-	VMOVD        AX, X14 \
-	VPBROADCASTD X14, Y14 \
-	MOVL         $0x08080808, AX \
-	VMOVD        AX, X13 \
-	VPBROADCASTD X13, Y13
-
-// One Q8_0 block: weights at wa, their scale at wda, x's block at xa and its scale at xda, into
-// ACC: ACC += (d_x·d_w) · lanes(x·w). AVX2 has no signed-by-signed byte product, so x takes w's
-// sign (VPSIGNB) and w enters VPMADDUBSW as |w|.
-#define Q8BLOCK(wa, wda, xa, xda, ACC) \
-	VMOVDQU      wa, Y4 \
-	VPABSB       Y4, Y5 \
-	VMOVDQU      xa, Y7 \
-	VPSIGNB      Y4, Y7, Y7 \
-	VPMADDUBSW   Y7, Y5, Y7 \
-	VPMADDWD     Y15, Y7, Y7 \
-	VCVTDQ2PS    Y7, Y7 \
-	VBROADCASTSS wda, Y6 \
-	VBROADCASTSS xda, Y8 \
-	VMULPS       Y6, Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+// One Q8_0 block's eight int32 lanes as floats in Y4: weights at wa, x's block at xa (oa unused).
+// AVX2 has no signed-by-signed byte product, so x takes w's sign (VPSIGNB) and w enters
+// VPMADDUBSW as |w|.
+#define Q8LANES(wa, xa, oa) \
+	VMOVDQU    wa, Y5 \
+	VPABSB     Y5, Y6 \
+	VMOVDQU    xa, Y4 \
+	VPSIGNB    Y5, Y4, Y4 \
+	VPMADDUBSW Y4, Y6, Y4 \
+	VPMADDWD   Y15, Y4, Y4 \
+	VCVTDQ2PS  Y4, Y4
 
 // The sum of ACC's eight lanes into X of ACC's number: (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7), the
 // order actGemmGo follows.
@@ -70,11 +57,34 @@
 	VPERMILPS    $0xb1, X, X9 \
 	VADDPS       X9, X, X
 
+// A block's lanes (Y4) times its d_w·d_x into ACC. Eight blocks at a time share one VMULPS of
+// their eight weight scales by x's eight (both consecutive float32): Y10 holds the products of
+// blocks 0-3 in both halves, Y11 those of blocks 4-7, and VPERMILPS hands block k its product
+// (imm, k%4 in every lane's selector) in every lane. The products are the ones a block's own
+// VMULPS made, so the result is the same to the bit.
+#define FMA8(imm, H, ACC) \
+	VPERMILPS   imm, H, Y8 \
+	VFMADD231PS Y8, Y4, ACC
+
+// The blocks past the last eight take their product one at a time: d_w at wda, d_x at xda.
+#define FMA1(wda, xda, ACC) \
+	VBROADCASTSS wda, Y6 \
+	VBROADCASTSS xda, Y8 \
+	VMULPS       Y6, Y8, Y8 \
+	VFMADD231PS  Y8, Y4, ACC
+
+// Block k (0-7) of the eight at SI (weights, WSTEP bytes a block), R11 (x), R15 (x's pair
+// offsets): even blocks go to Y0, odd ones to Y1.
+#define OCT(LANES, WSTEP, k, imm, H, ACC) \
+	LANES(k*WSTEP(SI), k*32(R11), k*32(R15)) \
+	FMA8(imm, H, ACC)
+
 // The one-row kernels' body: y[j] (DI, consecutive) for the n weight rows (CX; weights at SI,
-// WSTEP bytes a block, scales at DX) against one row of x (R8 values, R9 scales) of BX blocks.
-// BLOCK(wa, wda, xa, xda, ACC) adds one block; blocks 0, 2, 4... go to Y0, blocks 1, 3, 5... to
-// Y1, two a loop turn.
-#define GEMM1(BLOCK, WSTEP) \
+// WSTEP bytes a block, scales at DX) against one row of x (R8 values, R9 scales, R10 pair
+// offsets) of BX blocks. LANES(wa, xa, oa) makes a block's lanes; blocks 0, 2, 4... go to Y0,
+// blocks 1, 3, 5... to Y1 (a single chain of FMAs would wait on each FMA's latency), eight a
+// loop turn, then the rest two and one at a time.
+#define GEMM1(LANES, WSTEP) \
 	TESTQ  CX, CX \
 	JZ     done1 \
 row1: \
@@ -82,22 +92,52 @@ row1: \
 	VXORPS Y1, Y1, Y1 \
 	MOVQ   R8, R11 \
 	MOVQ   R9, R14 \
+	MOVQ   R10, R15 \
 	MOVQ   BX, AX \
-	SHRQ   $1, AX \
+	SHRQ   $3, AX \
 	JZ     tail1 \
+oct1: \
+	VMOVUPS    (DX), Y9 \
+	VMULPS     (R14), Y9, Y9 \
+	VPERM2F128 $0x00, Y9, Y9, Y10 \
+	VPERM2F128 $0x11, Y9, Y9, Y11 \
+	OCT(LANES, WSTEP, 0, $0x00, Y10, Y0) \
+	OCT(LANES, WSTEP, 1, $0x55, Y10, Y1) \
+	OCT(LANES, WSTEP, 2, $0xaa, Y10, Y0) \
+	OCT(LANES, WSTEP, 3, $0xff, Y10, Y1) \
+	OCT(LANES, WSTEP, 4, $0x00, Y11, Y0) \
+	OCT(LANES, WSTEP, 5, $0x55, Y11, Y1) \
+	OCT(LANES, WSTEP, 6, $0xaa, Y11, Y0) \
+	OCT(LANES, WSTEP, 7, $0xff, Y11, Y1) \
+	ADDQ   $(8*WSTEP), SI \
+	ADDQ   $32, DX \
+	ADDQ   $256, R11 \
+	ADDQ   $32, R14 \
+	ADDQ   $256, R15 \
+	DECQ   AX \
+	JNZ    oct1 \
+tail1: \
+	MOVQ   BX, AX \
+	ANDQ   $7, AX \
 pair1: \
-	BLOCK((SI), (DX), (R11), (R14), Y0) \
-	BLOCK(WSTEP(SI), 4(DX), 32(R11), 4(R14), Y1) \
+	CMPQ   AX, $2 \
+	JB     one1 \
+	LANES((SI), (R11), (R15)) \
+	FMA1((DX), (R14), Y0) \
+	LANES(WSTEP(SI), 32(R11), 32(R15)) \
+	FMA1(4(DX), 4(R14), Y1) \
 	ADDQ   $(2*WSTEP), SI \
 	ADDQ   $8, DX \
 	ADDQ   $64, R11 \
 	ADDQ   $8, R14 \
-	DECQ   AX \
-	JNZ    pair1 \
-tail1: \
-	TESTQ  $1, BX \
+	ADDQ   $64, R15 \
+	SUBQ   $2, AX \
+	JMP    pair1 \
+one1: \
+	TESTQ  AX, AX \
 	JZ     sum1 \
-	BLOCK((SI), (DX), (R11), (R14), Y0) \
+	LANES((SI), (R11), (R15)) \
+	FMA1((DX), (R14), Y0) \
 	ADDQ   $WSTEP, SI \
 	ADDQ   $4, DX \
 sum1: \
@@ -111,29 +151,28 @@ done1: \
 	VZEROUPPER \
 	RET
 
-#define ARGS1 \
-	MOVQ w+0(FP), SI \
-	MOVQ wd+8(FP), DX \
-	MOVQ xq+16(FP), R8 \
-	MOVQ xd+24(FP), R9 \
-	MOVQ y+32(FP), DI \
-	MOVQ n+40(FP), CX \
-	MOVQ nb+48(FP), BX
-
 // func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
-	ARGS1
+	MOVQ w+0(FP), SI
+	MOVQ wd+8(FP), DX
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R9
+	MOVQ y+32(FP), DI
+	MOVQ n+40(FP), CX
+	MOVQ nb+48(FP), BX
+	MOVQ R8, R10 // no pair offsets: Q8LANES does not read them
 	ONES
-	GEMM1(Q8BLOCK, 32)
+	GEMM1(Q8LANES, 32)
 
 // The Q4_0 one-row kernel takes a shorter route than ggml's sign trick, with the same lanes: a
 // nibble n is already an unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset
-// comes off the int16 pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − (8x₀ + 8x₁), each term at
-// most 2·15·127 in magnitude, so no sum saturates and VPMADDWD then makes the lanes Q8BLOCK
-// would make of the unpacked weights. The nibbles are unpacked by broadcasting the 16 bytes to
-// both halves and shifting the upper half's quadwords right by 4 (VPSRLVQ by 0, 0, 4, 4): after
-// the mask, byte j of the upper half is byte j's high nibble (the bits shifted in from byte j+1
-// are masked off).
+// comes off the int16 pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − 8·(x₀ + x₁), each term
+// at most 2·15·127 in magnitude, so no sum saturates and VPMADDWD then makes the lanes Q8LANES
+// would make of the unpacked weights. The second term depends on x alone: QuantizeAct stores it
+// with the row (pairOffsets), and each block takes it off from memory. The nibbles are unpacked
+// by broadcasting the 16 bytes to both halves and shifting the upper half's quadwords right by 4
+// (VPSRLVQ by 0, 0, 4, 4): after the mask, byte j of the upper half is byte j's high nibble (the
+// bits shifted in from byte j+1 are masked off).
 
 DATA q4Shift<>+0(SB)/8, $0
 DATA q4Shift<>+8(SB)/8, $0
@@ -141,29 +180,57 @@ DATA q4Shift<>+16(SB)/8, $4
 DATA q4Shift<>+24(SB)/8, $4
 GLOBL q4Shift<>(SB), RODATA|NOPTR, $32
 
-// One Q4_0 block (16 bytes of nibbles at wa), as Q8BLOCK.
-#define Q4BLOCK(wa, wda, xa, xda, ACC) \
+// One Q4_0 block (16 bytes of nibbles at wa, x's pair offsets at oa), as Q8LANES.
+#define Q4LANES(wa, xa, oa) \
 	VBROADCASTI128 wa, Y4 \
 	VPSRLVQ        Y12, Y4, Y4 \
 	VPAND          Y14, Y4, Y4 \
-	VMOVDQU        xa, Y7 \
-	VPMADDUBSW     Y7, Y4, Y4 \
-	VPMADDUBSW     Y7, Y13, Y7 \
-	VPSUBW         Y7, Y4, Y4 \
+	VPMADDUBSW     xa, Y4, Y4 \
+	VPSUBW         oa, Y4, Y4 \
 	VPMADDWD       Y15, Y4, Y4 \
-	VCVTDQ2PS      Y4, Y4 \
-	VBROADCASTSS   wda, Y6 \
-	VBROADCASTSS   xda, Y8 \
-	VMULPS         Y6, Y8, Y8 \
-	VFMADD231PS    Y8, Y4, ACC
+	VCVTDQ2PS      Y4, Y4
 
-// func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
-TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-56
-	ARGS1
+// func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, xo *int16, y *float32, n int, nb int)
+TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wd+8(FP), DX
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R9
+	MOVQ xo+32(FP), R10
+	MOVQ y+40(FP), DI
+	MOVQ n+48(FP), CX
+	MOVQ nb+56(FP), BX
 	ONES
-	NIBBLECONSTS
-	VMOVDQU q4Shift<>(SB), Y12
-	GEMM1(Q4BLOCK, 16)
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	VMOVDQU      q4Shift<>(SB), Y12
+	GEMM1(Q4LANES, 16)
+
+// x's pair offsets for Q4_0 (pairOffsets): o = 8·(q[2i] + q[2i+1]), one VPMADDUBSW of eights
+// (unsigned) by the block's bytes, the same int16 the kernel took off before they were stored.
+// func pairOffsetsAVX2(q *int8, o *int16, nb int)
+TEXT ·pairOffsetsAVX2(SB), NOSPLIT, $0-24
+	MOVQ         q+0(FP), SI
+	MOVQ         o+8(FP), DI
+	MOVQ         nb+16(FP), CX
+	MOVL         $0x08080808, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	TESTQ        CX, CX
+	JZ           podone
+
+poblock:
+	VPMADDUBSW (SI), Y13, Y0
+	VMOVDQU    Y0, (DI)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	DECQ       CX
+	JNZ        poblock
+
+podone:
+	VZEROUPPER
+	RET
 
 // Quantizing a row of x to Q8_0 blocks with layers/quant's rounding bit for bit (the VNNI
 // quantizer's, vnni_amd64.s, in AVX2): d = max|x|/127 in float32 (max|x| taken on the bits of

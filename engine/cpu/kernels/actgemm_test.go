@@ -97,7 +97,9 @@ func TestActGemmAssemblyMatchesGo(t *testing.T) {
 }
 
 // Decoding's AVX2 kernel (one row of x, ActDotRows without VNNI's layout) does the operations of
-// actDotLanesGo in its order: the same bits.
+// actDotLanesGo in its order: the same bits. The depths give every count of blocks past the
+// kernel's groups of eight (0-7) with none, one and several groups; the extremes (every nibble 15
+// or 0, every x ±127) reach the largest int16 pair sums Q4_0's route makes.
 func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 	saved := Path()
 	defer SetPath(saved)
@@ -105,23 +107,82 @@ func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 		t.Skipf("kernel set %s: %v", AVX2, err)
 	}
 	r := rand.New(rand.NewPCG(13, 14))
+	check := func(c actCase, what string) {
+		t.Helper()
+		a, err := QuantizeAct(c.typ, c.x, make([]byte, ActRowBytes(c.k)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := make([]float32, c.rows), make([]float32, c.rows)
+		ActDotRows(c.typ, c.q, c.d, c.k, &a, got)
+		actDotLanesGo(c.typ, c.q, c.d, a.q, a.d, want)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v k=%d %s: y[%d] = %g, Go %g", c.typ, c.k, what, i, got[i], want[i])
+			}
+		}
+	}
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-		for _, k := range []int{32, 96, 288, 768} {
+		for _, k := range []int{32, 64, 96, 192, 224, 256, 288, 320, 480, 544, 768} {
 			for _, rows := range []int{1, 3, 4, 5, 7, 64} {
-				c := newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1)
-				a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, want := make([]float32, rows), make([]float32, rows)
-				ActDotRows(typ, c.q, c.d, k, &a, got)
-				actDotLanesGo(typ, c.q, c.d, a.q, a.d, want)
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%v k=%d: y[%d] = %g, Go %g", typ, k, i, got[i], want[i])
+				check(newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1), "random")
+			}
+		}
+		for _, k := range []int{224, 544} {
+			for _, w := range []byte{0xff, 0x00} {
+				for _, sign := range []float32{1, -1} {
+					c := newActCase(r, typ, k, 3, false, 1)
+					for i := range c.q {
+						c.q[i] = w // Q8_0: −1 or 0
 					}
+					for i := range c.x {
+						c.x[i] = sign // equal values quantize to ±127
+					}
+					check(c, fmt.Sprintf("bytes %#x, x %g", w, sign))
 				}
 			}
+		}
+	}
+}
+
+// x's pair offsets for Q4_0 are 8·(q[2i] + q[2i+1]), from the assembly as from Go, for any bytes
+// (−128 and 127 included).
+func TestPairOffsets(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, nb := range []int{0, 1, 2, 9} {
+		q := make([]int8, 32*nb)
+		for i := range q {
+			q[i] = int8(r.IntN(256) - 128)
+		}
+		if nb > 1 {
+			for i := range 32 {
+				q[i], q[32+i] = -128, 127
+			}
+		}
+		want := make([]int16, 16*nb)
+		for i := range want {
+			want[i] = 8*int16(q[2*i]) + 8*int16(q[2*i+1])
+		}
+		got := make([]int16, 16*nb+1)
+		got[16*nb] = 12345 // a canary past the end
+		pairOffsets(q, got)
+		if IntAsm() {
+			asm := make([]int16, 16*nb+1)
+			asm[16*nb] = 12345
+			pairOffsetsAsm(q, asm)
+			for i := range asm {
+				if asm[i] != got[i] {
+					t.Fatalf("%d blocks: assembly o[%d] = %d, Go %d", nb, i, asm[i], got[i])
+				}
+			}
+		}
+		for i, v := range want {
+			if got[i] != v {
+				t.Fatalf("%d blocks: o[%d] = %d, want %d", nb, i, got[i], v)
+			}
+		}
+		if got[16*nb] != 12345 {
+			t.Fatalf("%d blocks: o written past its end", nb)
 		}
 	}
 }
