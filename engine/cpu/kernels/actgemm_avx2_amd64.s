@@ -20,12 +20,14 @@
 // product. actGemmGo does the same operations in the same order, so the two agree to the bit.
 // Q4_0 weights take their own tile (q4ActGemm4x8AVX2, below), on unsigned nibbles.
 //
-// The one-row kernel (decoding without VNNI) dots a row of x with each weight row in place, with
-// no repacking: per block eight int32 lanes, lane l the products of elements 4l..4l+3, each lane
-// converted and added to an accumulator times d_x·d_w with one FMA, even blocks into one
-// accumulator and odd ones into another (a single chain of FMAs would wait on each FMA's
-// latency, four cycles, longer than the rest of a block's work), the two added lane by lane and
-// the lanes summed at the end in a fixed order (actDotLanesGo states it).
+// The one-row kernels (decoding without VNNI) dot a row of x with each weight row in place, with
+// no repacking: per block eight int32 lanes, each the products of four elements, each lane
+// converted and added to an accumulator times d_x·d_w with one FMA, into two or four
+// accumulators by turns (a single chain of FMAs would wait on each FMA's latency, four cycles,
+// longer than the rest of a block's work), the accumulators added lane by lane and the lanes
+// summed at the end in a fixed order (actDotLanesGo states it). Eight blocks share one VMULPS
+// of their scales, and Q4_0's kernel takes two blocks a load, with x arranged to match when it
+// is quantized (pairQ4).
 
 #include "textflag.h"
 
@@ -35,10 +37,10 @@
 	VMOVD        AX, X15 \
 	VPBROADCASTD X15, Y15
 
-// One Q8_0 block's eight int32 lanes as floats in Y4: weights at wa, x's block at xa (oa unused).
+// One Q8_0 block's eight int32 lanes as floats in Y4: weights at wa, x's block at xa.
 // AVX2 has no signed-by-signed byte product, so x takes w's sign (VPSIGNB) and w enters
 // VPMADDUBSW as |w|.
-#define Q8LANES(wa, xa, oa) \
+#define Q8LANES(wa, xa) \
 	VMOVDQU    wa, Y5 \
 	VPABSB     Y5, Y6 \
 	VMOVDQU    xa, Y4 \
@@ -73,17 +75,16 @@
 	VMULPS       Y6, Y8, Y8 \
 	VFMADD231PS  Y8, Y4, ACC
 
-// Block k (0-7) of the eight at SI (weights, WSTEP bytes a block), R11 (x), R15 (x's pair
-// offsets): even blocks go to Y0, odd ones to Y1.
+// Block k (0-7) of the eight at SI (weights, WSTEP bytes a block) and R11 (x): even blocks go
+// to Y0, odd ones to Y1.
 #define OCT(LANES, WSTEP, k, imm, H, ACC) \
-	LANES(k*WSTEP(SI), k*32(R11), k*32(R15)) \
+	LANES(k*WSTEP(SI), k*32(R11)) \
 	FMA8(imm, H, ACC)
 
-// The one-row kernels' body: y[j] (DI, consecutive) for the n weight rows (CX; weights at SI,
-// WSTEP bytes a block, scales at DX) against one row of x (R8 values, R9 scales, R10 pair
-// offsets) of BX blocks. LANES(wa, xa, oa) makes a block's lanes; blocks 0, 2, 4... go to Y0,
-// blocks 1, 3, 5... to Y1 (a single chain of FMAs would wait on each FMA's latency), eight a
-// loop turn, then the rest two and one at a time.
+// The Q8_0 one-row kernel's body: y[j] (DI, consecutive) for the n weight rows (CX; weights at
+// SI, WSTEP bytes a block, scales at DX) against one row of x (R8 values, R9 scales) of BX
+// blocks. LANES(wa, xa) makes a block's lanes; blocks 0, 2, 4... go to Y0, blocks 1, 3, 5... to
+// Y1, eight a loop turn, then the rest two and one at a time.
 #define GEMM1(LANES, WSTEP) \
 	TESTQ  CX, CX \
 	JZ     done1 \
@@ -92,7 +93,6 @@ row1: \
 	VXORPS Y1, Y1, Y1 \
 	MOVQ   R8, R11 \
 	MOVQ   R9, R14 \
-	MOVQ   R10, R15 \
 	MOVQ   BX, AX \
 	SHRQ   $3, AX \
 	JZ     tail1 \
@@ -113,7 +113,6 @@ oct1: \
 	ADDQ   $32, DX \
 	ADDQ   $256, R11 \
 	ADDQ   $32, R14 \
-	ADDQ   $256, R15 \
 	DECQ   AX \
 	JNZ    oct1 \
 tail1: \
@@ -122,21 +121,20 @@ tail1: \
 pair1: \
 	CMPQ   AX, $2 \
 	JB     one1 \
-	LANES((SI), (R11), (R15)) \
+	LANES((SI), (R11)) \
 	FMA1((DX), (R14), Y0) \
-	LANES(WSTEP(SI), 32(R11), 32(R15)) \
+	LANES(WSTEP(SI), 32(R11)) \
 	FMA1(4(DX), 4(R14), Y1) \
 	ADDQ   $(2*WSTEP), SI \
 	ADDQ   $8, DX \
 	ADDQ   $64, R11 \
 	ADDQ   $8, R14 \
-	ADDQ   $64, R15 \
 	SUBQ   $2, AX \
 	JMP    pair1 \
 one1: \
 	TESTQ  AX, AX \
 	JZ     sum1 \
-	LANES((SI), (R11), (R15)) \
+	LANES((SI), (R11)) \
 	FMA1((DX), (R14), Y0) \
 	ADDQ   $WSTEP, SI \
 	ADDQ   $4, DX \
@@ -160,35 +158,91 @@ TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
 	MOVQ y+32(FP), DI
 	MOVQ n+40(FP), CX
 	MOVQ nb+48(FP), BX
-	MOVQ R8, R10 // no pair offsets: Q8LANES does not read them
 	ONES
 	GEMM1(Q8LANES, 32)
 
-// The Q4_0 one-row kernel takes a shorter route than ggml's sign trick, with the same lanes: a
-// nibble n is already an unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset
-// comes off the int16 pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − 8·(x₀ + x₁), each term
-// at most 2·15·127 in magnitude, so no sum saturates and VPMADDWD then makes the lanes Q8LANES
-// would make of the unpacked weights. The second term depends on x alone: QuantizeAct stores it
-// with the row (pairOffsets), and each block takes it off from memory. The nibbles are unpacked
-// by broadcasting the 16 bytes to both halves and shifting the upper half's quadwords right by 4
-// (VPSRLVQ by 0, 0, 4, 4): after the mask, byte j of the upper half is byte j's high nibble (the
-// bits shifted in from byte j+1 are masked off).
+// The Q4_0 one-row kernel takes a shorter route than ggml's sign trick: a nibble n is already an
+// unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset comes off the int16
+// pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − 8·(x₀ + x₁), each term at most 2·15·127 in
+// magnitude, so no sum saturates and VPMADDWD then makes exact lanes of four products. The second
+// term depends on x alone: QuantizeAct stores it with the row (pairQ4) and the kernel takes it
+// off from memory. Two blocks A, B go at a time: their 32 bytes of nibbles are one load, the low
+// nibbles (a mask) elements 0-15 of A then B, the high ones (a shift and the mask) elements 16-31;
+// x is stored in the same order (pairQ4), so the two vectors' lanes are A's (0-3) and B's (4-7)
+// and the pair's scale vector holds A's d_w·d_x in lanes 0-3 and B's in 4-7. About seven
+// instructions a block against eleven for Q8_0; q4DotLanesGo states the order.
 
-DATA q4Shift<>+0(SB)/8, $0
-DATA q4Shift<>+8(SB)/8, $0
-DATA q4Shift<>+16(SB)/8, $4
-DATA q4Shift<>+24(SB)/8, $4
-GLOBL q4Shift<>(SB), RODATA|NOPTR, $32
+// Y4 (32 bytes of nibbles of a pair of blocks) against x's pair at xa, offsets at oa: the two
+// vectors of lanes as floats in Y4 (elements 0-15) and Y5 (16-31).
+#define Q4PAIR(xa, oa) \
+	VPSRLW     $4, Y4, Y5 \
+	VPAND      Y14, Y4, Y4 \
+	VPAND      Y14, Y5, Y5 \
+	VPMADDUBSW xa, Y4, Y4 \
+	VPMADDUBSW 32+xa, Y5, Y5 \
+	VPSUBW     oa, Y4, Y4 \
+	VPSUBW     32+oa, Y5, Y5 \
+	VPMADDWD   Y15, Y4, Y4 \
+	VPMADDWD   Y15, Y5, Y5 \
+	VCVTDQ2PS  Y4, Y4 \
+	VCVTDQ2PS  Y5, Y5
 
-// One Q4_0 block (16 bytes of nibbles at wa, x's pair offsets at oa), as Q8LANES.
-#define Q4LANES(wa, xa, oa) \
-	VBROADCASTI128 wa, Y4 \
-	VPSRLVQ        Y12, Y4, Y4 \
-	VPAND          Y14, Y4, Y4 \
-	VPMADDUBSW     xa, Y4, Y4 \
-	VPSUBW         oa, Y4, Y4 \
-	VPMADDWD       Y15, Y4, Y4 \
-	VCVTDQ2PS      Y4, Y4
+// The two vectors times the pair's scales (S) into accumulators A and B.
+#define FMA2(S, A, B) \
+	VFMADD231PS S, Y4, A \
+	VFMADD231PS S, Y5, B
+
+// Pair k (0-3) of the eight blocks at SI, R11 (x), R15 (offsets); Y9 holds the eight blocks'
+// products as 0, 2, 4, 6, 1, 3, 5, 7, so VPERMILPS (imm: k in every selector) puts block 2k's in
+// lanes 0-3 and 2k+1's in 4-7.
+#define Q4OCT(k, imm, A, B) \
+	VMOVDQU   k*32(SI), Y4 \
+	Q4PAIR(k*64(R11), k*64(R15)) \
+	VPERMILPS imm, Y9, Y8 \
+	FMA2(Y8, A, B)
+
+// A pair past the last eight blocks: the two products, A's then B's, spread by Y13.
+#define Q4TAILPAIR(A, B) \
+	VMOVDQU (SI), Y4 \
+	Q4PAIR(0(R11), 0(R15)) \
+	VMOVQ   (DX), X6 \
+	VMOVQ   (R14), X8 \
+	VMULPS  X6, X8, X8 \
+	VPERMPS Y8, Y13, Y8 \
+	FMA2(Y8, A, B) \
+	ADDQ    $32, SI \
+	ADDQ    $8, DX \
+	ADDQ    $64, R11 \
+	ADDQ    $8, R14 \
+	ADDQ    $64, R15
+
+// The last block without a B: a 16-byte load leaves zeros for B's nibbles (and pairQ4 zeros for
+// its x and offsets), and A's product goes to every lane.
+#define Q4LONE(A, B) \
+	VMOVDQU      (SI), X4 \
+	Q4PAIR(0(R11), 0(R15)) \
+	VBROADCASTSS (DX), Y6 \
+	VBROADCASTSS (R14), Y8 \
+	VMULPS       Y6, Y8, Y8 \
+	FMA2(Y8, A, B) \
+	ADDQ         $16, SI \
+	ADDQ         $4, DX
+
+DATA q4Odd<>+0(SB)/4, $0
+DATA q4Odd<>+4(SB)/4, $2
+DATA q4Odd<>+8(SB)/4, $4
+DATA q4Odd<>+12(SB)/4, $6
+DATA q4Odd<>+16(SB)/4, $1
+DATA q4Odd<>+20(SB)/4, $3
+DATA q4Odd<>+24(SB)/4, $5
+DATA q4Odd<>+28(SB)/4, $7
+GLOBL q4Odd<>(SB), RODATA|NOPTR, $32
+
+DATA q4Spread<>+0(SB)/8, $0
+DATA q4Spread<>+8(SB)/8, $0
+DATA q4Spread<>+16(SB)/8, $0x0000000100000001
+DATA q4Spread<>+24(SB)/8, $0x0000000100000001
+GLOBL q4Spread<>(SB), RODATA|NOPTR, $32
 
 // func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, xo *int16, y *float32, n int, nb int)
 TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-64
@@ -204,31 +258,127 @@ TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-64
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X14
 	VPBROADCASTD X14, Y14
-	VMOVDQU      q4Shift<>(SB), Y12
-	GEMM1(Q4LANES, 16)
+	VMOVDQU      q4Odd<>(SB), Y12
+	VMOVDQU      q4Spread<>(SB), Y13
+	TESTQ        CX, CX
+	JZ           q4done
 
-// x's pair offsets for Q4_0 (pairOffsets): o = 8·(q[2i] + q[2i+1]), one VPMADDUBSW of eights
-// (unsigned) by the block's bytes, the same int16 the kernel took off before they were stored.
-// func pairOffsetsAVX2(q *int8, o *int16, nb int)
-TEXT ·pairOffsetsAVX2(SB), NOSPLIT, $0-24
+q4row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   R8, R11
+	MOVQ   R9, R14
+	MOVQ   R10, R15
+	MOVQ   BX, AX
+	SHRQ   $3, AX
+	JZ     q4tail
+
+q4oct:
+	VMOVUPS (DX), Y9
+	VMULPS  (R14), Y9, Y9
+	VPERMPS Y9, Y12, Y9
+	Q4OCT(0, $0x00, Y0, Y1)
+	Q4OCT(1, $0x55, Y2, Y3)
+	Q4OCT(2, $0xaa, Y0, Y1)
+	Q4OCT(3, $0xff, Y2, Y3)
+	ADDQ    $128, SI
+	ADDQ    $32, DX
+	ADDQ    $256, R11
+	ADDQ    $32, R14
+	ADDQ    $256, R15
+	DECQ    AX
+	JNZ     q4oct
+
+q4tail:
+	// Up to seven blocks: pairs alternating between Y0, Y1 and Y2, Y3, then maybe a last one.
+	MOVQ BX, AX
+	ANDQ $7, AX
+	CMPQ AX, $2
+	JB   q4lone01
+	Q4TAILPAIR(Y0, Y1)
+	SUBQ $2, AX
+	CMPQ AX, $2
+	JB   q4lone23
+	Q4TAILPAIR(Y2, Y3)
+	SUBQ $2, AX
+	CMPQ AX, $2
+	JB   q4lone01
+	Q4TAILPAIR(Y0, Y1)
+	SUBQ $2, AX
+
+q4lone23:
+	TESTQ AX, AX
+	JZ    q4sum
+	Q4LONE(Y2, Y3)
+	JMP   q4sum
+
+q4lone01:
+	TESTQ AX, AX
+	JZ    q4sum
+	Q4LONE(Y0, Y1)
+
+q4sum:
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	HSUM(Y0, X0)
+	VMOVSS X0, (DI)
+	ADDQ   $4, DI
+	DECQ   CX
+	JNZ    q4row
+
+q4done:
+	VZEROUPPER
+	RET
+
+// x paired for the Q4_0 kernel (pairQ4): per pair of blocks A, B their low halves (one
+// VPERM2I128) and their high halves (another), and the pair offsets 8·(x₀ + x₁) of both, one
+// VPMADDUBSW of eights (unsigned) by the bytes. A last block alone takes zeros for B.
+// func pairQ4AVX2(q *int8, q4 *int8, o *int16, nb int)
+TEXT ·pairQ4AVX2(SB), NOSPLIT, $0-32
 	MOVQ         q+0(FP), SI
-	MOVQ         o+8(FP), DI
-	MOVQ         nb+16(FP), CX
+	MOVQ         q4+8(FP), DI
+	MOVQ         o+16(FP), DX
+	MOVQ         nb+24(FP), BX
 	MOVL         $0x08080808, AX
 	VMOVD        AX, X13
 	VPBROADCASTD X13, Y13
-	TESTQ        CX, CX
-	JZ           podone
+	MOVQ         BX, CX
+	SHRQ         $1, CX
+	JZ           pqlone
 
-poblock:
-	VPMADDUBSW (SI), Y13, Y0
-	VMOVDQU    Y0, (DI)
-	ADDQ       $32, SI
-	ADDQ       $32, DI
+pqpair:
+	VMOVDQU    (SI), Y0
+	VMOVDQU    32(SI), Y1
+	VPERM2I128 $0x20, Y1, Y0, Y2
+	VPERM2I128 $0x31, Y1, Y0, Y3
+	VMOVDQU    Y2, (DI)
+	VMOVDQU    Y3, 32(DI)
+	VPMADDUBSW Y2, Y13, Y2
+	VPMADDUBSW Y3, Y13, Y3
+	VMOVDQU    Y2, (DX)
+	VMOVDQU    Y3, 32(DX)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $64, DX
 	DECQ       CX
-	JNZ        poblock
+	JNZ        pqpair
 
-podone:
+pqlone:
+	TESTQ      $1, BX
+	JZ         pqdone
+	VMOVDQU    (SI), X2
+	VMOVDQU    16(SI), X3
+	VMOVDQU    Y2, (DI)
+	VMOVDQU    Y3, 32(DI)
+	VPMADDUBSW Y2, Y13, Y2
+	VPMADDUBSW Y3, Y13, Y3
+	VMOVDQU    Y2, (DX)
+	VMOVDQU    Y3, 32(DX)
+
+pqdone:
 	VZEROUPPER
 	RET
 

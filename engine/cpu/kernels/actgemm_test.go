@@ -145,11 +145,13 @@ func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 	}
 }
 
-// x's pair offsets for Q4_0 are 8·(q[2i] + q[2i+1]), from the assembly as from Go, for any bytes
-// (−128 and 127 included).
-func TestPairOffsets(t *testing.T) {
+// x paired for Q4_0's kernel: per pair of blocks A, B the bytes A[0:16], B[0:16], A[16:32],
+// B[16:32] (zeros for the B of a last block alone), and the pair offsets 8·(v[2i] + v[2i+1]) of
+// those bytes, from the assembly as from Go, for any bytes (−128 and 127 included); nothing is
+// written past either.
+func TestPairQ4(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
-	for _, nb := range []int{0, 1, 2, 9} {
+	for _, nb := range []int{0, 1, 2, 3, 9} {
 		q := make([]int8, 32*nb)
 		for i := range q {
 			q[i] = int8(r.IntN(256) - 128)
@@ -159,30 +161,43 @@ func TestPairOffsets(t *testing.T) {
 				q[i], q[32+i] = -128, 127
 			}
 		}
-		want := make([]int16, 16*nb)
-		for i := range want {
-			want[i] = 8*int16(q[2*i]) + 8*int16(q[2*i+1])
+		np := (nb + 1) / 2
+		wantQ, wantO := make([]int8, 64*np), make([]int16, 32*np)
+		for b := range nb {
+			for e := range 32 {
+				wantQ[64*(b/2)+32*(e/16)+16*(b%2)+e%16] = q[32*b+e]
+			}
 		}
-		got := make([]int16, 16*nb+1)
-		got[16*nb] = 12345 // a canary past the end
-		pairOffsets(q, got)
-		if IntAsm() {
-			asm := make([]int16, 16*nb+1)
-			asm[16*nb] = 12345
-			pairOffsetsAsm(q, asm)
-			for i := range asm {
-				if asm[i] != got[i] {
-					t.Fatalf("%d blocks: assembly o[%d] = %d, Go %d", nb, i, asm[i], got[i])
+		for i := range wantO {
+			wantO[i] = 8*int16(wantQ[2*i]) + 8*int16(wantQ[2*i+1])
+		}
+		check := func(what string, pair func(q, q4 []int8, o []int16)) {
+			t.Helper()
+			q4, o := make([]int8, 64*np+1), make([]int16, 32*np+1)
+			for i := range q4 {
+				q4[i] = 99 // stale bytes from an earlier row
+			}
+			for i := range o {
+				o[i] = 12345
+			}
+			pair(q, q4[:64*np], o[:32*np])
+			for i, v := range wantQ {
+				if q4[i] != v {
+					t.Fatalf("%s, %d blocks: q4[%d] = %d, want %d", what, nb, i, q4[i], v)
 				}
 			}
-		}
-		for i, v := range want {
-			if got[i] != v {
-				t.Fatalf("%d blocks: o[%d] = %d, want %d", nb, i, got[i], v)
+			for i, v := range wantO {
+				if o[i] != v {
+					t.Fatalf("%s, %d blocks: o[%d] = %d, want %d", what, nb, i, o[i], v)
+				}
+			}
+			if q4[64*np] != 99 || o[32*np] != 12345 {
+				t.Fatalf("%s, %d blocks: written past the end", what, nb)
 			}
 		}
-		if got[16*nb] != 12345 {
-			t.Fatalf("%d blocks: o written past its end", nb)
+		check("Go", pairQ4)
+		if IntAsm() {
+			check("assembly", pairQ4Asm)
 		}
 	}
 }
