@@ -299,13 +299,11 @@ func actDotLanesGo(typ quant.Type, q []byte, d []float32, xq []int8, xd []float3
 }
 
 // q4DotLanesGo is the arithmetic of the AVX2 kernel for Q4_0 weights: blocks go in pairs A, B
-// (blocks 2p and 2p+1), as two vectors of eight int32 lanes, the first of elements 0-15 (lanes
-// 0-3 A's, 4-7 B's, each lane four elements), the second of elements 16-31 in the same way.
-// Each lane is converted to float32 and fused-multiply-added with its block's d_x·d_w into an
-// accumulator: the first vector into accumulator 0, the second into 1 for even pairs, into 2
-// and 3 for odd ones (four chains of FMAs). A last block without its B has lanes of zeros there,
-// scaled by A's product. Then (acc0 + acc2) + (acc1 + acc3) lane by lane and the lanes summed as
-// for Q8_0.
+// (blocks 2p and 2p+1) as one vector of eight int32 lanes, lanes 0-3 A's and 4-7 B's, lane l
+// of a block the sum of the products of elements 4l..4l+3 and 16+4l..16+4l+3. Each lane is
+// converted to float32 and fused-multiply-added with its block's d_x·d_w into accumulator p%4
+// (four chains of FMAs). A last block without its B has lanes of zeros there, scaled by A's
+// product. Then (acc0 + acc2) + (acc1 + acc3) lane by lane, and the lanes summed as for Q8_0.
 func q4DotLanesGo(q []byte, d []float32, xq []int8, xd []float32, y []float32) {
 	nb := len(xd)
 	var w [32]int8
@@ -313,25 +311,18 @@ func q4DotLanesGo(q []byte, d []float32, xq []int8, xd []float32, y []float32) {
 		var acc [4][8]float32
 		for p := 0; 2*p < nb; p++ {
 			for l := range 8 {
-				b, half := 2*p+l/4, l%4
-				var s float32
-				var lanes [2]int32 // elements 4·half.. of the first 16, then of the last 16
+				b, first := 2*p+l/4, 4*(l%4)
+				s := xd[2*p] * d[j*nb+2*p]
+				var lane int32
 				if b < nb {
 					s = xd[b] * d[j*nb+b]
 					unpackBlock(quant.Q4_0, q, j*nb+b, &w)
 					x := xq[32*b : 32*b+32]
-					for v := range 2 {
-						for e := 16*v + 4*half; e < 16*v+4*half+4; e++ {
-							lanes[v] += int32(w[e]) * int32(x[e])
-						}
+					for e := first; e < first+4; e++ {
+						lane += int32(w[e])*int32(x[e]) + int32(w[e+16])*int32(x[e+16])
 					}
-				} else {
-					s = xd[2*p] * d[j*nb+2*p]
 				}
-				for v := range 2 {
-					a := &acc[2*(p%2)+v][l]
-					*a = fma32(float32(lanes[v]), s, *a)
-				}
+				acc[p%4][l] = fma32(float32(lane), s, acc[p%4][l])
 			}
 		}
 		var v [8]float32

@@ -29,7 +29,7 @@ func pairQ4AVX2(q *int8, q4 *int8, o *int16, nb int)
 func pairQ4Asm(q, q4 []int8, o []int16) {
 	nb := len(q) / 32
 	np := actPairs(len(q))
-	if len(q) != 32*nb || len(q4) < 64*np || len(o) < 32*np {
+	if len(q) != 32*nb || len(q4) < 64*np || len(o) < 16*np {
 		panic(fmt.Sprintf("pairQ4Asm: %d values (want whole blocks), got %d paired and %d offsets", len(q), len(q4), len(o)))
 	}
 	if nb > 0 {
@@ -111,7 +111,7 @@ func actGemm1(typ quant.Type, q []byte, d []float32, a *ActRow, y []float32, nb 
 		q8ActGemm1AVX2(&bytesAs[int8](q)[0], &d[0], &a.q[0], &a.d[0], &y[0], n, nb)
 		return
 	}
-	if np := actPairs(32 * nb); len(a.q4) < 64*np || len(a.o) < 32*np {
+	if np := actPairs(32 * nb); len(a.q4) < 64*np || len(a.o) < 16*np {
 		panic(fmt.Sprintf("actGemm1: x of %d blocks wants %d pairs for Q4_0, got %d bytes and %d offsets", nb, np, len(a.q4), len(a.o)))
 	}
 	q4ActGemm1AVX2(&q[0], &d[0], &a.q4[0], &a.d[0], &a.o[0], &y[0], n, nb)

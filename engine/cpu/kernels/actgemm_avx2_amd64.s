@@ -163,68 +163,63 @@ TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
 
 // The Q4_0 one-row kernel takes a shorter route than ggml's sign trick: a nibble n is already an
 // unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset comes off the int16
-// pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − 8·(x₀ + x₁), each term at most 2·15·127 in
-// magnitude, so no sum saturates and VPMADDWD then makes exact lanes of four products. The second
-// term depends on x alone: QuantizeAct stores it with the row (pairQ4) and the kernel takes it
-// off from memory. Two blocks A, B go at a time: their 32 bytes of nibbles are one load, the low
-// nibbles (a mask) elements 0-15 of A then B, the high ones (a shift and the mask) elements 16-31;
-// x is stored in the same order (pairQ4), so the two vectors' lanes are A's (0-3) and B's (4-7)
-// and the pair's scale vector holds A's d_w·d_x in lanes 0-3 and B's in 4-7. About seven
-// instructions a block against eleven for Q8_0; q4DotLanesGo states the order.
+// pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − 8·(x₀ + x₁). Two blocks A, B go at a time:
+// their 32 bytes of nibbles are one load, the low nibbles (a mask) elements 0-15 of A then B, the
+// high ones (a shift and the mask) elements 16-31; x is stored in the same order (pairQ4). The
+// two vectors of pair sums are added (VPADDW: word i of A's half then holds elements 2i, 2i+1,
+// 2i+16 and 2i+17), and the offset of those four elements, which depends on x alone, comes off
+// from memory (pairQ4 stores it with the row): each word at most 2·2·15·127 + 4·8·127 = 11,684
+// in magnitude, so nothing saturates, and VPMADDWD makes exact lanes of eight products, A's in
+// lanes 0-3 and B's in 4-7. The pair's scale vector holds A's d_w·d_x in lanes 0-3 and B's in
+// 4-7: one conversion and one FMA a pair, about 5.5 instructions a block against eleven for
+// Q8_0. q4DotLanesGo states the order.
 
-// Y4 (32 bytes of nibbles of a pair of blocks) against x's pair at xa, offsets at oa: the two
-// vectors of lanes as floats in Y4 (elements 0-15) and Y5 (16-31).
+// Y4 (32 bytes of nibbles of a pair of blocks) against x's pair at xa, offsets at oa: the pair's
+// lanes as floats in Y4.
 #define Q4PAIR(xa, oa) \
 	VPSRLW     $4, Y4, Y5 \
 	VPAND      Y14, Y4, Y4 \
 	VPAND      Y14, Y5, Y5 \
 	VPMADDUBSW xa, Y4, Y4 \
 	VPMADDUBSW 32+xa, Y5, Y5 \
+	VPADDW     Y5, Y4, Y4 \
 	VPSUBW     oa, Y4, Y4 \
-	VPSUBW     32+oa, Y5, Y5 \
 	VPMADDWD   Y15, Y4, Y4 \
-	VPMADDWD   Y15, Y5, Y5 \
-	VCVTDQ2PS  Y4, Y4 \
-	VCVTDQ2PS  Y5, Y5
+	VCVTDQ2PS  Y4, Y4
 
-// The two vectors times the pair's scales (S) into accumulators A and B.
-#define FMA2(S, A, B) \
-	VFMADD231PS S, Y4, A \
-	VFMADD231PS S, Y5, B
-
-// Pair k (0-3) of the eight blocks at SI, R11 (x), R15 (offsets); Y9 holds the eight blocks'
-// products as 0, 2, 4, 6, 1, 3, 5, 7, so VPERMILPS (imm: k in every selector) puts block 2k's in
-// lanes 0-3 and 2k+1's in 4-7.
-#define Q4OCT(k, imm, A, B) \
-	VMOVDQU   k*32(SI), Y4 \
-	Q4PAIR(k*64(R11), k*64(R15)) \
-	VPERMILPS imm, Y9, Y8 \
-	FMA2(Y8, A, B)
+// Pair k (0-3) of the eight blocks at SI, R11 (x), R15 (offsets) into accumulator Y<k>; Y9
+// holds the eight blocks' products as 0, 2, 4, 6, 1, 3, 5, 7, so VPERMILPS (imm: k in every
+// selector) puts block 2k's in lanes 0-3 and 2k+1's in 4-7.
+#define Q4OCT(k, imm, ACC) \
+	VMOVDQU     k*32(SI), Y4 \
+	Q4PAIR(k*64(R11), k*32(R15)) \
+	VPERMILPS   imm, Y9, Y8 \
+	VFMADD231PS Y8, Y4, ACC
 
 // A pair past the last eight blocks: the two products, A's then B's, spread by Y13.
-#define Q4TAILPAIR(A, B) \
-	VMOVDQU (SI), Y4 \
+#define Q4TAILPAIR(ACC) \
+	VMOVDQU     (SI), Y4 \
 	Q4PAIR(0(R11), 0(R15)) \
-	VMOVQ   (DX), X6 \
-	VMOVQ   (R14), X8 \
-	VMULPS  X6, X8, X8 \
-	VPERMPS Y8, Y13, Y8 \
-	FMA2(Y8, A, B) \
-	ADDQ    $32, SI \
-	ADDQ    $8, DX \
-	ADDQ    $64, R11 \
-	ADDQ    $8, R14 \
-	ADDQ    $64, R15
+	VMOVQ       (DX), X6 \
+	VMOVQ       (R14), X8 \
+	VMULPS      X6, X8, X8 \
+	VPERMPS     Y8, Y13, Y8 \
+	VFMADD231PS Y8, Y4, ACC \
+	ADDQ        $32, SI \
+	ADDQ        $8, DX \
+	ADDQ        $64, R11 \
+	ADDQ        $8, R14 \
+	ADDQ        $32, R15
 
 // The last block without a B: a 16-byte load leaves zeros for B's nibbles (and pairQ4 zeros for
 // its x and offsets), and A's product goes to every lane.
-#define Q4LONE(A, B) \
+#define Q4LONE(ACC) \
 	VMOVDQU      (SI), X4 \
 	Q4PAIR(0(R11), 0(R15)) \
 	VBROADCASTSS (DX), Y6 \
 	VBROADCASTSS (R14), Y8 \
 	VMULPS       Y6, Y8, Y8 \
-	FMA2(Y8, A, B) \
+	VFMADD231PS  Y8, Y4, ACC \
 	ADDQ         $16, SI \
 	ADDQ         $4, DX
 
@@ -279,45 +274,52 @@ q4oct:
 	VMOVUPS (DX), Y9
 	VMULPS  (R14), Y9, Y9
 	VPERMPS Y9, Y12, Y9
-	Q4OCT(0, $0x00, Y0, Y1)
-	Q4OCT(1, $0x55, Y2, Y3)
-	Q4OCT(2, $0xaa, Y0, Y1)
-	Q4OCT(3, $0xff, Y2, Y3)
+	Q4OCT(0, $0x00, Y0)
+	Q4OCT(1, $0x55, Y1)
+	Q4OCT(2, $0xaa, Y2)
+	Q4OCT(3, $0xff, Y3)
 	ADDQ    $128, SI
 	ADDQ    $32, DX
 	ADDQ    $256, R11
 	ADDQ    $32, R14
-	ADDQ    $256, R15
+	ADDQ    $128, R15
 	DECQ    AX
 	JNZ     q4oct
 
 q4tail:
-	// Up to seven blocks: pairs alternating between Y0, Y1 and Y2, Y3, then maybe a last one.
+	// Up to seven blocks: pairs into Y0, Y1, Y2 in turn, and a last block into the next.
 	MOVQ BX, AX
 	ANDQ $7, AX
 	CMPQ AX, $2
-	JB   q4lone01
-	Q4TAILPAIR(Y0, Y1)
-	SUBQ $2, AX
-	CMPQ AX, $2
-	JB   q4lone23
-	Q4TAILPAIR(Y2, Y3)
-	SUBQ $2, AX
-	CMPQ AX, $2
-	JB   q4lone01
-	Q4TAILPAIR(Y0, Y1)
-	SUBQ $2, AX
-
-q4lone23:
-	TESTQ AX, AX
+	JB   q4lone0
+	Q4TAILPAIR(Y0)
+	CMPQ AX, $4
+	JB   q4lone1
+	Q4TAILPAIR(Y1)
+	CMPQ AX, $6
+	JB   q4lone2
+	Q4TAILPAIR(Y2)
+	TESTQ $1, AX
 	JZ    q4sum
-	Q4LONE(Y2, Y3)
+	Q4LONE(Y3)
 	JMP   q4sum
 
-q4lone01:
-	TESTQ AX, AX
+q4lone2:
+	TESTQ $1, AX
 	JZ    q4sum
-	Q4LONE(Y0, Y1)
+	Q4LONE(Y2)
+	JMP   q4sum
+
+q4lone1:
+	TESTQ $1, AX
+	JZ    q4sum
+	Q4LONE(Y1)
+	JMP   q4sum
+
+q4lone0:
+	TESTQ $1, AX
+	JZ    q4sum
+	Q4LONE(Y0)
 
 q4sum:
 	VADDPS Y2, Y0, Y0
@@ -334,8 +336,9 @@ q4done:
 	RET
 
 // x paired for the Q4_0 kernel (pairQ4): per pair of blocks A, B their low halves (one
-// VPERM2I128) and their high halves (another), and the pair offsets 8·(x₀ + x₁) of both, one
-// VPMADDUBSW of eights (unsigned) by the bytes. A last block alone takes zeros for B.
+// VPERM2I128) and their high halves (another), and the offsets: 8·(x₀ + x₁) of each half (one
+// VPMADDUBSW of eights, unsigned, by the bytes) added word by word, as the kernel adds the two
+// halves' pair sums. A last block alone takes zeros for B.
 // func pairQ4AVX2(q *int8, q4 *int8, o *int16, nb int)
 TEXT ·pairQ4AVX2(SB), NOSPLIT, $0-32
 	MOVQ         q+0(FP), SI
@@ -358,11 +361,11 @@ pqpair:
 	VMOVDQU    Y3, 32(DI)
 	VPMADDUBSW Y2, Y13, Y2
 	VPMADDUBSW Y3, Y13, Y3
+	VPADDW     Y3, Y2, Y2
 	VMOVDQU    Y2, (DX)
-	VMOVDQU    Y3, 32(DX)
 	ADDQ       $64, SI
 	ADDQ       $64, DI
-	ADDQ       $64, DX
+	ADDQ       $32, DX
 	DECQ       CX
 	JNZ        pqpair
 
@@ -375,8 +378,8 @@ pqlone:
 	VMOVDQU    Y3, 32(DI)
 	VPMADDUBSW Y2, Y13, Y2
 	VPMADDUBSW Y3, Y13, Y3
+	VPADDW     Y3, Y2, Y2
 	VMOVDQU    Y2, (DX)
-	VMOVDQU    Y3, 32(DX)
 
 pqdone:
 	VZEROUPPER

@@ -123,7 +123,7 @@ func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 		}
 	}
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-		for _, k := range []int{32, 64, 96, 192, 224, 256, 288, 320, 480, 544, 768} {
+		for _, k := range []int{32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 384, 416, 480, 544, 768} {
 			for _, rows := range []int{1, 3, 4, 5, 7, 64} {
 				check(newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1), "random")
 			}
@@ -146,9 +146,9 @@ func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 }
 
 // x paired for Q4_0's kernel: per pair of blocks A, B the bytes A[0:16], B[0:16], A[16:32],
-// B[16:32] (zeros for the B of a last block alone), and the pair offsets 8·(v[2i] + v[2i+1]) of
-// those bytes, from the assembly as from Go, for any bytes (−128 and 127 included); nothing is
-// written past either.
+// B[16:32] (zeros for the B of a last block alone), and the offsets 8·Σ of the four bytes
+// 2i, 2i+1, 32+2i, 33+2i of the pair, from the assembly as from Go, for any bytes (−128 and 127
+// included); nothing is written past either.
 func TestPairQ4(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, nb := range []int{0, 1, 2, 3, 9} {
@@ -162,25 +162,28 @@ func TestPairQ4(t *testing.T) {
 			}
 		}
 		np := (nb + 1) / 2
-		wantQ, wantO := make([]int8, 64*np), make([]int16, 32*np)
+		wantQ, wantO := make([]int8, 64*np), make([]int16, 16*np)
 		for b := range nb {
 			for e := range 32 {
 				wantQ[64*(b/2)+32*(e/16)+16*(b%2)+e%16] = q[32*b+e]
 			}
 		}
 		for i := range wantO {
-			wantO[i] = 8*int16(wantQ[2*i]) + 8*int16(wantQ[2*i+1])
+			p, w := i/16, i%16
+			for _, at := range []int{2 * w, 2*w + 1, 32 + 2*w, 33 + 2*w} {
+				wantO[i] += 8 * int16(wantQ[64*p+at])
+			}
 		}
 		check := func(what string, pair func(q, q4 []int8, o []int16)) {
 			t.Helper()
-			q4, o := make([]int8, 64*np+1), make([]int16, 32*np+1)
+			q4, o := make([]int8, 64*np+1), make([]int16, 16*np+1)
 			for i := range q4 {
 				q4[i] = 99 // stale bytes from an earlier row
 			}
 			for i := range o {
 				o[i] = 12345
 			}
-			pair(q, q4[:64*np], o[:32*np])
+			pair(q, q4[:64*np], o[:16*np])
 			for i, v := range wantQ {
 				if q4[i] != v {
 					t.Fatalf("%s, %d blocks: q4[%d] = %d, want %d", what, nb, i, q4[i], v)
@@ -191,7 +194,7 @@ func TestPairQ4(t *testing.T) {
 					t.Fatalf("%s, %d blocks: o[%d] = %d, want %d", what, nb, i, o[i], v)
 				}
 			}
-			if q4[64*np] != 99 || o[32*np] != 12345 {
+			if q4[64*np] != 99 || o[16*np] != 12345 {
 				t.Fatalf("%s, %d blocks: written past the end", what, nb)
 			}
 		}

@@ -62,7 +62,8 @@ func actPairs(k int) int { return (k/32 + 1) / 2 }
 // ActRowBytes is the scratch one row of x of k needs (k a multiple of 32), in either form; every
 // part keeps the 64-byte alignment of the slot it starts in.
 func ActRowBytes(k int) int {
-	return max(align64(k)+align64(4*k/32)+2*64*actPairs(k), 3*64*actPairs(k))
+	np := actPairs(k)
+	return max(align64(k)+align64(4*k/32)+align64(64*np)+align64(32*np), 3*64*np)
 }
 
 func align64(n int) int { return (n + 63) &^ 63 }
@@ -82,7 +83,7 @@ func ActView(buf []byte, k int, layout bool) ActRow {
 		a.q = bytesAs[int8](take(k))
 		a.d = bytesAs[float32](take(4 * k / 32))
 		a.q4 = bytesAs[int8](take(64 * actPairs(k)))
-		a.o = bytesAs[int16](take(64 * actPairs(k)))
+		a.o = bytesAs[int16](take(32 * actPairs(k)))
 	}
 	return a
 }
@@ -116,12 +117,13 @@ func QuantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (ActRow, 
 // a time, 32 bytes of nibbles: the low nibbles are elements 0-15 of A then of B, the high ones
 // elements 16-31 of A then of B. So q4 holds per pair of blocks A[0:16], B[0:16], A[16:32],
 // B[16:32] (layoutAct's order for Q4_0; zeros stand for a missing B), the bytes each nibble
-// multiplies. A weight is a nibble n with w = n − 8, so the int16 pair sums the kernel makes
-// are (n₀x₀ + n₁x₁) − 8·(x₀ + x₁); the second term depends on x alone and is computed here once
-// per row of x instead of once per weight row: o[i] = 8·(q4[2i] + q4[2i+1]). Every path fills
-// q4 and o, whatever the weights' type: siblings of one step (Q8_0 and Q4_0 weights) share a row
-// of x quantized once, and a row quantized by the Go path stays right if the kernel set changes
-// before the product.
+// multiplies. The kernel adds the int16 pair sums of the two halves, so word i of a pair sums
+// four elements, at bytes 2i, 2i+1, 32+2i and 33+2i of the pair; a weight is a nibble n with
+// w = n − 8, so those four products are Σ n·x − 8·Σ x, and the second term depends on x alone:
+// it is computed here once per row of x instead of once per weight row, o[16p+i] = 8·Σ x over
+// those four bytes. Every path fills q4 and o, whatever the weights' type: siblings of one step
+// (Q8_0 and Q4_0 weights) share a row of x quantized once, and a row quantized by the Go path
+// stays right if the kernel set changes before the product.
 func pairQ4(q []int8, q4 []int8, o []int16) {
 	nb := len(q) / 32
 	for p := range actPairs(len(q)) {
@@ -132,8 +134,8 @@ func pairQ4(q []int8, q4 []int8, o []int16) {
 				v[i] = q[32*b+i%16+16*(i/32)]
 			}
 		}
-		for i := range 32 {
-			o[32*p+i] = 8 * (int16(v[2*i]) + int16(v[2*i+1]))
+		for i := range 16 {
+			o[16*p+i] = 8*(int16(v[2*i])+int16(v[2*i+1])) + 8*(int16(v[32+2*i])+int16(v[33+2*i]))
 		}
 	}
 }
