@@ -21,13 +21,13 @@
 // Q4_0 weights take their own tile (q4ActGemm4x8AVX2, below), on unsigned nibbles.
 //
 // The one-row kernels (decoding without VNNI) dot a row of x with each weight row in place, with
-// no repacking: per block eight int32 lanes, each the products of four elements, each lane
-// converted and added to an accumulator times d_x·d_w with one FMA, into two or four
-// accumulators by turns (a single chain of FMAs would wait on each FMA's latency, four cycles,
-// longer than the rest of a block's work), the accumulators added lane by lane and the lanes
-// summed at the end in a fixed order (actDotLanesGo states it). Eight blocks share one VMULPS
-// of their scales, and Q4_0's kernel takes two blocks a load, with x arranged to match when it
-// is quantized (pairQ4).
+// no repacking: per block int32 lanes of exact products (Q8_0: eight lanes of four elements;
+// Q4_0: four lanes of eight), each lane converted and added to an accumulator times d_x·d_w
+// with one FMA, into two or four accumulators by turns (a single chain of FMAs would wait on
+// each FMA's latency, four cycles, longer than the rest of a block's work), the accumulators
+// added lane by lane and the lanes summed at the end in a fixed order (actDotLanesGo states
+// it). Eight blocks share one VMULPS of their scales, and Q4_0's kernel takes two blocks a
+// load, with x arranged to match when it is quantized (pairQ4).
 
 #include "textflag.h"
 
@@ -171,8 +171,8 @@ TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
 // from memory (pairQ4 stores it with the row): each word at most 2·2·15·127 + 4·8·127 = 11,684
 // in magnitude, so nothing saturates, and VPMADDWD makes exact lanes of eight products, A's in
 // lanes 0-3 and B's in 4-7. The pair's scale vector holds A's d_w·d_x in lanes 0-3 and B's in
-// 4-7: one conversion and one FMA a pair, about 5.5 instructions a block against eleven for
-// Q8_0. q4DotLanesGo states the order.
+// 4-7: one conversion and one FMA a pair, six instructions a block against nine for Q8_0.
+// q4DotLanesGo states the order.
 
 // Y4 (32 bytes of nibbles of a pair of blocks) against x's pair at xa, offsets at oa: the pair's
 // lanes as floats in Y4.
