@@ -263,12 +263,17 @@ func actGemmGo(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []flo
 	}
 }
 
-// actDotLanesGo is the one-row kernel's arithmetic (decoding without VNNI, ActDotRows) in Go:
-// per block eight int32 lanes, lane l the sum of the products of elements 4l..4l+3; each lane
-// converted to float32 and fused-multiply-added with d_x·d_w into an accumulator, even blocks
-// into one and odd blocks into another (two chains of FMAs, so the kernel does not wait on one);
-// the two added lane by lane, then the lanes summed at the end as the assembly's HSUM does.
+// actDotLanesGo is the one-row kernels' arithmetic (decoding without VNNI, ActDotRows) in Go.
+// For Q8_0 weights: per block eight int32 lanes, lane l the sum of the products of elements
+// 4l..4l+3; each lane converted to float32 and fused-multiply-added with d_x·d_w into an
+// accumulator, even blocks into one and odd blocks into another (two chains of FMAs, so the
+// kernel does not wait on one); the two added lane by lane, then the lanes summed at the end as
+// the assembly's HSUM does. Q4_0's kernel takes two blocks at a time (q4DotLanesGo).
 func actDotLanesGo(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32) {
+	if typ == quant.Q4_0 {
+		q4DotLanesGo(q, d, xq, xd, y)
+		return
+	}
 	nb := len(xd)
 	var w [32]int8
 	for j := range y {
@@ -289,8 +294,48 @@ func actDotLanesGo(typ quant.Type, q []byte, d []float32, xq []int8, xd []float3
 		for l := range v {
 			v[l] = acc[0][l] + acc[1][l]
 		}
-		y[j] = ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
+		y[j] = hsum8(v)
 	}
+}
+
+// q4DotLanesGo is the arithmetic of the AVX2 kernel for Q4_0 weights: blocks go in pairs A, B
+// (blocks 2p and 2p+1) as one vector of eight int32 lanes, lanes 0-3 A's and 4-7 B's, lane l
+// of a block the sum of the products of elements 4l..4l+3 and 16+4l..16+4l+3. Each lane is
+// converted to float32 and fused-multiply-added with its block's d_x·d_w into accumulator p%4
+// (four chains of FMAs). A last block without its B has lanes of zeros there, scaled by A's
+// product. Then (acc0 + acc2) + (acc1 + acc3) lane by lane, and the lanes summed as for Q8_0.
+func q4DotLanesGo(q []byte, d []float32, xq []int8, xd []float32, y []float32) {
+	nb := len(xd)
+	var w [32]int8
+	for j := range y {
+		var acc [4][8]float32
+		for p := 0; 2*p < nb; p++ {
+			for l := range 8 {
+				b, first := 2*p+l/4, 4*(l%4)
+				s := xd[2*p] * d[j*nb+2*p]
+				var lane int32
+				if b < nb {
+					s = xd[b] * d[j*nb+b]
+					unpackBlock(quant.Q4_0, q, j*nb+b, &w)
+					x := xq[32*b : 32*b+32]
+					for e := first; e < first+4; e++ {
+						lane += int32(w[e])*int32(x[e]) + int32(w[e+16])*int32(x[e+16])
+					}
+				}
+				acc[p%4][l] = fma32(float32(lane), s, acc[p%4][l])
+			}
+		}
+		var v [8]float32
+		for l := range v {
+			v[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+		}
+		y[j] = hsum8(v)
+	}
+}
+
+// hsum8 sums eight lanes as the assembly's HSUM does: (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7).
+func hsum8(v [8]float32) float32 {
+	return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
 }
 
 // unpackBlock writes block i of a stored matrix as signed bytes in element order.

@@ -20,7 +20,22 @@ func q4ActGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, xs *int32, y
 func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 
 //go:noescape
-func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
+func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, xo *int16, y *float32, n int, nb int)
+
+//go:noescape
+func pairQ4AVX2(q *int8, q4 *int8, o *int16, nb int)
+
+// pairQ4Asm is pairQ4 for the nb = len(q)/32 blocks of q.
+func pairQ4Asm(q, q4 []int8, o []int16) {
+	nb := len(q) / 32
+	np := actPairs(len(q))
+	if len(q) != 32*nb || len(q4) < 64*np || len(o) < 16*np {
+		panic(fmt.Sprintf("pairQ4Asm: %d values (want whole blocks), got %d paired and %d offsets", len(q), len(q4), len(o)))
+	}
+	if nb > 0 {
+		pairQ4AVX2(&q[0], &q4[0], &o[0], nb)
+	}
+}
 
 //go:noescape
 func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
@@ -85,16 +100,19 @@ func q4ActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, 
 	q4ActGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &xs[0], &y[0], ldy, nb)
 }
 
-// actGemm1 computes y[j] for one row of x and the n rows of W.
-func actGemm1(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32, y []float32, nb int) {
+// actGemm1 computes y[j] for one row of x (a, its plain form) and the n rows of W.
+func actGemm1(typ quant.Type, q []byte, d []float32, a *ActRow, y []float32, nb int) {
 	n := len(y)
 	if n == 0 {
 		return
 	}
-	checkActGemm(typ, q, d, xq, xd, 1, n, nb)
+	checkActGemm(typ, q, d, a.q, a.d, 1, n, nb)
 	if typ == quant.Q8_0 {
-		q8ActGemm1AVX2(&bytesAs[int8](q)[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
-	} else {
-		q4ActGemm1AVX2(&q[0], &d[0], &xq[0], &xd[0], &y[0], n, nb)
+		q8ActGemm1AVX2(&bytesAs[int8](q)[0], &d[0], &a.q[0], &a.d[0], &y[0], n, nb)
+		return
 	}
+	if np := actPairs(32 * nb); len(a.q4) < 64*np || len(a.o) < 16*np {
+		panic(fmt.Sprintf("actGemm1: x of %d blocks wants %d pairs for Q4_0, got %d bytes and %d offsets", nb, np, len(a.q4), len(a.o)))
+	}
+	q4ActGemm1AVX2(&q[0], &d[0], &a.q4[0], &a.d[0], &a.o[0], &y[0], n, nb)
 }

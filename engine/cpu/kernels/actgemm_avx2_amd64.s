@@ -20,12 +20,14 @@
 // product. actGemmGo does the same operations in the same order, so the two agree to the bit.
 // Q4_0 weights take their own tile (q4ActGemm4x8AVX2, below), on unsigned nibbles.
 //
-// The one-row kernel (decoding without VNNI) dots a row of x with each weight row in place, with
-// no repacking: per block eight int32 lanes, lane l the products of elements 4l..4l+3, each lane
-// converted and added to an accumulator times d_x·d_w with one FMA, even blocks into one
-// accumulator and odd ones into another (a single chain of FMAs would wait on each FMA's
-// latency, four cycles, longer than the rest of a block's work), the two added lane by lane and
-// the lanes summed at the end in a fixed order (actDotLanesGo states it).
+// The one-row kernels (decoding without VNNI) dot a row of x with each weight row in place, with
+// no repacking: per block int32 lanes of exact products (Q8_0: eight lanes of four elements;
+// Q4_0: four lanes of eight), each lane converted and added to an accumulator times d_x·d_w
+// with one FMA, into two or four accumulators by turns (a single chain of FMAs would wait on
+// each FMA's latency, four cycles, longer than the rest of a block's work), the accumulators
+// added lane by lane and the lanes summed at the end in a fixed order (actDotLanesGo states
+// it). Eight blocks share one VMULPS of their scales, and Q4_0's kernel takes two blocks a
+// load, with x arranged to match when it is quantized (pairQ4).
 
 #include "textflag.h"
 
@@ -35,30 +37,17 @@
 	VMOVD        AX, X15 \
 	VPBROADCASTD X15, Y15
 
-// Y14 = 0x0f and Y13 = 8 in every byte (Q4_0's nibbles).
-#define NIBBLECONSTS \
-	MOVL         $0x0f0f0f0f, AX \
-	VMOVD        AX, X14 \
-	VPBROADCASTD X14, Y14 \
-	MOVL         $0x08080808, AX \
-	VMOVD        AX, X13 \
-	VPBROADCASTD X13, Y13
-
-// One Q8_0 block: weights at wa, their scale at wda, x's block at xa and its scale at xda, into
-// ACC: ACC += (d_x·d_w) · lanes(x·w). AVX2 has no signed-by-signed byte product, so x takes w's
-// sign (VPSIGNB) and w enters VPMADDUBSW as |w|.
-#define Q8BLOCK(wa, wda, xa, xda, ACC) \
-	VMOVDQU      wa, Y4 \
-	VPABSB       Y4, Y5 \
-	VMOVDQU      xa, Y7 \
-	VPSIGNB      Y4, Y7, Y7 \
-	VPMADDUBSW   Y7, Y5, Y7 \
-	VPMADDWD     Y15, Y7, Y7 \
-	VCVTDQ2PS    Y7, Y7 \
-	VBROADCASTSS wda, Y6 \
-	VBROADCASTSS xda, Y8 \
-	VMULPS       Y6, Y8, Y8 \
-	VFMADD231PS  Y8, Y7, ACC
+// One Q8_0 block's eight int32 lanes as floats in Y4: weights at wa, x's block at xa.
+// AVX2 has no signed-by-signed byte product, so x takes w's sign (VPSIGNB) and w enters
+// VPMADDUBSW as |w|.
+#define Q8LANES(wa, xa) \
+	VMOVDQU    wa, Y5 \
+	VPABSB     Y5, Y6 \
+	VMOVDQU    xa, Y4 \
+	VPSIGNB    Y5, Y4, Y4 \
+	VPMADDUBSW Y4, Y6, Y4 \
+	VPMADDWD   Y15, Y4, Y4 \
+	VCVTDQ2PS  Y4, Y4
 
 // The sum of ACC's eight lanes into X of ACC's number: (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7), the
 // order actGemmGo follows.
@@ -70,11 +59,33 @@
 	VPERMILPS    $0xb1, X, X9 \
 	VADDPS       X9, X, X
 
-// The one-row kernels' body: y[j] (DI, consecutive) for the n weight rows (CX; weights at SI,
-// WSTEP bytes a block, scales at DX) against one row of x (R8 values, R9 scales) of BX blocks.
-// BLOCK(wa, wda, xa, xda, ACC) adds one block; blocks 0, 2, 4... go to Y0, blocks 1, 3, 5... to
-// Y1, two a loop turn.
-#define GEMM1(BLOCK, WSTEP) \
+// A block's lanes (Y4) times its d_w·d_x into ACC. Eight blocks at a time share one VMULPS of
+// their eight weight scales by x's eight (both consecutive float32): Y10 holds the products of
+// blocks 0-3 in both halves, Y11 those of blocks 4-7, and VPERMILPS hands block k its product
+// (imm, k%4 in every lane's selector) in every lane. The products are the ones a block's own
+// VMULPS made, so the result is the same to the bit.
+#define FMA8(imm, H, ACC) \
+	VPERMILPS   imm, H, Y8 \
+	VFMADD231PS Y8, Y4, ACC
+
+// The blocks past the last eight take their product one at a time: d_w at wda, d_x at xda.
+#define FMA1(wda, xda, ACC) \
+	VBROADCASTSS wda, Y6 \
+	VBROADCASTSS xda, Y8 \
+	VMULPS       Y6, Y8, Y8 \
+	VFMADD231PS  Y8, Y4, ACC
+
+// Block k (0-7) of the eight at SI (weights, WSTEP bytes a block) and R11 (x): even blocks go
+// to Y0, odd ones to Y1.
+#define OCT(LANES, WSTEP, k, imm, H, ACC) \
+	LANES(k*WSTEP(SI), k*32(R11)) \
+	FMA8(imm, H, ACC)
+
+// The Q8_0 one-row kernel's body: y[j] (DI, consecutive) for the n weight rows (CX; weights at
+// SI, WSTEP bytes a block, scales at DX) against one row of x (R8 values, R9 scales) of BX
+// blocks. LANES(wa, xa) makes a block's lanes; blocks 0, 2, 4... go to Y0, blocks 1, 3, 5... to
+// Y1, eight a loop turn, then the rest two and one at a time.
+#define GEMM1(LANES, WSTEP) \
 	TESTQ  CX, CX \
 	JZ     done1 \
 row1: \
@@ -83,21 +94,48 @@ row1: \
 	MOVQ   R8, R11 \
 	MOVQ   R9, R14 \
 	MOVQ   BX, AX \
-	SHRQ   $1, AX \
+	SHRQ   $3, AX \
 	JZ     tail1 \
+oct1: \
+	VMOVUPS    (DX), Y9 \
+	VMULPS     (R14), Y9, Y9 \
+	VPERM2F128 $0x00, Y9, Y9, Y10 \
+	VPERM2F128 $0x11, Y9, Y9, Y11 \
+	OCT(LANES, WSTEP, 0, $0x00, Y10, Y0) \
+	OCT(LANES, WSTEP, 1, $0x55, Y10, Y1) \
+	OCT(LANES, WSTEP, 2, $0xaa, Y10, Y0) \
+	OCT(LANES, WSTEP, 3, $0xff, Y10, Y1) \
+	OCT(LANES, WSTEP, 4, $0x00, Y11, Y0) \
+	OCT(LANES, WSTEP, 5, $0x55, Y11, Y1) \
+	OCT(LANES, WSTEP, 6, $0xaa, Y11, Y0) \
+	OCT(LANES, WSTEP, 7, $0xff, Y11, Y1) \
+	ADDQ   $(8*WSTEP), SI \
+	ADDQ   $32, DX \
+	ADDQ   $256, R11 \
+	ADDQ   $32, R14 \
+	DECQ   AX \
+	JNZ    oct1 \
+tail1: \
+	MOVQ   BX, AX \
+	ANDQ   $7, AX \
 pair1: \
-	BLOCK((SI), (DX), (R11), (R14), Y0) \
-	BLOCK(WSTEP(SI), 4(DX), 32(R11), 4(R14), Y1) \
+	CMPQ   AX, $2 \
+	JB     one1 \
+	LANES((SI), (R11)) \
+	FMA1((DX), (R14), Y0) \
+	LANES(WSTEP(SI), 32(R11)) \
+	FMA1(4(DX), 4(R14), Y1) \
 	ADDQ   $(2*WSTEP), SI \
 	ADDQ   $8, DX \
 	ADDQ   $64, R11 \
 	ADDQ   $8, R14 \
-	DECQ   AX \
-	JNZ    pair1 \
-tail1: \
-	TESTQ  $1, BX \
+	SUBQ   $2, AX \
+	JMP    pair1 \
+one1: \
+	TESTQ  AX, AX \
 	JZ     sum1 \
-	BLOCK((SI), (DX), (R11), (R14), Y0) \
+	LANES((SI), (R11)) \
+	FMA1((DX), (R14), Y0) \
 	ADDQ   $WSTEP, SI \
 	ADDQ   $4, DX \
 sum1: \
@@ -111,59 +149,241 @@ done1: \
 	VZEROUPPER \
 	RET
 
-#define ARGS1 \
-	MOVQ w+0(FP), SI \
-	MOVQ wd+8(FP), DX \
-	MOVQ xq+16(FP), R8 \
-	MOVQ xd+24(FP), R9 \
-	MOVQ y+32(FP), DI \
-	MOVQ n+40(FP), CX \
-	MOVQ nb+48(FP), BX
-
 // func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
 TEXT ·q8ActGemm1AVX2(SB), NOSPLIT, $0-56
-	ARGS1
+	MOVQ w+0(FP), SI
+	MOVQ wd+8(FP), DX
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R9
+	MOVQ y+32(FP), DI
+	MOVQ n+40(FP), CX
+	MOVQ nb+48(FP), BX
 	ONES
-	GEMM1(Q8BLOCK, 32)
+	GEMM1(Q8LANES, 32)
 
-// The Q4_0 one-row kernel takes a shorter route than ggml's sign trick, with the same lanes: a
-// nibble n is already an unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset
-// comes off the int16 pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − (8x₀ + 8x₁), each term at
-// most 2·15·127 in magnitude, so no sum saturates and VPMADDWD then makes the lanes Q8BLOCK
-// would make of the unpacked weights. The nibbles are unpacked by broadcasting the 16 bytes to
-// both halves and shifting the upper half's quadwords right by 4 (VPSRLVQ by 0, 0, 4, 4): after
-// the mask, byte j of the upper half is byte j's high nibble (the bits shifted in from byte j+1
-// are masked off).
+// The Q4_0 one-row kernel takes a shorter route than ggml's sign trick: a nibble n is already an
+// unsigned byte, so VPMADDUBSW takes it as it is against x, and the offset comes off the int16
+// pair sums: (n₀−8)·x₀ + (n₁−8)·x₁ = (n₀x₀ + n₁x₁) − 8·(x₀ + x₁). Two blocks A, B go at a time:
+// their 32 bytes of nibbles are one load, the low nibbles (a mask) elements 0-15 of A then B, the
+// high ones (a shift and the mask) elements 16-31; x is stored in the same order (pairQ4). The
+// two vectors of pair sums are added (VPADDW: word i of A's half then holds elements 2i, 2i+1,
+// 2i+16 and 2i+17), and the offset of those four elements, which depends on x alone, comes off
+// from memory (pairQ4 stores it with the row): each word at most 2·2·15·127 + 4·8·127 = 11,684
+// in magnitude, so nothing saturates, and VPMADDWD makes exact lanes of eight products, A's in
+// lanes 0-3 and B's in 4-7. The pair's scale vector holds A's d_w·d_x in lanes 0-3 and B's in
+// 4-7: one conversion and one FMA a pair, six instructions a block against nine for Q8_0.
+// q4DotLanesGo states the order.
 
-DATA q4Shift<>+0(SB)/8, $0
-DATA q4Shift<>+8(SB)/8, $0
-DATA q4Shift<>+16(SB)/8, $4
-DATA q4Shift<>+24(SB)/8, $4
-GLOBL q4Shift<>(SB), RODATA|NOPTR, $32
+// Y4 (32 bytes of nibbles of a pair of blocks) against x's pair at xa, offsets at oa: the pair's
+// lanes as floats in Y4.
+#define Q4PAIR(xa, oa) \
+	VPSRLW     $4, Y4, Y5 \
+	VPAND      Y14, Y4, Y4 \
+	VPAND      Y14, Y5, Y5 \
+	VPMADDUBSW xa, Y4, Y4 \
+	VPMADDUBSW 32+xa, Y5, Y5 \
+	VPADDW     Y5, Y4, Y4 \
+	VPSUBW     oa, Y4, Y4 \
+	VPMADDWD   Y15, Y4, Y4 \
+	VCVTDQ2PS  Y4, Y4
 
-// One Q4_0 block (16 bytes of nibbles at wa), as Q8BLOCK.
-#define Q4BLOCK(wa, wda, xa, xda, ACC) \
-	VBROADCASTI128 wa, Y4 \
-	VPSRLVQ        Y12, Y4, Y4 \
-	VPAND          Y14, Y4, Y4 \
-	VMOVDQU        xa, Y7 \
-	VPMADDUBSW     Y7, Y4, Y4 \
-	VPMADDUBSW     Y7, Y13, Y7 \
-	VPSUBW         Y7, Y4, Y4 \
-	VPMADDWD       Y15, Y4, Y4 \
-	VCVTDQ2PS      Y4, Y4 \
-	VBROADCASTSS   wda, Y6 \
-	VBROADCASTSS   xda, Y8 \
-	VMULPS         Y6, Y8, Y8 \
-	VFMADD231PS    Y8, Y4, ACC
+// Pair k (0-3) of the eight blocks at SI, R11 (x), R15 (offsets) into accumulator Y<k>; Y9
+// holds the eight blocks' products as 0, 2, 4, 6, 1, 3, 5, 7, so VPERMILPS (imm: k in every
+// selector) puts block 2k's in lanes 0-3 and 2k+1's in 4-7.
+#define Q4OCT(k, imm, ACC) \
+	VMOVDQU     k*32(SI), Y4 \
+	Q4PAIR(k*64(R11), k*32(R15)) \
+	VPERMILPS   imm, Y9, Y8 \
+	VFMADD231PS Y8, Y4, ACC
 
-// func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
-TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-56
-	ARGS1
+// A pair past the last eight blocks: the two products, A's then B's, spread by Y13.
+#define Q4TAILPAIR(ACC) \
+	VMOVDQU     (SI), Y4 \
+	Q4PAIR(0(R11), 0(R15)) \
+	VMOVQ       (DX), X6 \
+	VMOVQ       (R14), X8 \
+	VMULPS      X6, X8, X8 \
+	VPERMPS     Y8, Y13, Y8 \
+	VFMADD231PS Y8, Y4, ACC \
+	ADDQ        $32, SI \
+	ADDQ        $8, DX \
+	ADDQ        $64, R11 \
+	ADDQ        $8, R14 \
+	ADDQ        $32, R15
+
+// The last block without a B: a 16-byte load leaves zeros for B's nibbles (and pairQ4 zeros for
+// its x and offsets), and A's product goes to every lane.
+#define Q4LONE(ACC) \
+	VMOVDQU      (SI), X4 \
+	Q4PAIR(0(R11), 0(R15)) \
+	VBROADCASTSS (DX), Y6 \
+	VBROADCASTSS (R14), Y8 \
+	VMULPS       Y6, Y8, Y8 \
+	VFMADD231PS  Y8, Y4, ACC \
+	ADDQ         $16, SI \
+	ADDQ         $4, DX
+
+DATA q4Odd<>+0(SB)/4, $0
+DATA q4Odd<>+4(SB)/4, $2
+DATA q4Odd<>+8(SB)/4, $4
+DATA q4Odd<>+12(SB)/4, $6
+DATA q4Odd<>+16(SB)/4, $1
+DATA q4Odd<>+20(SB)/4, $3
+DATA q4Odd<>+24(SB)/4, $5
+DATA q4Odd<>+28(SB)/4, $7
+GLOBL q4Odd<>(SB), RODATA|NOPTR, $32
+
+DATA q4Spread<>+0(SB)/8, $0
+DATA q4Spread<>+8(SB)/8, $0
+DATA q4Spread<>+16(SB)/8, $0x0000000100000001
+DATA q4Spread<>+24(SB)/8, $0x0000000100000001
+GLOBL q4Spread<>(SB), RODATA|NOPTR, $32
+
+// func q4ActGemm1AVX2(w *uint8, wd *float32, xq *int8, xd *float32, xo *int16, y *float32, n int, nb int)
+TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wd+8(FP), DX
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R9
+	MOVQ xo+32(FP), R10
+	MOVQ y+40(FP), DI
+	MOVQ n+48(FP), CX
+	MOVQ nb+56(FP), BX
 	ONES
-	NIBBLECONSTS
-	VMOVDQU q4Shift<>(SB), Y12
-	GEMM1(Q4BLOCK, 16)
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	VMOVDQU      q4Odd<>(SB), Y12
+	VMOVDQU      q4Spread<>(SB), Y13
+	TESTQ        CX, CX
+	JZ           q4done
+
+q4row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   R8, R11
+	MOVQ   R9, R14
+	MOVQ   R10, R15
+	MOVQ   BX, AX
+	SHRQ   $3, AX
+	JZ     q4tail
+
+q4oct:
+	VMOVUPS (DX), Y9
+	VMULPS  (R14), Y9, Y9
+	VPERMPS Y9, Y12, Y9
+	Q4OCT(0, $0x00, Y0)
+	Q4OCT(1, $0x55, Y1)
+	Q4OCT(2, $0xaa, Y2)
+	Q4OCT(3, $0xff, Y3)
+	ADDQ    $128, SI
+	ADDQ    $32, DX
+	ADDQ    $256, R11
+	ADDQ    $32, R14
+	ADDQ    $128, R15
+	DECQ    AX
+	JNZ     q4oct
+
+q4tail:
+	// Up to seven blocks: pairs into Y0, Y1, Y2 in turn, and a last block into the next.
+	MOVQ BX, AX
+	ANDQ $7, AX
+	CMPQ AX, $2
+	JB   q4lone0
+	Q4TAILPAIR(Y0)
+	CMPQ AX, $4
+	JB   q4lone1
+	Q4TAILPAIR(Y1)
+	CMPQ AX, $6
+	JB   q4lone2
+	Q4TAILPAIR(Y2)
+	TESTQ $1, AX
+	JZ    q4sum
+	Q4LONE(Y3)
+	JMP   q4sum
+
+q4lone2:
+	TESTQ $1, AX
+	JZ    q4sum
+	Q4LONE(Y2)
+	JMP   q4sum
+
+q4lone1:
+	TESTQ $1, AX
+	JZ    q4sum
+	Q4LONE(Y1)
+	JMP   q4sum
+
+q4lone0:
+	TESTQ $1, AX
+	JZ    q4sum
+	Q4LONE(Y0)
+
+q4sum:
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	HSUM(Y0, X0)
+	VMOVSS X0, (DI)
+	ADDQ   $4, DI
+	DECQ   CX
+	JNZ    q4row
+
+q4done:
+	VZEROUPPER
+	RET
+
+// x paired for the Q4_0 kernel (pairQ4): per pair of blocks A, B their low halves (one
+// VPERM2I128) and their high halves (another), and the offsets: 8·(x₀ + x₁) of each half (one
+// VPMADDUBSW of eights, unsigned, by the bytes) added word by word, as the kernel adds the two
+// halves' pair sums. A last block alone takes zeros for B.
+// func pairQ4AVX2(q *int8, q4 *int8, o *int16, nb int)
+TEXT ·pairQ4AVX2(SB), NOSPLIT, $0-32
+	MOVQ         q+0(FP), SI
+	MOVQ         q4+8(FP), DI
+	MOVQ         o+16(FP), DX
+	MOVQ         nb+24(FP), BX
+	MOVL         $0x08080808, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVQ         BX, CX
+	SHRQ         $1, CX
+	JZ           pqlone
+
+pqpair:
+	VMOVDQU    (SI), Y0
+	VMOVDQU    32(SI), Y1
+	VPERM2I128 $0x20, Y1, Y0, Y2
+	VPERM2I128 $0x31, Y1, Y0, Y3
+	VMOVDQU    Y2, (DI)
+	VMOVDQU    Y3, 32(DI)
+	VPMADDUBSW Y2, Y13, Y2
+	VPMADDUBSW Y3, Y13, Y3
+	VPADDW     Y3, Y2, Y2
+	VMOVDQU    Y2, (DX)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	ADDQ       $32, DX
+	DECQ       CX
+	JNZ        pqpair
+
+pqlone:
+	TESTQ      $1, BX
+	JZ         pqdone
+	VMOVDQU    (SI), X2
+	VMOVDQU    16(SI), X3
+	VMOVDQU    Y2, (DI)
+	VMOVDQU    Y3, 32(DI)
+	VPMADDUBSW Y2, Y13, Y2
+	VPMADDUBSW Y3, Y13, Y3
+	VPADDW     Y3, Y2, Y2
+	VMOVDQU    Y2, (DX)
+
+pqdone:
+	VZEROUPPER
+	RET
 
 // Quantizing a row of x to Q8_0 blocks with layers/quant's rounding bit for bit (the VNNI
 // quantizer's, vnni_amd64.s, in AVX2): d = max|x|/127 in float32 (max|x| taken on the bits of

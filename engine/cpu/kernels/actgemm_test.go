@@ -97,7 +97,9 @@ func TestActGemmAssemblyMatchesGo(t *testing.T) {
 }
 
 // Decoding's AVX2 kernel (one row of x, ActDotRows without VNNI's layout) does the operations of
-// actDotLanesGo in its order: the same bits.
+// actDotLanesGo in its order: the same bits. The depths give every count of blocks past the
+// kernel's groups of eight (0-7) with none, one and several groups; the extremes (every nibble 15
+// or 0, every x ±127) reach the largest int16 pair sums Q4_0's route makes.
 func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 	saved := Path()
 	defer SetPath(saved)
@@ -105,23 +107,100 @@ func TestActDotRowsAVX2MatchesLanes(t *testing.T) {
 		t.Skipf("kernel set %s: %v", AVX2, err)
 	}
 	r := rand.New(rand.NewPCG(13, 14))
+	check := func(c actCase, what string) {
+		t.Helper()
+		a, err := QuantizeAct(c.typ, c.x, make([]byte, ActRowBytes(c.k)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := make([]float32, c.rows), make([]float32, c.rows)
+		ActDotRows(c.typ, c.q, c.d, c.k, &a, got)
+		actDotLanesGo(c.typ, c.q, c.d, a.q, a.d, want)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v k=%d %s: y[%d] = %g, Go %g", c.typ, c.k, what, i, got[i], want[i])
+			}
+		}
+	}
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-		for _, k := range []int{32, 96, 288, 768} {
+		for _, k := range []int{32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 384, 416, 480, 544, 768} {
 			for _, rows := range []int{1, 3, 4, 5, 7, 64} {
-				c := newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1)
-				a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, want := make([]float32, rows), make([]float32, rows)
-				ActDotRows(typ, c.q, c.d, k, &a, got)
-				actDotLanesGo(typ, c.q, c.d, a.q, a.d, want)
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%v k=%d: y[%d] = %g, Go %g", typ, k, i, got[i], want[i])
+				check(newActCase(r, typ, k, rows, typ == quant.Q8_0 && rows == 5, 1), "random")
+			}
+		}
+		for _, k := range []int{224, 544} {
+			for _, w := range []byte{0xff, 0x00} {
+				for _, sign := range []float32{1, -1} {
+					c := newActCase(r, typ, k, 3, false, 1)
+					for i := range c.q {
+						c.q[i] = w // Q8_0: −1 or 0
 					}
+					for i := range c.x {
+						c.x[i] = sign // equal values quantize to ±127
+					}
+					check(c, fmt.Sprintf("bytes %#x, x %g", w, sign))
 				}
 			}
+		}
+	}
+}
+
+// x paired for Q4_0's kernel: per pair of blocks A, B the bytes A[0:16], B[0:16], A[16:32],
+// B[16:32] (zeros for the B of a last block alone), and the offsets 8·Σ of the four bytes
+// 2i, 2i+1, 32+2i, 33+2i of the pair, from the assembly as from Go, for any bytes (−128 and 127
+// included); nothing is written past either.
+func TestPairQ4(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, nb := range []int{0, 1, 2, 3, 9} {
+		q := make([]int8, 32*nb)
+		for i := range q {
+			q[i] = int8(r.IntN(256) - 128)
+		}
+		if nb > 1 {
+			for i := range 32 {
+				q[i], q[32+i] = -128, 127
+			}
+		}
+		np := (nb + 1) / 2
+		wantQ, wantO := make([]int8, 64*np), make([]int16, 16*np)
+		for b := range nb {
+			for e := range 32 {
+				wantQ[64*(b/2)+32*(e/16)+16*(b%2)+e%16] = q[32*b+e]
+			}
+		}
+		for i := range wantO {
+			p, w := i/16, i%16
+			for _, at := range []int{2 * w, 2*w + 1, 32 + 2*w, 33 + 2*w} {
+				wantO[i] += 8 * int16(wantQ[64*p+at])
+			}
+		}
+		check := func(what string, pair func(q, q4 []int8, o []int16)) {
+			t.Helper()
+			q4, o := make([]int8, 64*np+1), make([]int16, 16*np+1)
+			for i := range q4 {
+				q4[i] = 99 // stale bytes from an earlier row
+			}
+			for i := range o {
+				o[i] = 12345
+			}
+			pair(q, q4[:64*np], o[:16*np])
+			for i, v := range wantQ {
+				if q4[i] != v {
+					t.Fatalf("%s, %d blocks: q4[%d] = %d, want %d", what, nb, i, q4[i], v)
+				}
+			}
+			for i, v := range wantO {
+				if o[i] != v {
+					t.Fatalf("%s, %d blocks: o[%d] = %d, want %d", what, nb, i, o[i], v)
+				}
+			}
+			if q4[64*np] != 99 || o[16*np] != 12345 {
+				t.Fatalf("%s, %d blocks: written past the end", what, nb)
+			}
+		}
+		check("Go", pairQ4)
+		if IntAsm() {
+			check("assembly", pairQ4Asm)
 		}
 	}
 }

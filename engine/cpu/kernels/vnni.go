@@ -40,13 +40,17 @@ var vnniCPU = cpuid.X86.HasAVX512F && cpuid.X86.HasAVX512BW && cpuid.X86.HasAVX5
 // integer path, as it selects the portable float32 kernels).
 func VNNI() bool { return haveVNNIAsm && vnniCPU && quantKernels() == quantAVX512 }
 
-// ActRow is one row of x quantized to Q8_0, in one of two forms: q and d in ggml's order, which
-// the portable path reads, or (when the assembly runs) vq, vc and vd, the same values laid out
-// for it in pairs of blocks (see layoutAct). The form is chosen once, when x is quantized, so a
-// call finishes on the kernels it started with even if the kernel set changes meanwhile.
+// ActRow is one row of x quantized to Q8_0, in one of two forms. The plain one: q and d in
+// ggml's order, which the portable path and the AVX2 kernel for Q8_0 weights read, and q4 and o,
+// the same values paired for the AVX2 kernel for Q4_0 weights (see pairQ4). The VNNI one (when
+// its assembly runs): vq, vc and vd, the values laid out for it in pairs of blocks (see
+// layoutAct). The form is chosen once, when x is quantized, so a call finishes on the kernels it
+// started with even if the kernel set changes meanwhile.
 type ActRow struct {
 	q  []int8
 	d  []float32
+	q4 []int8
+	o  []int16
 	vq []int8
 	vc []int32
 	vd []float32
@@ -58,7 +62,8 @@ func actPairs(k int) int { return (k/32 + 1) / 2 }
 // ActRowBytes is the scratch one row of x of k needs (k a multiple of 32), in either form; every
 // part keeps the 64-byte alignment of the slot it starts in.
 func ActRowBytes(k int) int {
-	return max(align64(k)+align64(4*k/32), 3*64*actPairs(k))
+	np := actPairs(k)
+	return max(align64(k)+align64(4*k/32)+align64(64*np)+align64(32*np), 3*64*np)
 }
 
 func align64(n int) int { return (n + 63) &^ 63 }
@@ -77,6 +82,8 @@ func ActView(buf []byte, k int, layout bool) ActRow {
 	} else {
 		a.q = bytesAs[int8](take(k))
 		a.d = bytesAs[float32](take(4 * k / 32))
+		a.q4 = bytesAs[int8](take(64 * actPairs(k)))
+		a.o = bytesAs[int16](take(32 * actPairs(k)))
 	}
 	return a
 }
@@ -95,12 +102,42 @@ func QuantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (ActRow, 
 	}
 	if IntAsm() {
 		quantizeRowAsm(x, a.q, a.d)
+		pairQ4Asm(a.q, a.q4, a.o)
 		return a, nil
 	}
 	if err := quant.QuantizeSplit(quant.Q8_0, x, bytesAs[byte](buf[:k]), a.d); err != nil {
 		return a, fmt.Errorf("quantizing activations: %w", err)
 	}
+	pairQ4(a.q, a.q4, a.o)
 	return a, nil
+}
+
+// pairQ4 arranges a row of x quantized in ggml's order (q) for the AVX2 kernel for Q4_0 weights
+// (q4), with its part of Q4_0's offset (o). That kernel takes two blocks A, B of a weight row at
+// a time, 32 bytes of nibbles: the low nibbles are elements 0-15 of A then of B, the high ones
+// elements 16-31 of A then of B. So q4 holds per pair of blocks A[0:16], B[0:16], A[16:32],
+// B[16:32] (layoutAct's order for Q4_0; zeros stand for a missing B), the bytes each nibble
+// multiplies. The kernel adds the int16 pair sums of the two halves, so word i of a pair sums
+// four elements, at bytes 2i, 2i+1, 32+2i and 33+2i of the pair; a weight is a nibble n with
+// w = n − 8, so those four products are Σ n·x − 8·Σ x, and the second term depends on x alone:
+// it is computed here once per row of x instead of once per weight row, o[16p+i] = 8·Σ x over
+// those four bytes. Every path fills q4 and o, whatever the weights' type: siblings of one step
+// (Q8_0 and Q4_0 weights) share a row of x quantized once, and a row quantized by the Go path
+// stays right if the kernel set changes before the product.
+func pairQ4(q []int8, q4 []int8, o []int16) {
+	nb := len(q) / 32
+	for p := range actPairs(len(q)) {
+		v := q4[64*p : 64*p+64]
+		for i := range v {
+			v[i] = 0
+			if b := 2*p + (i/16)%2; b < nb {
+				v[i] = q[32*b+i%16+16*(i/32)]
+			}
+		}
+		for i := range 16 {
+			o[16*p+i] = 8*(int16(v[2*i])+int16(v[2*i+1])) + 8*(int16(v[32+2*i])+int16(v[33+2*i]))
+		}
+	}
 }
 
 // layoutAct arranges a row quantized in ggml's order (q, d) for the kernels (vq, vc, vd), one
@@ -164,7 +201,7 @@ func ActDotRows(typ quant.Type, q []byte, d []float32, k int, a *ActRow, y []flo
 		return
 	}
 	if IntAsm() {
-		actGemm1(typ, q, d, a.q, a.d, y, k/32)
+		actGemm1(typ, q, d, a, y, k/32)
 		return
 	}
 	if typ == quant.Q8_0 {
