@@ -361,7 +361,8 @@ func BenchmarkActDotRows(b *testing.B) {
 	}
 }
 
-// Quantizing one row of x (layers/quant's rounding, then the kernels' layout).
+// Quantizing one row of x (layers/quant's rounding, then the layout of the kernels this CPU
+// runs).
 func BenchmarkQuantizeAct(b *testing.B) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, k := range []int{288, 768} {
@@ -372,7 +373,7 @@ func BenchmarkQuantizeAct(b *testing.B) {
 		buf := make([]byte, ActRowBytes(k))
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
 			for b.Loop() {
-				QuantizeAct(quant.Q8_0, x, buf, true)
+				QuantizeAct(quant.Q8_0, x, buf, VNNI()) // the layout only where its kernels run
 			}
 		})
 	}
