@@ -13,13 +13,15 @@ import (
 // exists.
 const DefaultName = "rope-decoder"
 
-// The files are named one by one: a train_state.safetensors left by retraining the model in
-// place (git ignores it) must not grow every binary by the optimizer's state.
+// The weights are named: a train_state.safetensors left by retraining the model in place (git
+// ignores it) must not grow every binary by the optimizer's state. The JSON files go by pattern,
+// so that a model trained on BPE tokens brings its tokenizer.json.
 //
-//go:embed rope-decoder/config.json rope-decoder/model.safetensors rope-decoder/train.json
+//go:embed rope-decoder/*.json rope-decoder/model.safetensors
 var files embed.FS
 
-// Default is the embedded checkpoint folder: config.json, model.safetensors and train.json.
+// Default is the embedded checkpoint folder: config.json, model.safetensors, train.json, and
+// tokenizer.json when the model has one.
 func Default() fs.FS {
 	sub, err := fs.Sub(files, DefaultName)
 	if err != nil {
