@@ -15,6 +15,7 @@ import (
 	"github.com/posformer/posformer/cmd/internal/app/infer"
 	"github.com/posformer/posformer/cmd/internal/app/list"
 	"github.com/posformer/posformer/cmd/internal/app/pe"
+	"github.com/posformer/posformer/cmd/internal/app/perplexity"
 	"github.com/posformer/posformer/cmd/internal/app/tokenize"
 	"github.com/posformer/posformer/cmd/internal/app/train"
 	"github.com/posformer/posformer/cmd/internal/version"
@@ -37,6 +38,7 @@ var commands = []command{
 		bench.ChildPrefix = []string{"bench"} // -speed runs this program again per model
 		return bench.Main(args)
 	}},
+	{"perplexity", nil, "perplexity and bits per byte of a model on a text file (llama-perplexity)", perplexity.Main},
 	{"pe", nil, "what a positional scheme does, as JSON, CSV or PNG", pe.Main},
 	{"export", nil, "write a model as GGUF or a Hugging Face folder", export.Main},
 	{"tokenize", nil, "text to token ids and back (llama-tokenize)", tokenize.Main},
