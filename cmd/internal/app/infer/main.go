@@ -4,6 +4,7 @@
 // prefill and decode tokens per second. A llama2.c .bin checkpoint runs as llama2.c's run.c runs
 // it (see llama2c.go), a GGUF file as llama.cpp's llama-cli with the file's own tokenizer (see
 // gguf.go). With -cnv (posformer chat) it is a conversation that keeps the KV cache (chat.go).
+// Open (open.go) loads a model and its tokenizer as run does, for posformer perplexity.
 //
 //	go run ./cmd/infer -p "func main() {"
 //	go run ./cmd/infer -m weights/sinusoidal-encoder -p "for i := 0; i < n; i<mask><mask> {"
