@@ -22,16 +22,16 @@ type Opened struct {
 	BOS    int
 }
 
-// Open loads the model at path (a checkpoint directory or a GGUF file, already resolved by
+// Open loads the model at path (a checkpoint directory, a GGUF file or a llama2.c .bin, already resolved by
 // modelhome.Resolve) on backend with a context of ctxSize tokens (0: the model's
-// max_seq_len). tok replaces a GGUF file's tokenizer, as -z does. A context the model cannot
+// max_seq_len). tok is -z: a GGUF file's replacement tokenizer, a llama2.c model's tokenizer.bin. A context the model cannot
 // hold is a flag error (IsFlagError).
 func Open(path, backend, tok string, ctxSize int) (Opened, error) {
 	o := options{model: path, backend: backend, ctxSize: ctxSize, tokenizer: tok}
 	isGGUF := gguf.IsFile(path)
 	switch {
 	case !isGGUF && engine.IsLlama2C(path):
-		return Opened{}, fmt.Errorf("%s is a llama2.c .bin file; convert it with posformer export, or pass a checkpoint directory or a GGUF file", path)
+		return openLlama2C(o)
 	case !isGGUF && tok != "":
 		return Opened{}, fmt.Errorf("-z is for GGUF models; %s is a checkpoint directory with its own tokenizer", path)
 	case !isGGUF:
@@ -63,6 +63,24 @@ func Open(path, backend, tok string, ctxSize int) (Opened, error) {
 		bos = sp.BOS
 	}
 	return Opened{Engine: e, Tok: sp.Tok, BOS: bos}, nil
+}
+
+// openLlama2C loads a llama2.c .bin with -z's tokenizer.bin; a text starts with BOS, as run.c's
+// prompts do.
+func openLlama2C(o options) (Opened, error) {
+	if o.tokenizer == "" {
+		return Opened{}, fmt.Errorf("%s is a llama2.c .bin file: pass its tokenizer.bin with -z", o.model)
+	}
+	memlimit.ForLoading(engine.CheckpointBytes(o.model))
+	e, err := o.load()
+	if err != nil {
+		return Opened{}, err
+	}
+	tok, err := tokenizer.LoadLlama2C(o.tokenizer, e.Model.Config.VocabSize)
+	if err != nil {
+		return Opened{}, fmt.Errorf("-z: %w", err)
+	}
+	return Opened{Engine: e, Tok: tok, BOS: runcBOS}, nil
 }
 
 // IsFlagError reports whether err is a flag the command should refuse with exit 2.

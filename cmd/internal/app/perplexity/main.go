@@ -65,20 +65,20 @@ func (e flagError) Unwrap() error { return e.error }
 func parse(args []string, stderr io.Writer) (o options, help bool, err error) {
 	fs := flag.NewFlagSet("perplexity", flag.ContinueOnError)
 	for _, name := range []string{"m", "model"} {
-		fs.StringVar(&o.model, name, infer.DefaultModel, "checkpoint directory, a GGUF file, or the name of a model in $POSFORMER_HOME (posformer list)")
+		fs.StringVar(&o.model, name, infer.DefaultModel, "checkpoint directory, a GGUF file, a llama2.c .bin (with -z), or the name of a model in $POSFORMER_HOME (posformer list)")
 	}
 	for _, name := range []string{"f", "file"} {
 		fs.StringVar(&o.file, name, "", "the text to score (-: standard input); required")
 	}
 	for _, name := range []string{"c", "ctx-size"} {
-		fs.IntVar(&o.ctx, name, 0, "tokens per chunk (0: the model's train_seq_len, else 512)")
+		fs.IntVar(&o.ctx, name, 0, "tokens per chunk (0: the model's train_seq_len, else 512 or its max_seq_len if smaller)")
 	}
 	fs.IntVar(&o.chunks, "chunks", -1, "score at most this many chunks (-1: all)")
 	for _, name := range []string{"t", "threads"} {
 		fs.IntVar(&o.threads, name, 0, "threads of the cpu backend's worker pool (0: one per core)")
 	}
 	backendflag.Var(fs, &o.backend, backendflag.Usage)
-	fs.StringVar(&o.tokenizer, "z", "", "GGUF models: a tokenizer replacing the file's")
+	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z); GGUF models: a tokenizer replacing the file's")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: perplexity -f FILE [-m DIR|FILE|NAME] [-c N] [--chunks N] [-t THREADS] [--backend B]")
 		flaghelp.PrintDefaults(fs)
@@ -117,13 +117,17 @@ func run(o options, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.ctx == 0 {
+	defaulted := o.ctx == 0
+	if defaulted {
 		o.ctx = defaultContext(path)
 	}
 	start := time.Now()
 	m, err := infer.Open(path, o.backend, o.tokenizer, o.ctx)
 	if err != nil {
 		return err
+	}
+	if cfg := m.Engine.Model.Config; defaulted && cfg.MaxSeqLen < o.ctx {
+		o.ctx = cfg.MaxSeqLen // a llama2.c model's seq_len, say 256: no chunk past what it was built for
 	}
 	if !m.Engine.Model.Config.Causal() {
 		return fmt.Errorf("%s is an encoder: perplexity scores next-token prediction, which needs a decoder", o.model)
