@@ -140,7 +140,11 @@ func run(o options, stdin io.Reader, stdout, stderr io.Writer) error {
 		tokens = append([]int{m.BOS}, tokens...)
 	}
 	if len(tokens) < o.ctx {
-		return flagError{fmt.Errorf("%s is %d tokens, shorter than one chunk of -c %d; give a longer text or a smaller -c", o.file, len(tokens), o.ctx)}
+		name := o.file
+		if name == "-" {
+			name = "standard input"
+		}
+		return flagError{fmt.Errorf("%s is %d tokens, shorter than one chunk of -c %d; give a longer text or a smaller -c", name, len(tokens), o.ctx)}
 	}
 	load := time.Since(start)
 	fmt.Fprintf(stderr, "perplexity: %d tokens, %d chunks of %d; scoring the last %d tokens of each\n",

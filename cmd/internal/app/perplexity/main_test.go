@@ -194,7 +194,7 @@ func TestRefusals(t *testing.T) {
 		{"", []string{"-m", dir, "-f", "-", "-c", "-3"}, "-c must be at least 2"},
 		{"", []string{"-m", dir, "-f", "-", "--chunks", "0"}, "--chunks must be positive"},
 		{"", []string{"-m", dir, "-f", "-", "extra"}, "unexpected argument"},
-		{"short text", []string{"-m", dir, "-f", "-"}, "is 10 tokens, shorter than one chunk of -c 64"},
+		{"short text", []string{"-m", dir, "-f", "-"}, "standard input is 10 tokens, shorter than one chunk of -c 64"},
 		{sampleText(), []string{"-m", dir, "-f", "-", "-c", "320"}, "is 311 tokens, shorter than one chunk of -c 320"},
 	}
 	for _, c := range cases {
