@@ -2,15 +2,14 @@ package export
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/posformer/posformer/cmd/internal/gguftok"
+	"github.com/posformer/posformer/cmd/internal/llama2ctest"
 	"github.com/posformer/posformer/engine"
 )
 
@@ -26,30 +25,6 @@ func stories260KPath() string {
 		}
 	}
 	return ""
-}
-
-// llama2cTokenizer writes a tokenizer.bin of n tokens in run.c's format: llama2.c's specials,
-// the byte pieces, then fillers.
-func llama2cTokenizer(t *testing.T, n int) string {
-	t.Helper()
-	pieces := []string{"<unk>", "\n<s>\n", "\n</s>\n"}
-	for b := range 256 {
-		pieces = append(pieces, fmt.Sprintf("<0x%02X>", b))
-	}
-	for len(pieces) < n {
-		pieces = append(pieces, fmt.Sprintf("t%d", len(pieces)))
-	}
-	out := binary.LittleEndian.AppendUint32(nil, 16)
-	for i, p := range pieces {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(-float32(i)))
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
-		out = append(out, p...)
-	}
-	path := filepath.Join(t.TempDir(), "tokenizer.bin")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 func greedyIDs(t *testing.T, path string, prompt []int, n int) []int {
@@ -90,7 +65,7 @@ func TestLlama2CKeepsBOS(t *testing.T) {
 		o    options
 	}{
 		{"without -z", options{}},
-		{"-z tokenizer.bin", options{tokenizer: llama2cTokenizer(t, 512)}},
+		{"-z tokenizer.bin", options{tokenizer: llama2ctest.Tokenizer(t, 512)}},
 		{"--no-vocab", options{noVocab: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posformer/posformer/cmd/internal/llama2ctest"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/models/gguf"
 	"github.com/posformer/posformer/models/llama2c"
@@ -77,12 +78,12 @@ func TestGGUFLikeCheckpoint(t *testing.T) {
 // A SentencePiece vocabulary in the file: BOS first, the text decoded with its spaces (which
 // decoding token by token would lose), and -z replacing the file's tokenizer.
 func TestGGUFText(t *testing.T) {
-	tokPath := tokenizerFile(t, 300)
+	tokPath := llama2ctest.Tokenizer(t, 300, " ", "a", " a", " hi")
 	l2c, err := tokenizer.LoadLlama2C(tokPath, 300)
 	if err != nil {
 		t.Fatal(err)
 	}
-	to262 := exportGGUF(t, constantModel(t, 300, 262), l2c) // " hi" every step
+	to262 := exportGGUF(t, llama2ctest.ConstantModel(t, 300, 262), l2c) // " hi" every step
 	o := ggufOptions(to262)
 	o.prompt, o.n, o.sampling.RepeatPenalty = "a", 4, 1
 	var out bytes.Buffer
@@ -93,7 +94,7 @@ func TestGGUFText(t *testing.T) {
 		t.Errorf("printed %q, want %q", out.String(), want)
 	}
 	// The same model without a vocabulary: -z gives one, --prompt-ids needs none.
-	bare := exportGGUF(t, constantModel(t, 300, 262), nil)
+	bare := exportGGUF(t, llama2ctest.ConstantModel(t, 300, 262), nil)
 	o.model = bare
 	if err := runGGUF(o, new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "has no vocabulary: pass a tokenizer with -z") {
 		t.Errorf("no vocabulary: %v", err)

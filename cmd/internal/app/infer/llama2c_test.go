@@ -2,79 +2,15 @@ package infer
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/posformer/posformer/cmd/internal/llama2ctest"
 	"github.com/posformer/posformer/engine"
-	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/llama2c"
 )
-
-// constantModel writes a llama2.c model whose greedy choice after any token is target: every
-// block's output projections are zero, so the final hidden state is the (shared) embedding
-// e = (1, 0, ..., 0) normalized, and the classifier scores only row target, with sqrt(dim) > 0.
-func constantModel(t *testing.T, vocab, target int) string {
-	t.Helper()
-	cfg := models.Config{Kind: models.Decoder, VocabSize: vocab, Dim: 8, NumLayers: 1, NumHeads: 2, HiddenDim: 8,
-		MaxSeqLen: 16, Positional: map[string]any{"name": "rope", "layout": "interleaved"}}
-	h, err := llama2c.HeaderFor(cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := llama2c.Weights{}
-	for _, e := range h.Layout() {
-		v := make([]float32, e.Numel())
-		switch {
-		case len(e.Shape) == 1: // norms
-			for i := range v {
-				v[i] = 1
-			}
-		case e.Name == "tok_embeddings.weight":
-			for r := range vocab {
-				v[r*8] = 1
-			}
-		case e.Name == "output.weight":
-			v[target*8] = 1
-		}
-		w[e.Name] = v
-	}
-	path := filepath.Join(t.TempDir(), fmt.Sprintf("const%d.bin", target))
-	if err := llama2c.Write(path, cfg, w, 0); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// tokenizerFile writes a tokenizer.bin of n tokens: the llama2.c specials and byte pieces,
-// then " ", "a", " a", " hi" and fillers.
-func tokenizerFile(t *testing.T, n int) string {
-	t.Helper()
-	pieces := []string{"<unk>", "\n<s>\n", "\n</s>\n"}
-	for b := range 256 {
-		pieces = append(pieces, fmt.Sprintf("<0x%02X>", b))
-	}
-	pieces = append(pieces, " ", "a", " a", " hi")
-	for len(pieces) < n {
-		pieces = append(pieces, fmt.Sprintf("filler%d", len(pieces)))
-	}
-	out := binary.LittleEndian.AppendUint32(nil, 16)
-	for i, p := range pieces {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(-float32(i)))
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
-		out = append(out, p...)
-	}
-	path := filepath.Join(t.TempDir(), "tokenizer.bin")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // llama2cOptions are the flag defaults, with the given flags marked as set.
 func llama2cOptions(model string, set ...string) options {
@@ -88,10 +24,10 @@ func llama2cOptions(model string, set ...string) options {
 }
 
 func TestLlama2CLikeRunC(t *testing.T) {
-	to7 := constantModel(t, 300, 7)
-	toBOS := constantModel(t, 300, 1)
-	to262 := constantModel(t, 300, 262) // " hi" in tokenizerFile
-	tok := tokenizerFile(t, 300)
+	to7 := llama2ctest.ConstantModel(t, 300, 7)
+	toBOS := llama2ctest.ConstantModel(t, 300, 1)
+	to262 := llama2ctest.ConstantModel(t, 300, 262) // " hi" in the tokenizer.bin
+	tok := llama2ctest.Tokenizer(t, 300, " ", "a", " a", " hi")
 	cases := []struct {
 		name string
 		o    options
@@ -126,9 +62,9 @@ func TestLlama2CLikeRunC(t *testing.T) {
 }
 
 func TestLlama2CBadFlags(t *testing.T) {
-	model := constantModel(t, 300, 7)
-	tok := tokenizerFile(t, 300)
-	short := tokenizerFile(t, 280)
+	model := llama2ctest.ConstantModel(t, 300, 7)
+	tok := llama2ctest.Tokenizer(t, 300, " ", "a", " a", " hi")
+	short := llama2ctest.Tokenizer(t, 280, " ", "a", " a", " hi")
 	cases := []struct {
 		mutate func(*options)
 		want   string

@@ -1,18 +1,15 @@
 package perplexity
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/posformer/posformer/cmd/internal/llama2ctest"
 	"github.com/posformer/posformer/engine"
-	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/gguf"
-	"github.com/posformer/posformer/models/llama2c"
 	"github.com/posformer/posformer/tokenizer"
 )
 
@@ -73,53 +70,9 @@ func TestGGUFWithBOS(t *testing.T) {
 // (1, 0, ..., 0)), 0 for the others. Each scored token's NLL is then log(V-1+e^l) - l when it
 // is that token and log(V-1+e^l) otherwise; the default -c is the model's seq_len, 16.
 func TestLlama2CClosedForm(t *testing.T) {
-	const vocab, dim, seq, target = 300, 8, 16, 3 + 256 + 1 // target: the piece "a"
-	cfg := models.Config{Kind: models.Decoder, VocabSize: vocab, Dim: dim, NumLayers: 1, NumHeads: 2, HiddenDim: 8,
-		MaxSeqLen: seq, Positional: map[string]any{"name": "rope", "layout": "interleaved"}}
-	h, err := llama2c.HeaderFor(cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := llama2c.Weights{}
-	for _, e := range h.Layout() {
-		v := make([]float32, e.Numel())
-		switch {
-		case len(e.Shape) == 1: // norms
-			for i := range v {
-				v[i] = 1
-			}
-		case e.Name == "tok_embeddings.weight":
-			for r := range vocab {
-				v[r*dim] = 1
-			}
-		case e.Name == "output.weight":
-			v[target*dim] = 1
-		}
-		w[e.Name] = v
-	}
-	model := filepath.Join(t.TempDir(), "const.bin")
-	if err := llama2c.Write(model, cfg, w, 0); err != nil {
-		t.Fatal(err)
-	}
-	// tokenizer.bin: the llama2.c specials, the 256 byte pieces, then " " and "a".
-	pieces := []string{"<unk>", "\n<s>\n", "\n</s>\n"}
-	for b := range 256 {
-		pieces = append(pieces, fmt.Sprintf("<0x%02X>", b))
-	}
-	pieces = append(pieces, " ", "a")
-	for len(pieces) < vocab {
-		pieces = append(pieces, fmt.Sprintf("filler%d", len(pieces)))
-	}
-	out := binary.LittleEndian.AppendUint32(nil, 16)
-	for i, p := range pieces {
-		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(-float32(i)))
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(p)))
-		out = append(out, p...)
-	}
-	tokFile := filepath.Join(t.TempDir(), "tokenizer.bin")
-	if err := os.WriteFile(tokFile, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	const vocab, dim, seq, target = 300, llama2ctest.Dim, llama2ctest.SeqLen, 3 + 256 + 1 // target: the piece "a"
+	model := llama2ctest.ConstantModel(t, vocab, target)
+	tokFile := llama2ctest.Tokenizer(t, vocab, " ", "a")
 	tok, err := tokenizer.LoadLlama2C(tokFile, vocab)
 	if err != nil {
 		t.Fatal(err)
