@@ -31,11 +31,14 @@
 
 #include "textflag.h"
 
+// The 32-bit constant val in every lane of Y (X its lower half); uses AX.
+#define BCAST(val, Y, X) \
+	MOVL         val, AX \
+	VMOVD        AX, X \
+	VPBROADCASTD X, Y
+
 // Y15 = 1 in every int16 lane (VPMADDWD's pair sum).
-#define ONES \
-	MOVL         $0x00010001, AX \
-	VMOVD        AX, X15 \
-	VPBROADCASTD X15, Y15
+#define ONES BCAST($0x00010001, Y15, X15)
 
 // One Q8_0 block's eight int32 lanes as floats in Y4: weights at wa, x's block at xa.
 // AVX2 has no signed-by-signed byte product, so x takes w's sign (VPSIGNB) and w enters
@@ -250,9 +253,7 @@ TEXT ·q4ActGemm1AVX2(SB), NOSPLIT, $0-64
 	MOVQ n+48(FP), CX
 	MOVQ nb+56(FP), BX
 	ONES
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
+	BCAST($0x0f0f0f0f, Y14, X14)
 	VMOVDQU      q4Odd<>(SB), Y12
 	VMOVDQU      q4Spread<>(SB), Y13
 	TESTQ        CX, CX
@@ -345,9 +346,7 @@ TEXT ·pairQ4AVX2(SB), NOSPLIT, $0-32
 	MOVQ         q4+8(FP), DI
 	MOVQ         o+16(FP), DX
 	MOVQ         nb+24(FP), BX
-	MOVL         $0x08080808, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, Y13
+	BCAST($0x08080808, Y13, X13)
 	MOVQ         BX, CX
 	SHRQ         $1, CX
 	JZ           pqlone
@@ -414,11 +413,6 @@ GLOBL actPerm<>(SB), RODATA|NOPTR, $32
 	VANDPS     Y7, Y8, Y8 \
 	VADDPS     Y8, Y6, Y6 \
 	VCVTTPS2DQ Y6, P
-
-#define BCAST(val, Y, X) \
-	MOVL         val, AX \
-	VMOVD        AX, X \
-	VPBROADCASTD X, Y
 
 // func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
 TEXT ·q8QuantizeAVX2(SB), NOSPLIT, $0-32
