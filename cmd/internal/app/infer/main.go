@@ -195,19 +195,11 @@ func (o *options) resolve(stdin io.Reader) error {
 	}
 	switch {
 	case o.promptFile == "-" || (o.prompt == "-" && (o.set["p"] || o.set["prompt"])):
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return fmt.Errorf("reading the prompt from standard input: %w", err)
-		}
-		o.prompt = string(data)
+		o.prompt, err = ReadText("-", stdin, "the prompt")
 	case o.promptFile != "":
-		data, err := os.ReadFile(o.promptFile)
-		if err != nil {
-			return fmt.Errorf("-f: %w", err)
-		}
-		o.prompt = string(data)
+		o.prompt, err = ReadText(o.promptFile, stdin, "the prompt")
 	}
-	return nil
+	return err
 }
 
 func run(o options, args []string) error {

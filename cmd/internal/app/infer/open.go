@@ -3,6 +3,7 @@ package infer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -85,3 +86,19 @@ func openLlama2C(o options) (Opened, error) {
 
 // IsFlagError reports whether err is a flag the command should refuse with exit 2.
 func IsFlagError(err error) bool { return errors.As(err, new(flagError)) }
+
+// ReadText reads -f's file, or stdin when file is "-"; what names the text in the error.
+func ReadText(file string, stdin io.Reader, what string) (string, error) {
+	if file == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", fmt.Errorf("reading %s from standard input: %w", what, err)
+		}
+		return string(data), nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("-f: %w", err)
+	}
+	return string(data), nil
+}

@@ -109,7 +109,7 @@ func parse(args []string, stderr io.Writer) (o options, help bool, err error) {
 }
 
 func run(o options, stdin io.Reader, stdout, stderr io.Writer) error {
-	text, err := readText(o.file, stdin)
+	text, err := infer.ReadText(o.file, stdin, "the text")
 	if err != nil {
 		return err
 	}
@@ -174,19 +174,4 @@ func defaultContext(path string) int {
 		return cfg.TrainSeqLen
 	}
 	return defaultCtx
-}
-
-func readText(file string, stdin io.Reader) (string, error) {
-	if file == "-" {
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return "", fmt.Errorf("reading the text from standard input: %w", err)
-		}
-		return string(data), nil
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("-f: %w", err)
-	}
-	return string(data), nil
 }
