@@ -73,9 +73,12 @@ func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 
 // KVBytes is the size of a full KV cache for batch rows (keys, values, slot positions and
 // validity), what a session grows to when it fills the context.
-func (e *Engine) KVBytes(batch int) int64 {
+func (e *Engine) KVBytes(batch int) int64 { return e.cacheBytes(batch, e.Capacity) }
+
+// cacheBytes is the size of a cache of window slots for batch rows.
+func (e *Engine) cacheBytes(batch, window int) int64 {
 	var n int64
-	for _, sh := range e.cacheShapes(batch, e.Capacity) {
+	for _, sh := range e.cacheShapes(batch, window) {
 		n += int64(sh.Memory())
 	}
 	return n
@@ -91,9 +94,7 @@ func (e *Engine) SessionBytes(batch, tokens int) int64 {
 	var n int64
 	last := e.window(min(max(tokens, 1), e.Capacity))
 	for w := e.window(1); ; w = e.window(w + 1) {
-		for _, sh := range e.cacheShapes(batch, w) {
-			n += int64(sh.Memory())
-		}
+		n += e.cacheBytes(batch, w)
 		if w >= last {
 			return n
 		}
@@ -205,14 +206,10 @@ func (e *Engine) withBytes(buf backends.Buffer, write bool, fn func([]byte)) (ba
 // (a long -c whose generation ends early does not pay for the whole context).
 func (s *Session) Reserve(tokens int) error {
 	last := s.e.window(min(max(tokens, 1), s.e.Capacity))
-	reserved := 0
+	var reserved int64
 	for w := s.e.window(1); ; w = s.e.window(w + 1) {
 		if w > s.window && s.spare[w] == nil {
-			bytes := 0
-			for _, sh := range s.e.cacheShapes(s.batch, w) {
-				bytes += int(sh.Memory())
-			}
-			if reserved += bytes; reserved > maxReserveBytes && w > s.e.window(1) {
+			if reserved += s.e.cacheBytes(s.batch, w); reserved > maxReserveBytes && w > s.e.window(1) {
 				return nil
 			}
 			bufs, err := s.e.newCache(s.batch, w)
@@ -231,7 +228,7 @@ func (s *Session) Reserve(tokens int) error {
 }
 
 // maxReserveBytes bounds what Reserve allocates ahead.
-var maxReserveBytes = 256 << 20 // a variable for tests
+var maxReserveBytes int64 = 256 << 20 // a variable for tests
 
 // newCache allocates the (zero) cache buffers of window slots.
 func (e *Engine) newCache(batch, window int) ([]backends.Buffer, error) {

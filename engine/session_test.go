@@ -232,7 +232,7 @@ func TestReserveStopsAtItsBound(t *testing.T) {
 	}
 	saved := maxReserveBytes
 	defer func() { maxReserveBytes = saved }()
-	maxReserveBytes = bytesOf(64) + bytesOf(128) // 64 and 128 fit, 200 does not
+	maxReserveBytes = int64(bytesOf(64) + bytesOf(128)) // 64 and 128 fit, 200 does not
 	s := e.NewSession(1)
 	if err := s.Reserve(200); err != nil {
 		t.Fatal(err)
