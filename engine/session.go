@@ -85,17 +85,16 @@ func (e *Engine) cacheBytes(batch, window int) int64 {
 }
 
 // SessionBytes is the most KV cache memory a session of batch rows holds at once on its way to
-// tokens slots a row: Reserve allocates every window up to the one that holds them, and they
+// the full context: Reserve allocates every window up to the one a generation needs, and they
 // coexist until the session grows through them; a session that grows without reserving holds
 // the old window and the new one during the copy, less than that sum. The sum is about twice
-// KVBytes for a full context. A memory limit below it keeps the collector running at every
-// step (cmd/internal/memlimit).
-func (e *Engine) SessionBytes(batch, tokens int) int64 {
+// KVBytes. A memory limit below it keeps the collector running at every step
+// (cmd/internal/memlimit).
+func (e *Engine) SessionBytes(batch int) int64 {
 	var n int64
-	last := e.window(min(max(tokens, 1), e.Capacity))
 	for w := e.window(1); ; w = e.window(w + 1) {
 		n += e.cacheBytes(batch, w)
-		if w >= last {
+		if w >= e.Capacity {
 			return n
 		}
 	}

@@ -148,7 +148,7 @@ func Measure(target string, o Options) (r Result, err error) {
 		return r, err
 	}
 	r.LoadSec = time.Since(start).Seconds()
-	o.Memory.limit(e.SessionBytes(1, e.Capacity))
+	o.Memory.limit(e.SessionBytes(1))
 	cfg := e.Model.Config
 	r.Capacity = e.Capacity
 	r.Params, err = countParams(e)
@@ -177,7 +177,7 @@ func Measure(target string, o Options) (r Result, err error) {
 	r.CompiledAtWarmup = e.Compilations()
 	// The compiled graphs are part of the model's footprint now: limit from here.
 	runtime.GC()
-	o.Memory.limit(e.SessionBytes(1, e.Capacity))
+	o.Memory.limit(e.SessionBytes(1))
 	before := e.Compilations()
 
 	if o.CPUProfile != nil {
@@ -245,7 +245,7 @@ func Measure(target string, o Options) (r Result, err error) {
 	r.WarmupSec += time.Since(start).Seconds()
 	r.CompiledAtWarmup += e.Compilations() - before
 	runtime.GC()
-	o.Memory.limit(e.SessionBytes(slices.Max(o.Batches), e.Capacity))
+	o.Memory.limit(e.SessionBytes(slices.Max(o.Batches)))
 	before = e.Compilations()
 	for _, b := range o.Batches {
 		p := BatchPoint{Batch: b}

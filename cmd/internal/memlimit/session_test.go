@@ -35,7 +35,7 @@ func TestReservedCacheFitsTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, kv := e.SessionBytes(1, e.Capacity), e.KVBytes(1); got <= kv+Slack || got > 2*kv {
+	if got, kv := e.SessionBytes(1), e.KVBytes(1); got <= kv+Slack || got > 2*kv {
 		t.Fatalf("SessionBytes %d for a full KV cache of %d: want more than it and the slack, at most twice it", got, kv)
 	}
 	// Compile the step outside the measured stretch.
@@ -46,7 +46,7 @@ func TestReservedCacheFitsTheLimit(t *testing.T) {
 	warm.Close()
 
 	runtime.GC()
-	Set(Base(), e.SessionBytes(1, e.Capacity))
+	Set(Base(), e.SessionBytes(1))
 	defer Off()
 	s := e.NewSession(1)
 	defer s.Close()

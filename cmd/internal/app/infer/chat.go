@@ -67,7 +67,7 @@ func runChat(o options, in io.Reader, out, errw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	memlimit.Set(memlimit.Base(), e.SessionBytes(1, e.Capacity))
+	memlimit.Set(memlimit.Base(), e.SessionBytes(1))
 	kind := "base model: each line is continued as typed"
 	if m.template != nil {
 		kind = "chat template " + m.template.Name

@@ -31,7 +31,7 @@ func runGGUF(o options, out io.Writer) error {
 	}
 	tok := sp.Tok
 	load := time.Since(start)
-	memlimit.Set(memlimit.Base(), e.SessionBytes(1, e.Capacity))
+	memlimit.Set(memlimit.Base(), e.SessionBytes(1))
 
 	var prompt []int
 	if sp.AddBOS && sp.BOS >= 0 {

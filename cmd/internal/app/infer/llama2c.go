@@ -72,7 +72,7 @@ func runLlama2C(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	memlimit.Set(memlimit.Base(), e.SessionBytes(1, e.Capacity))
+	memlimit.Set(memlimit.Base(), e.SessionBytes(1))
 	vocab := e.Model.Config.VocabSize
 	var tok *tokenizer.Llama2C
 	if o.tokenizer != "" {

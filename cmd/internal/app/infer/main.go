@@ -255,7 +255,7 @@ func run(o options, args []string) error {
 		return err
 	}
 	load := time.Since(start)
-	memlimit.Set(memlimit.Base(), e.SessionBytes(1, e.Capacity))
+	memlimit.Set(memlimit.Base(), e.SessionBytes(1))
 	if !e.Model.Config.Causal() {
 		return fillMask(e, tok, o.prompt)
 	}
@@ -322,7 +322,7 @@ func checkContext(e *engine.Engine, ctxSize int, avail int64) error {
 	if !e.Model.Config.Causal() || avail < 0 {
 		return nil
 	}
-	if need := e.SessionBytes(1, e.Capacity) + memlimit.Slack; need > avail {
+	if need := e.SessionBytes(1) + memlimit.Slack; need > avail {
 		return fmt.Errorf("a context of %d tokens (-c) needs %s for its KV cache but %s is available; lower -c", e.Capacity, memlimit.Size(need), memlimit.Size(avail))
 	}
 	return nil
