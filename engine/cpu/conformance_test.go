@@ -708,6 +708,12 @@ func confCases() []confCase {
 		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl), arg(f64, 7), arg(f64, 7)),
 		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 2, 3, 4, 5), arg(u8, 2, 3, 4, 5), arg(u8, 2, 3, 4, 5)),
 		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 5, 33), arg(bl, 5, 33), arg(bl, 5, 33)),
+		// Outputs large enough for the threads to take ranges: a prefill's mask (scalar branches),
+		// and elements of 2 and 8 bytes.
+		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 4, 130, 130), arg(f32), arg(f32)),
+		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 4, 130, 130), arg(f32, 4, 130, 130), arg(f32, 4, 130, 130)),
+		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 2, 200, 200), arg(i64, 2, 200, 200), arg(i64)),
+		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 2, 200, 200), arg(dtypes.Int16), arg(dtypes.Int16, 2, 200, 200)),
 	)
 	clamp := func(in []*Node) *Node { return Clamp(in[0], in[1], in[2]) }
 	add(cs("Clamp", tolExact, clamp, arg(f32), arg(f32, 3, 70, 130).g(genSpecial), arg(f32).g(genPositive)),

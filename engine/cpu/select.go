@@ -21,28 +21,47 @@ func lowerWhere(lw *lowering) (stepFn, error) {
 	p := lw.e.backend.pool
 	return func(f *frame) {
 		c, t, fa, out := typed[bool](f.slots[ic]), f.slots[it], f.slots[iff], f.slots[io]
-		if size == 4 && len(out) < 4*elementwiseGrain {
-			// int32 and float32 (the attention mask and the cache's positions): no copy calls.
-			t, fa, out := typed[uint32](t), typed[uint32](fa), typed[uint32](out)
-			for i := range out {
-				if c[i*sc] {
-					out[i] = t[i*st]
-				} else {
-					out[i] = fa[i*sf]
+		switch size {
+		case 1:
+			whereRange(p, c, t, fa, out, sc, st, sf)
+		case 2:
+			whereRange(p, c, typed[uint16](t), typed[uint16](fa), typed[uint16](out), sc, st, sf)
+		case 4: // int32 and float32: the attention mask, the cache's positions
+			whereRange(p, c, typed[uint32](t), typed[uint32](fa), typed[uint32](out), sc, st, sf)
+		case 8:
+			whereRange(p, c, typed[uint64](t), typed[uint64](fa), typed[uint64](out), sc, st, sf)
+		default:
+			p.parallelFor(len(out)/max(size, 1), elementwiseGrain, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					src, j := fa, i*sf
+					if c[i*sc] {
+						src, j = t, i*st
+					}
+					copy(out[i*size:(i+1)*size], src[j*size:(j+1)*size])
 				}
-			}
-			return
+			})
 		}
-		p.parallelFor(len(out)/max(size, 1), elementwiseGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				src, j := fa, i*sf
-				if c[i*sc] {
-					src, j = t, i*st
-				}
-				copy(out[i*size:(i+1)*size], src[j*size:(j+1)*size])
-			}
-		})
 	}, nil
+}
+
+// whereRange is Where on elements of one machine word (a copy call per element cost as much as
+// the rest of a prefill's mask), the threads taking ranges of a large output; sc, st and sf are
+// 0 for a scalar operand, 1 otherwise.
+func whereRange[T any](p *pool, c []bool, t, fa, out []T, sc, st, sf int) {
+	run := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if c[i*sc] {
+				out[i] = t[i*st]
+			} else {
+				out[i] = fa[i*sf]
+			}
+		}
+	}
+	if len(out) < 4*elementwiseGrain {
+		run(0, len(out))
+		return
+	}
+	p.parallelFor(len(out), elementwiseGrain, run)
 }
 
 // Clamp: the bounds are scalars or of the operand's shape.
