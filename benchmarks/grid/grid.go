@@ -42,9 +42,10 @@ func BaselineCell(task string) Cell {
 	return Cell{Model: recipe.Model{Task: task, Name: "_baselines", EvalSeconds: 5}, Baseline: true}
 }
 
-// Order puts first the cells whose training has begun (a loss curve in their folder: an earlier
-// run stopped them mid-way), then the cells of first's (task, scheme) pairs, every seed of them,
-// and the baselines (seconds each); then the rest in their order (the recipe's: seed by seed).
+// Order puts first the baselines (seconds each, and every table's chance and unigram rows and
+// the overview's scale wait on them), then the cells whose training has begun (a loss curve in
+// their folder: an earlier run stopped them mid-way), then the cells of first's (task, scheme)
+// pairs, every seed of them; then the rest in their order (the recipe's: seed by seed).
 // A grid that takes many sessions thus finishes what it began and settles what a report most
 // needs (the schemes "against the papers" compares, report.Compared) before it widens, in one
 // run: runs one after another would leave a core idle at the end of each while its last cell
@@ -60,16 +61,18 @@ func Order(cells []Cell, first map[string][]string) []Cell {
 }
 
 // tiers names Order's groups, in their order.
-var tiers = []string{"begun", "compared schemes and baselines", "the rest"}
+var tiers = []string{"baselines", "begun", "compared schemes", "the rest"}
 
 func tierOf(c Cell, first map[string][]string) int {
 	switch {
-	case !c.Baseline && LastStep(c.Dir) > 0:
+	case c.Baseline:
 		return 0
-	case c.Baseline || slices.Contains(first[c.Task], c.Scheme):
+	case LastStep(c.Dir) > 0:
 		return 1
+	case slices.Contains(first[c.Task], c.Scheme):
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // CellPath is where a cell's results are written: <out>/results/cells/<task>/<name>.csv.
@@ -595,7 +598,11 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int, first map[stri
 	var parts []string
 	for i, name := range tiers {
 		if tierCells[i] > 0 {
-			parts = append(parts, fmt.Sprintf("%s, %d cells (%s)", name, tierCells[i], recipe.Hours(tierSecs[i]/float64(lanes))))
+			noun := "cells"
+			if tierCells[i] == 1 {
+				noun = "cell"
+			}
+			parts = append(parts, fmt.Sprintf("%s, %d %s (%s)", name, tierCells[i], noun, recipe.Hours(tierSecs[i]/float64(lanes))))
 		}
 	}
 	if len(parts) > 0 {
@@ -607,8 +614,8 @@ func Plan(w io.Writer, out string, cells []Cell, jobs, cores int, first map[stri
 // ones took: each task's training time scaled by the ratio of its finished models' wall time
 // (train.json, kept beside the results) to their estimates at the step cap, since the plateau
 // rule stops most models early. n is how many finished models it rests on, ratio the overall
-// one, inPasses how many of them trained in passes (cmd/train's default since the eleventh
-// session, 21-27% faster a step than one pass). A task's own ratio is used once it rests on
+// one, inPasses how many of them trained in passes (cmd/train's default,
+// 21-27% faster a step than one pass). A task's own ratio is used once it rests on
 // minPaceModels models, and the ratio of its models trained in passes once there are that many
 // of them: the cells left will train so. Before, one model that the plateau rule stopped at a
 // fifth of its cap (mlm's NoPE) would set the pace of all the rest.

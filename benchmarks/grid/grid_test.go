@@ -331,8 +331,8 @@ func TestShippedCellReevaluatedFromItsCopy(t *testing.T) {
 	}
 }
 
-// Order resumes begun cells first, then runs every seed of the compared schemes and the
-// baselines, then the rest in the recipe's order (seed by seed; a fine-tune after its base).
+// Order runs the baselines first, resumes begun cells, then runs every seed of the compared
+// schemes, then the rest in the recipe's order (seed by seed; a fine-tune after its base).
 func TestOrder(t *testing.T) {
 	weights := t.TempDir()
 	var cells []Cell
@@ -352,8 +352,9 @@ func TestOrder(t *testing.T) {
 		got = append(got, c.ID())
 	}
 	want := []string{
+		"copy/_baselines", "lm/_baselines",
 		"lm/alibi",
-		"copy/none", "lm/rope", "lm/rope-pi4", "copy/none-seed2", "lm/rope-seed2", "lm/rope-pi4-seed2", "copy/_baselines", "lm/_baselines",
+		"copy/none", "lm/rope", "lm/rope-pi4", "copy/none-seed2", "lm/rope-seed2", "lm/rope-pi4-seed2",
 		"copy/rope", "copy/rope-randpos", "copy/alibi", "lm/none",
 		"copy/rope-seed2", "copy/rope-randpos-seed2", "copy/alibi-seed2", "lm/none-seed2", "lm/alibi-seed2",
 	}
@@ -368,7 +369,7 @@ func TestPlanTiers(t *testing.T) {
 	cells := grid(filepath.Join(out, "w")) // lm rope (+ PI), alibi, two seeds; the baselines
 	var b strings.Builder
 	Plan(&b, out, cells, 2, 2, map[string][]string{"lm": {"rope"}})
-	if want := "in this order on 2 cores: compared schemes and baselines, 5 cells"; !strings.Contains(b.String(), want) ||
+	if want := "in this order on 2 cores: baselines, 1 cell (0 h 00 min); then compared schemes, 4 cells"; !strings.Contains(b.String(), want) ||
 		!strings.Contains(b.String(), "then the rest, 2 cells") || strings.Contains(b.String(), "at the pace") {
 		t.Errorf("plan:\n%s\nwant %q, the rest's 2 cells, and no pace before a model is finished", b.String(), want)
 	}
