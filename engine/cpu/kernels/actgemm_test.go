@@ -269,10 +269,11 @@ func dequantSplit(typ quant.Type, q []byte, d []float32, dst []float32) error {
 }
 
 // BenchmarkActGemm: the integer GEMM of a prefill's product (128 rows of x, weights of the
-// 110M shape's attention), GMAC/s reported as GFLOP/s of 2 flops each; quantizing x included.
+// 110M shape's attention; 512 rows against the 15M shape's feed-forward matrices), GMAC/s
+// reported as GFLOP/s of 2 flops each; quantizing x included.
 func BenchmarkActGemm(b *testing.B) {
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-		for _, s := range [][3]int{{128, 256, 768}, {4, 256, 768}, {1, 2048, 768}} {
+		for _, s := range [][3]int{{128, 256, 768}, {512, 768, 288}, {512, 288, 768}, {4, 256, 768}, {1, 2048, 768}} {
 			m, n, k := s[0], s[1], s[2]
 			c := newActGemmCase(rand.New(rand.NewPCG(5, 6)), typ, m, n, k, false)
 			buf := make([]byte, ActRowsBytes(m, k))
