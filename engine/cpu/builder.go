@@ -674,7 +674,8 @@ func (b *Builder) scatter(op backends.OpType, operand, indices, updates backends
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDType(op, s.DType); err != nil || s.DType == dtypes.Bool {
+	// Halves are scattered too: a KV cache kept in float16 or bfloat16 is written this way.
+	if err := checkDType(op, s.DType); (err != nil && !convertibleDTypes[s.DType]) || s.DType == dtypes.Bool {
 		return nil, fmt.Errorf("backend %s: op %s: dtype %s not implemented", BackendName, op, s.DType)
 	}
 	if !ns[1].shape.DType.IsInt() {

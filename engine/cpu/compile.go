@@ -96,7 +96,7 @@ type Executable struct {
 var _ backends.Executable = (*Executable)(nil)
 
 // Compile implements backends.Builder: the graph passes, then memory and steps. The passes
-// that change the graph (fuseQuantizedProducts, readThroughCopies, eliminateCommonSubexpressions,
+// that change the graph (fuseQuantizedProducts, fuseHalfOperands, readThroughCopies, eliminateCommonSubexpressions,
 // fuseElementwise) run unless the backend option optimize is off; none changes what the graph
 // computes (the tests compare each with optimize=false).
 func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (backends.Executable, error) {
@@ -109,6 +109,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 	nodes, optimize := b.nodes, b.backend.optimize
 	if optimize {
 		fuseQuantizedProducts(nodes, outs)
+		fuseHalfOperands(nodes, outs)
 	}
 	foldIotas(nodes)
 	if optimize {

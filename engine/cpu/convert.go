@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/dtypes/bfloat16"
+	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/x448/float16"
 )
 
@@ -48,6 +49,26 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 		return func(f *frame) { convertSlice(typed[float64](f.slots[ia])[:count], typed[float32](f.slots[io])) }, nil
 	case from == dtypes.Float32 && to == dtypes.Float64:
 		return func(f *frame) { convertSlice(typed[float32](f.slots[ia])[:count], typed[float64](f.slots[io])) }, nil
+	// A half-precision KV cache: keys and values narrowed as they are written, widened where a
+	// product does not read them itself (the widening is exact).
+	case from == dtypes.Float16 && to == dtypes.Float32:
+		return func(f *frame) { kernels.WidenF16(typed[float32](f.slots[io]), typed[uint16](f.slots[ia])[:count]) }, nil
+	case from == dtypes.BFloat16 && to == dtypes.Float32:
+		return func(f *frame) { kernels.WidenBF16(typed[float32](f.slots[io]), typed[uint16](f.slots[ia])[:count]) }, nil
+	case from == dtypes.Float32 && to == dtypes.Float16:
+		return func(f *frame) {
+			out := typed[float16.Float16](f.slots[io])[:count]
+			for i, v := range typed[float32](f.slots[ia])[:count] {
+				out[i] = float16.Fromfloat32(v)
+			}
+		}, nil
+	case from == dtypes.Float32 && to == dtypes.BFloat16:
+		return func(f *frame) {
+			out := typed[bfloat16.BFloat16](f.slots[io])[:count]
+			for i, v := range typed[float32](f.slots[ia])[:count] {
+				out[i] = bfloat16.FromFloat64(float64(v))
+			}
+		}, nil
 	}
 	// Between integers (and bool) the conversion is exact or wraps, as Go's and XLA's do; through
 	// float64 a narrowing would saturate instead (int32 -974 must become uint8 50).

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/posformer/posformer/engine/cpu/internal/freelist"
 	"github.com/posformer/posformer/engine/cpu/kernels"
 )
@@ -77,7 +78,14 @@ func lowerDot(lw *lowering) (stepFn, error) {
 	if qa, ok := n.attr.(*quantDotAttr); ok {
 		return lowerQuantDot(lw, qa)
 	}
-	attr := n.attr.(*dotAttr)
+	var attr *dotAttr
+	half := dtypes.InvalidDType // the right operand's storage when it is float16 or bfloat16 (halfdot.go)
+	switch a := n.attr.(type) {
+	case *halfDotAttr:
+		attr, half = a.dot, a.half
+	default:
+		attr = n.attr.(*dotAttr)
+	}
 	ls, rs := n.inputs[0].shape, n.inputs[1].shape
 	lf := freeAxes(ls.Rank(), attr.lhsBatch, attr.lhsContract)
 	rf := freeAxes(rs.Rank(), attr.rhsBatch, attr.rhsContract)
@@ -97,25 +105,38 @@ func lowerDot(lw *lowering) (stepFn, error) {
 	// The right operand's natural layout is [B, N, K] (x·Wᵀ): trans means [B, K, N].
 	transB := !rp.trans
 	ia, ib, io := lw.in[0], lw.in[1], lw.out
-	size := ls.DType.Size()
-	sa, sb := -1, -1
+	sa, sb, sw := -1, -1, -1
 	if lp.perm != nil {
 		sa = lw.scratch(byteSize(ls))
 	}
 	if rp.perm != nil {
 		sb = lw.scratch(byteSize(rs))
 	}
-	load := func(f *frame, in, scratch int, dims []int, perm []int) []byte {
+	load := func(f *frame, in, scratch int, s shapes.Shape, perm []int) []byte {
 		if perm == nil {
 			return f.slots[in]
 		}
-		transposeBytes(size, f.slots[in], dims, perm, f.slots[scratch])
+		transposeBytes(s.DType.Size(), f.slots[in], s.Dimensions, perm, f.slots[scratch])
 		return f.slots[scratch]
 	}
 	if ls.DType != dtypes.Float32 {
 		return dispatchNumber(ls.DType, naiveDot{lw, B, M, N, K, lp.trans, transB, func(f *frame) ([]byte, []byte) {
-			return load(f, ia, sa, ls.Dimensions, lp.perm), load(f, ib, sb, rs.Dimensions, rp.perm)
+			return load(f, ia, sa, ls, lp.perm), load(f, ib, sb, rs, rp.perm)
 		}})
+	}
+	if half != dtypes.InvalidDType {
+		sw = lw.scratch(4 * rs.Size())
+	}
+	// loadB is the right operand as float32: widened whole into scratch when stored as halves
+	// (the products that do not widen it a batch item at a time).
+	loadB := func(f *frame) []float32 {
+		b := load(f, ib, sb, rs, rp.perm)
+		if half == dtypes.InvalidDType {
+			return typed[float32](b)
+		}
+		w := typed[float32](f.slots[sw])
+		widenHalf(half, w, typed[uint16](b)[:rs.Size()])
+		return w
 	}
 	pool := lw.e.backend.pool
 	if K <= 4 && N <= 4 {
@@ -130,24 +151,30 @@ func lowerDot(lw *lowering) (stepFn, error) {
 			if inPlace {
 				a = typed[float32](f.slots[ia])
 			} else {
-				a = typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
+				a = typed[float32](load(f, ia, sa, ls, lp.perm))
 				if lp.trans {
 					O, I = 1, M
 				}
 			}
-			b := typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
+			b := loadB(f)
 			tinyDot(pool, B, O, I, N, K, transB, a, b, typed[float32](f.slots[io]))
 		}, nil
 	}
 	mm := newMatmul(pool, B, M, N, K, lp.trans, transB)
 	mm.bf16 = lw.e.backend.bf16dot
+	mm.half = half
 	step := lw.step
 	return func(f *frame) {
 		// The call's operands live in the frame, with the task bound once (see quantCall).
 		call := f.stepState(step, newDotCall).(*dotCall)
 		call.mm = mm
-		call.a = typed[float32](load(f, ia, sa, ls.Dimensions, lp.perm))
-		call.b = typed[float32](load(f, ib, sb, rs.Dimensions, rp.perm))
+		call.a = typed[float32](load(f, ia, sa, ls, lp.perm))
+		call.b, call.bh = nil, nil
+		if half != dtypes.InvalidDType && mm.widensPerTask() {
+			call.bh = typed[uint16](load(f, ib, sb, rs, rp.perm))
+		} else {
+			call.b = loadB(f)
+		}
 		call.c = typed[float32](f.slots[io])
 		mm.run(call)
 	}, nil
@@ -155,21 +182,23 @@ func lowerDot(lw *lowering) (stepFn, error) {
 
 // dotCall is one call of a float32 product: its operands, and run, its task method bound once.
 type dotCall struct {
-	mm                *matmul
-	a, b, c           []float32
-	part              []float32 // splitK's partial products
-	run, runK, runSum func(task int)
+	mm                         *matmul
+	a, b, c                    []float32
+	bh                         []uint16  // B as halves, widened by each task (nil: b)
+	part                       []float32 // splitK's partial products
+	run, runHalf, runK, runSum func(task int)
 }
 
 func newDotCall() any {
 	c := &dotCall{}
-	c.run, c.runK, c.runSum = c.task, c.taskK, c.sumK
+	c.run, c.runHalf, c.runK, c.runSum = c.task, c.taskHalf, c.taskK, c.sumK
 	return c
 }
 
-func (c *dotCall) task(t int)  { c.mm.task(t, c.a, c.b, c.c) }
-func (c *dotCall) taskK(t int) { c.mm.taskK(t, c.a, c.b, c.c, c.part) }
-func (c *dotCall) sumK(t int)  { c.mm.sumK(t, c.c, c.part) }
+func (c *dotCall) task(t int)     { c.mm.task(t, c.a, c.b, c.c) }
+func (c *dotCall) taskHalf(t int) { c.mm.taskHalf(t, c.a, c.bh, c.c) }
+func (c *dotCall) taskK(t int)    { c.mm.taskK(t, c.a, c.b, c.c, c.part) }
+func (c *dotCall) sumK(t int)     { c.mm.sumK(t, c.c, c.part) }
 
 // aroundContraction reports whether an operand's axes are its batch axes first, then free
 // axes (of total size o), the contracted axes together, and free axes again (size i).
@@ -269,6 +298,9 @@ type matmul struct {
 	// kt > 1: the contraction is cut into kt slices of kSize, each task's partial product
 	// summed after (splitK).
 	kt, kSize int
+	// half: B is stored as float16 or bfloat16 (dtypes.InvalidDType: float32), widened a batch
+	// item at a time by its tasks (taskHalf) or whole before the product.
+	half dtypes.DType
 }
 
 // splitK reports whether a product is a weight's gradient in shape (a long contraction over
@@ -320,10 +352,19 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 	return mm
 }
 
+// sharesA reports whether run packs op(A) once for all the tasks (runSharedA).
+func (mm *matmul) sharesA() bool {
+	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
+	return !mm.bf16 && kernels.PacksA() && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth)
+}
+
+// widensPerTask reports whether run's tasks take B a batch item at a time (task), so that
+// halves can be widened there (taskHalf) rather than whole beforehand.
+func (mm *matmul) widensPerTask() bool { return !mm.sharesA() && mm.kt <= 1 }
+
 func (mm *matmul) run(call *dotCall) {
 	a, b, c := call.a, call.b, call.c
-	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
-	if !mm.bf16 && kernels.PacksA() && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth) {
+	if mm.sharesA() {
 		mm.runSharedA(a, b, c)
 		return
 	}
@@ -332,13 +373,17 @@ func (mm *matmul) run(call *dotCall) {
 		return
 	}
 	tiles := mm.mt * mm.nt
+	run := call.run
+	if call.bh != nil {
+		run = call.runHalf
+	}
 	if mm.B*mm.M*mm.N*mm.K < minParallelMACs {
 		for task := range mm.B * tiles {
-			mm.task(task, a, b, c)
+			run(task)
 		}
 		return
 	}
-	mm.pool.run(mm.B*tiles, call.run)
+	mm.pool.run(mm.B*tiles, run)
 }
 
 // runSharedA packs op(A) once and lets each task multiply it by its own columns of B: split

@@ -726,16 +726,84 @@ func scatterInto[T scatterNumber](kind scatterKind, operand []T, operandDims []i
 		return
 	}
 	if n, ok := scatterRowSize(operandDims, indicesDims, updatesDims, indexVectorAxis, updateWindowAxes, insertedWindowAxes,
+		scatterAxesToOperandAxes); ok && n == 1 && kind == scatterSum {
+		addSingles(operand, operandDims[0], indices, updates) // the gradient of a one-element gather
+		return
+	}
+	scatterWalk(operandDims, indices, indicesDims, updatesDims, indexVectorAxis, updateWindowAxes, insertedWindowAxes,
+		scatterAxesToOperandAxes, numberRuns[T]{kind, operand, updates})
+}
+
+// scatterRuns combines runs of n updates (from u by steps of bi) into the operand (from o by
+// steps of ai), for scatterWalk.
+type scatterRuns interface {
+	run(o, u, n, ai, bi int)
+}
+
+// numberRuns combines with T's own arithmetic.
+type numberRuns[T scatterNumber] struct {
+	kind             scatterKind
+	operand, updates []T
+}
+
+func (r numberRuns[T]) run(o, u, n, ai, bi int) {
+	if ai == 1 && bi == 1 {
+		mvCombine(r.kind, r.operand[o:o+n], r.updates[u:u+n])
+		return
+	}
+	for range n {
+		switch r.kind {
+		case scatterSum:
+			r.operand[o] += r.updates[u]
+		case scatterMax:
+			r.operand[o] = max(r.operand[o], r.updates[u])
+		case scatterMin:
+			r.operand[o] = min(r.operand[o], r.updates[u])
+		}
+		o += ai
+		u += bi
+	}
+}
+
+// halfRuns combines float16 or bfloat16 values (their bits) in float32, rounded back as
+// ConvertDType rounds: a KV cache kept in half precision. A sum into an empty slot (+0) is the
+// update itself, copied without the round trip (but -0, which +0 + -0 turns into +0).
+type halfRuns struct {
+	kind             scatterKind
+	operand, updates []uint16
+	widen            func(uint16) float32
+	narrow           func(float32) uint16
+}
+
+func (r halfRuns) run(o, u, n, ai, bi int) {
+	for range n {
+		a, b := r.operand[o], r.updates[u]
+		switch {
+		case r.kind == scatterSum && a == 0 && b != 0x8000:
+			r.operand[o] = b
+		case r.kind == scatterSum:
+			r.operand[o] = r.narrow(r.widen(a) + r.widen(b))
+		case r.kind == scatterMax:
+			r.operand[o] = r.narrow(max(r.widen(a), r.widen(b)))
+		case r.kind == scatterMin:
+			r.operand[o] = r.narrow(min(r.widen(a), r.widen(b)))
+		}
+		o += ai
+		u += bi
+	}
+}
+
+// scatterWalk finds, for every update window inside the operand, the runs of elements it
+// combines, and hands each run to r (an update window outside the operand is skipped whole).
+func scatterWalk[R scatterRuns](operandDims []int, indices []int, indicesDims []int, updatesDims []int, indexVectorAxis int,
+	updateWindowAxes, insertedWindowAxes, scatterAxesToOperandAxes []int, r R) {
+	if n, ok := scatterRowSize(operandDims, indicesDims, updatesDims, indexVectorAxis, updateWindowAxes, insertedWindowAxes,
 		scatterAxesToOperandAxes); ok {
 		// Rows into a table (an embedding's gradient, a KV cache row): index i goes with update row i.
-		if n == 1 && kind == scatterSum {
-			addSingles(operand, operandDims[0], indices, updates) // the gradient of a one-element gather
-			return
-		}
 		rows := operandDims[0]
 		for i, v := range indices {
 			if v >= 0 && v < rows {
-				mvCombine(kind, operand[v*n:(v+1)*n], updates[i*n:(i+1)*n])
+				r.run(v*n, i*n, n, 1, 1)
 			}
 		}
 		return
@@ -787,23 +855,6 @@ func scatterInto[T scatterNumber](kind scatterKind, operand []T, operandDims []i
 	}
 
 	n, ai, bi := win.inner()
-	contiguous := ai <= 1 && bi <= 1
-	if contiguous && len(win.dims) <= 1 {
-		// The window is one contiguous run (whole rows: an embedding gradient, a KV cache row) or
-		// one element.
-		batch.each(0, 0, func(u, x int) {
-			o := 0
-			for k, ks := range kSt {
-				v := indices[x+k*vecStride]
-				if v < 0 || v > kLim[k] {
-					return
-				}
-				o += v * ks
-			}
-			mvCombine(kind, operand[o:o+n], updates[u:u+n])
-		})
-		return
-	}
 	batch.each(0, 0, func(u, x int) {
 		o := 0
 		for k, ks := range kSt {
@@ -813,24 +864,9 @@ func scatterInto[T scatterNumber](kind scatterKind, operand []T, operandDims []i
 			}
 			o += v * ks
 		}
-		win.outer(o, u, func(o, u int) {
-			if contiguous {
-				mvCombine(kind, operand[o:o+n], updates[u:u+n])
-				return
-			}
-			for range n {
-				switch kind {
-				case scatterSum:
-					operand[o] += updates[u]
-				case scatterMax:
-					operand[o] = max(operand[o], updates[u])
-				case scatterMin:
-					operand[o] = min(operand[o], updates[u])
-				}
-				o += ai
-				u += bi
-			}
-		})
+		// The window is one contiguous run (whole rows: an embedding gradient, a KV cache row),
+		// one element, or runs along its innermost axis.
+		win.outer(o, u, func(o, u int) { r.run(o, u, n, ai, bi) })
 	})
 }
 

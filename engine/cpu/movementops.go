@@ -6,9 +6,11 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/layers/quant"
 )
 
 func elemSize(n *node) int { return n.shape.DType.Size() }
@@ -183,7 +185,42 @@ func (s scatterStep) u32() (stepFn, error) { return scatterStepT[uint32](s.lw) }
 func (s scatterStep) u64() (stepFn, error) { return scatterStepT[uint64](s.lw) }
 
 func lowerScatter(lw *lowering) (stepFn, error) {
+	switch lw.n.shape.DType {
+	case dtypes.Float16:
+		return scatterHalf(lw, quant.F16ToF32, quant.F32ToF16)
+	case dtypes.BFloat16:
+		// As ConvertDType rounds to bfloat16 (GoMLX's conversion keeps the top half).
+		return scatterHalf(lw, quant.BF16ToF32, func(x float32) uint16 { return uint16(math.Float32bits(x) >> 16) })
+	}
 	return dispatchNumber(lw.n.shape.DType, scatterStep{lw})
+}
+
+// scatterHalf is a scatter into float16 or bfloat16 values (a half-precision KV cache being
+// written), combined in float32 (halfRuns).
+func scatterHalf(lw *lowering, widen func(uint16) float32, narrow func(float32) uint16) (stepFn, error) {
+	operand, indices, updates := lw.n.inputs[0], lw.n.inputs[1], lw.n.inputs[2]
+	a := lw.n.attr.(*scatterAttr)
+	read, err := indexReader(indices.shape.DType)
+	if err != nil {
+		return nil, err
+	}
+	kind := map[backends.OpType]scatterKind{
+		backends.OpTypeScatterSum: scatterSum, backends.OpTypeScatterMax: scatterMax, backends.OpTypeScatterMin: scatterMin,
+	}[lw.n.op]
+	opDims, idxDims, upDims := operand.shape.Dimensions, indices.shape.Dimensions, updates.shape.Dimensions
+	ia, ii, iu, io := lw.in[0], lw.in[1], lw.in[2], lw.out
+	lw.inPlaceOperand = true
+	is := lw.intScratch(indices.shape.Size())
+	return func(f *frame) {
+		copyOperand(f, ia, io)
+		idx := typed[int](f.slots[is])
+		read(f.slots[ii], idx)
+		if len(f.slots[iu]) == 0 || len(f.slots[io]) == 0 {
+			return
+		}
+		scatterWalk(opDims, idx, idxDims, upDims, a.indexVectorAxis, a.updateWindowAxes, a.insertedWindowAxes,
+			a.scatterAxesToOperandAxes, halfRuns{kind, typed[uint16](f.slots[io]), typed[uint16](f.slots[iu]), widen, narrow})
+	}, nil
 }
 
 // startIndices reads the scalar start indices of a dynamic slice or update.
