@@ -31,6 +31,8 @@ type Engine struct {
 	Ctx      *context.Context // the model's variables, in the inference layout (layers.SetWeightType)
 	Capacity int              // KV-cache slots per sequence (the context size)
 
+	cacheK, cacheV dtypes.DType // the cache's keys and values (SetCacheTypes; unset: float32)
+
 	builds    atomic.Int64  // graphs built (and so compiled): one per new input shape
 	compiling atomic.Int64  // nanoseconds spent compiling decoding steps (stepper.go)
 	steppers  sync.Map      // stepKey -> *stepper: the compiled decoding steps

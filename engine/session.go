@@ -10,7 +10,6 @@ import (
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/posformer/posformer/models"
 )
 
 // Session is the state of a batch of sequences being decoded: a KV cache (keys and values
@@ -63,10 +62,11 @@ func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 	c := e.Model.Config
 	b := c.Block()
 	out := []shapes.Shape{shapes.Make(dtypes.Int32, batch, window), shapes.Make(dtypes.Bool, batch, window)}
+	kt, vt := e.CacheTypes()
 	for range c.NumLayers {
 		out = append(out,
-			shapes.Make(models.DType, batch, b.NumKVHeads, b.HeadDim, window),
-			shapes.Make(models.DType, batch, b.NumKVHeads, b.HeadDim, window))
+			shapes.Make(kt, batch, b.NumKVHeads, b.HeadDim, window),
+			shapes.Make(vt, batch, b.NumKVHeads, b.HeadDim, window))
 	}
 	return out
 }

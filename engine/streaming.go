@@ -201,9 +201,11 @@ func (e *Engine) shifterFor(batch, window int) (sh *shifter, err error) {
 			continue
 		}
 		k := Parameter(g, fmt.Sprintf("k%d", l), keyShape)
-		// The cache holds keys as [b, kvh, hd, slots]; the hook takes [b, kvh, slots, hd].
-		shifted := hook.ShiftKeys(l, TransposeAllAxes(k, 0, 1, 3, 2), from, to)
-		outs = append(outs, TransposeAllAxes(shifted, 0, 1, 3, 2))
+		// The cache holds keys as [b, kvh, hd, slots]; the hook takes [b, kvh, slots, hd], in
+		// float32 (a half-precision cache is widened, and the rotated keys rounded back: a key
+		// that does not move keeps its value).
+		shifted := hook.ShiftKeys(l, TransposeAllAxes(ConvertDType(k, dtypes.Float32), 0, 1, 3, 2), from, to)
+		outs = append(outs, ConvertDType(TransposeAllAxes(shifted, 0, 1, 3, 2), keyShape.DType))
 		sh.layers = append(sh.layers, l)
 	}
 	g.Compile(outs...)

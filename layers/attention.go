@@ -121,9 +121,14 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 		kAxis, vAxis = 3, 3
 	}
 	t := k.Shape().Dim(kAxis)
+	// keys and values as float32 for the products: a cache kept in half precision is widened
+	// where it is read, one conversion for each reader, so that a backend can fuse each into its
+	// product (engine/cpu reads the halves directly).
+	keys := func() *Node { return widen(k) }
+	values := func() *Node { return widen(v) }
 	// hookKeys are the keys as the hooks take them, [b, h, t, hd].
 	hookKeys := func() *Node {
-		kk := k
+		kk := keys()
 		if kAxis == 3 {
 			kk = TransposeAllAxes(k, 0, 1, 3, 2)
 		}
@@ -137,7 +142,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 		logits = hook.Scores(pe.Ctx, layer, q, hookKeys(), in.Pos, keyPos)
 	} else {
 		qg := Reshape(q, batch, kvh, group*seq, hd)
-		logits = Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, k, []int{5 - kAxis}, []int{0, 1}), batch, h, seq, t)
+		logits = Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, keys(), []int{5 - kAxis}, []int{0, 1}), batch, h, seq, t)
 	}
 
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
@@ -172,14 +177,22 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	if hook, ok := pe.Scheme.(positional.Relative); ok {
 		probs := Softmax(logits, -1)
 		pg := Reshape(probs, batch, kvh, group*seq, t)
-		out = Reshape(DotGeneral(pg, []int{3}, []int{0, 1}, v, []int{vAxis}, []int{0, 1}), batch, h, seq, hd)
+		out = Reshape(DotGeneral(pg, []int{3}, []int{0, 1}, values(), []int{vAxis}, []int{0, 1}), batch, h, seq, hd)
 		if extra := hook.RelativeValues(pe.Ctx, layer, probs, relPos, relKeyPos); extra != nil {
 			out = Add(out, extra)
 		}
 	} else {
-		out = softmaxValues(logits, v, vAxis, kvh)
+		out = softmaxValues(logits, values(), vAxis, kvh)
 	}
 	return Linear(ctx.In("wo"), fromHeads(out), cfg.Dim, cfg.Bias, outStd), cache
+}
+
+// widen is x as float32: a cache kept as float16 or bfloat16 read for a product.
+func widen(x *Node) *Node {
+	if x.DType() == dtypes.Float32 {
+		return x
+	}
+	return ConvertDType(x, dtypes.Float32)
 }
 
 // softmaxValues is softmax(logits)·v for logits [b, h, s, t] and values v [b, kvh, t, hd]
@@ -256,5 +269,8 @@ func (w *CacheWrite) Values(cache, new *Node) *Node {
 // scatter (XLA semantics) indexes any axes, so the values need no transposing.
 func (w *CacheWrite) scatter(cache, new *Node, slotAxis int) *Node {
 	upd := Mul(new, ConvertDType(w.weight, new.DType()))
+	if cache.DType() != upd.DType() {
+		upd = ConvertDType(upd, cache.DType()) // a cache kept in half precision (engine.CacheType)
+	}
 	return BackendScatterSum(cache, w.indices, upd, 2, []int{1, 3}, []int{0, slotAxis}, []int{0, slotAxis}, false, false)
 }
