@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/posformer/posformer/engine"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/models"
@@ -70,10 +71,12 @@ type Options struct {
 	Backend string // engine backend ("": the default); see engine.NewBackend
 	Context int    // KV-cache capacity (0: the model's max_seq_len)
 	Weights string // type of the weight matrices in memory, one of layers.WeightTypes ("": as stored)
-	Decode  int    // tokens generated for the decode rate (greedy, from BOS)
-	Prompts []int  // prompt lengths for the prefill rate; those that do not fit the context are skipped
-	Batches []int  // batch sizes for batched decode
-	Reps    int    // repetitions of each prefill and batch measurement (the fastest is kept)
+	// CacheK and CacheV are the KV cache's element types (engine.SetCacheTypes; unset: float32).
+	CacheK, CacheV dtypes.DType
+	Decode         int   // tokens generated for the decode rate (greedy, from BOS)
+	Prompts        []int // prompt lengths for the prefill rate; those that do not fit the context are skipped
+	Batches        []int // batch sizes for batched decode
+	Reps           int   // repetitions of each prefill and batch measurement (the fastest is kept)
 
 	// CPUProfile, if not nil, receives a CPU profile of the measurements after warm-up.
 	CPUProfile io.Writer
@@ -275,7 +278,18 @@ func openModel(target string, o Options) (*engine.Engine, error) {
 			return nil, err
 		}
 	}
-	return engine.LoadAs(target, o.Backend, o.Context, weights)
+	e, err := engine.LoadAs(target, o.Backend, o.Context, weights)
+	if err != nil || (o.CacheK == dtypes.InvalidDType && o.CacheV == dtypes.InvalidDType) {
+		return e, err
+	}
+	k, v := e.CacheTypes()
+	if o.CacheK != dtypes.InvalidDType {
+		k = o.CacheK
+	}
+	if o.CacheV != dtypes.InvalidDType {
+		v = o.CacheV
+	}
+	return e, e.SetCacheTypes(k, v)
 }
 
 // countParams counts the checkpoint's parameters, whatever type its matrices are held in.

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/cacheflag"
 	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/modelhome"
@@ -76,7 +77,8 @@ type options struct {
 	keep                          int  // --keep: the tokens a context shift never drops
 	maxBody                       int64
 	timeout, grace                time.Duration
-	sampling                      engine.Sampling // the defaults of requests; Seed unused (seed)
+	cache                         *cacheflag.Types // --cache-type-k, --cache-type-v
+	sampling                      engine.Sampling  // the defaults of requests; Seed unused (seed)
 	seed                          int64
 	warmup                        bool
 	rope                          *ropeflags.Flags
@@ -122,6 +124,7 @@ func parseFlags(args []string) (o *options, help bool, err error) {
 	fs.Int64Var(&o.seed, "seed", -1, "default seed of requests without one (-1: from the clock)")
 	backendflag.Var(fs, &o.backend, backendflag.ShortUsage)
 	weightflag.Var(fs, &o.weights, weightflag.Usage)
+	o.cache = cacheflag.Register(fs)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.warmup, "warmup", true, "compile the decoding graphs before listening (--warmup=false: on first use)")
 	o.rope = ropeflags.Register(fs)

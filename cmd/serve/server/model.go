@@ -70,6 +70,9 @@ func loadModel(o *options) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
+	if err := o.cache.Apply(e); err != nil {
+		return nil, err
+	}
 	m := &model{e: e, name: o.alias, bos: -1, path: path}
 	if m.name == "" {
 		m.name = strings.TrimSuffix(filepath.Base(filepath.Clean(path)), filepath.Ext(path))

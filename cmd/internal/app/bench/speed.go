@@ -23,6 +23,7 @@ import (
 
 	"github.com/posformer/posformer/benchmarks/speed"
 	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/cacheflag"
 	"github.com/posformer/posformer/cmd/internal/intlist"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/modelhome"
@@ -33,6 +34,7 @@ type speedOptions struct {
 	models, shapes, prompts, batches string
 	backend, out, cpuprofile, child  string
 	weights                          string // --weights: the matrices' type in memory
+	cache                            *cacheflag.Types
 	n, ctxSize, reps                 int
 }
 
@@ -47,6 +49,7 @@ func speedFlags(o *speedOptions) *flag.FlagSet {
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each prefill measurement (the fastest is kept)")
 	backendflag.Var(fs, &o.backend, "")
 	fs.StringVar(&o.weights, "weights", "", "type of the weight matrices in memory: "+layers.WeightTypes+" (default: as the checkpoint stores them)")
+	o.cache = cacheflag.Register(fs)
 	fs.StringVar(&o.out, "o", "", "directory for speed.csv, speed-positions.csv and speed.png (default: none written)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the measurements to FILE (with several models: FILE.<model>)")
 	fs.StringVar(&o.child, "speed-child", "", "internal: measure this one model and print the result as JSON")
@@ -158,7 +161,7 @@ func runSpeed(args []string) error {
 // last line of its output.
 func measureChild(o speedOptions, prompts, batches []int) error {
 	so := speed.Options{
-		Backend: o.backend, Context: o.ctxSize, Weights: o.weights,
+		Backend: o.backend, Context: o.ctxSize, Weights: o.weights, CacheK: o.cache.K, CacheV: o.cache.V,
 		Decode: o.n, Prompts: prompts, Batches: batches, Reps: o.reps,
 		Memory: speed.Memory{
 			Limit: func(extra int64) { memlimit.Set(memlimit.Base(), extra) },

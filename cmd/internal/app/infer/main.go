@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/posformer/posformer/cmd/internal/backendflag"
+	"github.com/posformer/posformer/cmd/internal/cacheflag"
 	"github.com/posformer/posformer/cmd/internal/flaghelp"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 	"github.com/posformer/posformer/cmd/internal/modelhome"
@@ -69,6 +70,7 @@ type options struct {
 	name       string // -m as given (a name, where model is the path it names)
 	promptFile string
 	threads    int
+	cache      *cacheflag.Types // --cache-type-k, --cache-type-v
 	chat       bool
 	version    bool
 }
@@ -150,6 +152,7 @@ func parse(args []string, stderr io.Writer) (o options, help bool, err error) {
 	backendflag.Var(fs, &o.backend, backendflag.Usage)
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile to this file")
 	weightflag.Var(fs, &o.weights, "type of the weight matrices in memory, converted at load: "+layers.WeightTypes+" (default: as stored; q8_0 for llama2.c version-2 files)")
+	o.cache = cacheflag.Register(fs)
 	fs.StringVar(&o.tokenizer, "z", "", "llama2.c models: the tokenizer.bin (as run.c's -z); GGUF models: a tokenizer replacing the file's")
 	fs.StringVar(&o.promptIDs, "prompt-ids", "", "llama2.c and GGUF models: the prompt as comma-separated token ids after BOS (no tokenizer needed)")
 	o.rope = ropeflags.Register(fs)
@@ -301,6 +304,9 @@ func (o options) load() (*engine.Engine, error) {
 	e, err := engine.LoadAs(o.model, o.backend, o.ctxSize, t, o.edits()...)
 	if err != nil {
 		return nil, err
+	}
+	if err := o.cache.Apply(e); err != nil {
+		return nil, flagError{err}
 	}
 	avail, ok := memlimit.Available()
 	if !ok {
