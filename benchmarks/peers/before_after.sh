@@ -12,12 +12,16 @@
 # -hidden 2048 -layers 12 -heads 12 -vocab 32000 -seq 1024) written by go run ./cmd/bench
 # -make-llama2c and exported with go run ./cmd/export --type f32|q8_0|q4_0. REPS (5) sets the
 # repetitions, MODELS ("15M 110M") the shapes, TYPES ("f32 q8_0") the weights, THREADS (2) the
-# threads of every engine, STEPS the tokens generated (default 256 for 15M, 128 for 110M). PAUSE_PATTERN, a pgrep -f pattern, names background jobs stopped while
-# anything is timed (pause.sh) and resumed after, also when the script is interrupted.
+# threads of every engine, STEPS the tokens generated (default 256 for 15M, 128 for 110M).
+# BEFORE_ARGS and AFTER_ARGS are flags added to each build's command (the same binary twice with
+# AFTER_ARGS="-ctk f16 -ctv f16" compares a float32 and a float16 KV cache), and KV_BYTES (4)
+# the bytes of a cached key or value in the bound (2 for a half cache; llama.cpp keeps f16).
+# PAUSE_PATTERN, a pgrep -f pattern, names background jobs stopped while anything is timed
+# (pause.sh) and resumed after, also when the script is interrupted.
 #
 # The bound: a token reads every weight once (the file's bytes: the tied embedding is read whole
-# as the output head, one row of it as the input) and the KV cache so far (K and V, float32, of
-# every layer: on average half of the steps' positions), so no engine decodes faster than
+# as the output head, one row of it as the input) and the KV cache so far (K and V, KV_BYTES
+# each, of every layer: on average half of the steps' positions), so no engine decodes faster than
 # bandwidth ÷ those bytes. The bandwidth is BenchmarkReadBandwidth's (float32 dot products over a
 # 512 MB matrix on THREADS threads), the best of five runs of 2 s, taken in the same run.
 set -u
@@ -28,6 +32,9 @@ REPS=${REPS:-5}
 MODELS=${MODELS:-15M 110M}
 TYPES=${TYPES:-f32 q8_0}
 THREADS=${THREADS:-2}
+BEFORE_ARGS=${BEFORE_ARGS:-}
+AFTER_ARGS=${AFTER_ARGS:-}
+KV_BYTES=${KV_BYTES:-4}
 REPO=${REPO:-$PWD}
 PAUSE_PATTERN=${PAUSE_PATTERN:-grid-bench --full}
 . "$(dirname "$0")/pause.sh"
@@ -59,12 +66,14 @@ for m in $MODELS; do
 	n=${STEPS:-$n}
 	for q in $TYPES; do
 		f=r$m-$q.gguf
-		bound=$(awk -v gbs="$GBS" -v w="$(stat -c %s "$f")" -v kv="$((2 * layers * dim * 4 * n / 2))" 'BEGIN {printf "%.1f", gbs * 1e9 / (w + kv)}')
+		bound=$(awk -v gbs="$GBS" -v w="$(stat -c %s "$f")" -v kv="$((2 * layers * dim * KV_BYTES * n / 2))" 'BEGIN {printf "%.1f", gbs * 1e9 / (w + kv)}')
 		l=() b=() a=()
 		for _ in $(seq "$REPS"); do
 			l+=("$(rate ./llamacpp_decode "$f" "$n" "$THREADS")")
-			b+=("$(rate "$BEFORE" -m "$f" --temp 0 --ignore-eos -n "$n" -p "" --backend cpu:threads="$THREADS")")
-			a+=("$(rate "$AFTER" -m "$f" --temp 0 --ignore-eos -n "$n" -p "" --backend cpu:threads="$THREADS")")
+			# shellcheck disable=SC2086 # the extra flags split on spaces
+			b+=("$(rate "$BEFORE" -m "$f" --temp 0 --ignore-eos -n "$n" -p "" --backend cpu:threads="$THREADS" $BEFORE_ARGS)")
+			# shellcheck disable=SC2086
+			a+=("$(rate "$AFTER" -m "$f" --temp 0 --ignore-eos -n "$n" -p "" --backend cpu:threads="$THREADS" $AFTER_ARGS)")
 		done
 		mb=$(printf '%s\n' "${b[@]}" | grep . | middle)
 		ma=$(printf '%s\n' "${a[@]}" | grep . | middle)

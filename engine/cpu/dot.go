@@ -124,7 +124,12 @@ func lowerDot(lw *lowering) (stepFn, error) {
 			return load(f, ia, sa, ls, lp.perm), load(f, ib, sb, rs, rp.perm)
 		}})
 	}
-	if half != dtypes.InvalidDType {
+	pool := lw.e.backend.pool
+	tiny := K <= 4 && N <= 4
+	mm := newMatmul(pool, B, M, N, K, lp.trans, transB)
+	mm.bf16 = lw.e.backend.bf16dot
+	mm.half = half
+	if half != dtypes.InvalidDType && (tiny || !mm.widensPerTask()) {
 		sw = lw.scratch(4 * rs.Size())
 	}
 	// loadB is the right operand as float32: widened whole into scratch when stored as halves
@@ -138,8 +143,7 @@ func lowerDot(lw *lowering) (stepFn, error) {
 		widenHalf(half, w, typed[uint16](b)[:rs.Size()])
 		return w
 	}
-	pool := lw.e.backend.pool
-	if K <= 4 && N <= 4 {
+	if tiny {
 		// Read the left side in place when it is [B, O, K, I] (free axes around the contracted
 		// ones, output rows (o, i)); else transposed to [B, M, K] first.
 		O, I, inPlace := M, 1, false
@@ -160,9 +164,6 @@ func lowerDot(lw *lowering) (stepFn, error) {
 			tinyDot(pool, B, O, I, N, K, transB, a, b, typed[float32](f.slots[io]))
 		}, nil
 	}
-	mm := newMatmul(pool, B, M, N, K, lp.trans, transB)
-	mm.bf16 = lw.e.backend.bf16dot
-	mm.half = half
 	step := lw.step
 	return func(f *frame) {
 		// The call's operands live in the frame, with the task bound once (see quantCall).
