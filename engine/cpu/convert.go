@@ -56,12 +56,7 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 	case from == dtypes.BFloat16 && to == dtypes.Float32:
 		return func(f *frame) { kernels.WidenBF16(typed[float32](f.slots[io]), typed[uint16](f.slots[ia])[:count]) }, nil
 	case from == dtypes.Float32 && to == dtypes.Float16:
-		return func(f *frame) {
-			out := typed[float16.Float16](f.slots[io])[:count]
-			for i, v := range typed[float32](f.slots[ia])[:count] {
-				out[i] = float16.Fromfloat32(v)
-			}
-		}, nil
+		return func(f *frame) { kernels.NarrowF16(typed[uint16](f.slots[io]), typed[float32](f.slots[ia])[:count]) }, nil
 	case from == dtypes.Float32 && to == dtypes.BFloat16:
 		return func(f *frame) {
 			out := typed[bfloat16.BFloat16](f.slots[io])[:count]

@@ -60,3 +60,28 @@ bf16tail:
 bf16done:
 	VZEROUPPER
 	RET
+
+// func narrowF16AVX2(dst *uint16, src *float32, n int) int
+TEXT ·narrowF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ DX, DX
+
+narrowloop:
+	CMPQ      DX, CX
+	JGE       narrowdone
+	VMOVUPS   (SI)(DX*4), Y0
+	VCMPPS    $3, Y0, Y0, Y1 // unordered: a NaN lane
+	VMOVMSKPS Y1, AX
+	TESTL     AX, AX
+	JNZ       narrowdone
+	VCVTPS2PH $0, Y0, X2 // round to nearest even
+	VMOVDQU   X2, (DI)(DX*2)
+	ADDQ      $8, DX
+	JMP       narrowloop
+
+narrowdone:
+	MOVQ DX, ret+24(FP)
+	VZEROUPPER
+	RET
