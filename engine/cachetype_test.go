@@ -12,8 +12,8 @@ import (
 
 // A cache kept in float16 or bfloat16 decodes across the window edges, in a batch of ragged
 // rows, to logits close to recomputing each row in float32: within the rounding of keys and
-// values (float16 keeps 11 bits, bfloat16 8), for a scheme that reads the keys itself (Shaw's
-// relative keys) as for one that does not; the cache takes half the memory; and a float32
+// values (float16 keeps 11 bits, bfloat16 8), for schemes whose hooks read the keys themselves
+// (DeBERTa's position-to-content term) or not; the cache takes half the memory; and a float32
 // cache gives the recomputation's logits, as before.
 func TestHalfCacheNearRecomputation(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
@@ -21,7 +21,7 @@ func TestHalfCacheNearRecomputation(t *testing.T) {
 		name string
 		tol  float64
 	}{{"f32", 1e-6}, {"f16", 1e-4}, {"bf16", 1e-3}} {
-		for _, pe := range []map[string]any{{"name": "rope"}, {"name": "shaw"}, {"name": "alibi"}} {
+		for _, pe := range []map[string]any{{"name": "rope"}, {"name": "shaw"}, {"name": "deberta"}, {"name": "alibi"}} {
 			t.Run(fmt.Sprintf("%s/%v", ct.name, pe["name"]), func(t *testing.T) {
 				e := newTestEngine(t, windowConfig(pe))
 				full32 := e.KVBytes(1)

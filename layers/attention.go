@@ -130,7 +130,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 	hookKeys := func() *Node {
 		kk := keys()
 		if kAxis == 3 {
-			kk = TransposeAllAxes(k, 0, 1, 3, 2)
+			kk = TransposeAllAxes(kk, 0, 1, 3, 2)
 		}
 		return repeatKV(kk, group)
 	}
@@ -270,7 +270,7 @@ func (w *CacheWrite) Values(cache, new *Node) *Node {
 func (w *CacheWrite) scatter(cache, new *Node, slotAxis int) *Node {
 	upd := Mul(new, ConvertDType(w.weight, new.DType()))
 	if cache.DType() != upd.DType() {
-		upd = ConvertDType(upd, cache.DType()) // a cache kept in half precision (engine.CacheType)
+		upd = ConvertDType(upd, cache.DType()) // a cache kept in half precision (engine.SetCacheTypes)
 	}
 	return BackendScatterSum(cache, w.indices, upd, 2, []int{1, 3}, []int{0, slotAxis}, []int{0, slotAxis}, false, false)
 }
