@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/posformer/posformer/cmd/internal/memlimit"
 )
 
@@ -45,6 +46,7 @@ func TestFlagErrors(t *testing.T) {
 		"--max-connections 0":       "--max-connections",
 		"--max-connections 1000000": "--max-connections must be at most",
 		"--shutdown-grace -1s":      "--shutdown-grace",
+		"-ctk q8_0":                 "unknown KV cache type \"q8_0\"; use one of bf16, f16, f32",
 	} {
 		_, _, err := parseFlags(strings.Fields(args))
 		if err == nil || !strings.Contains(err.Error(), says) || strings.Contains(err.Error(), "\n") {
@@ -53,6 +55,21 @@ func TestFlagErrors(t *testing.T) {
 	}
 	if _, _, err := loadModelFrom(t, "-m", "/nonexistent/model"); err == nil || !strings.Contains(err.Error(), "pass -m") {
 		t.Errorf("a missing model: %v", err)
+	}
+}
+
+// --cache-type-k and --cache-type-v reach the loaded engine; a type the backend cannot hold is
+// refused when the model loads.
+func TestCacheTypeFlags(t *testing.T) {
+	m, _, err := loadModelFrom(t, "-m", decoderPath, "-ctk", "f16", "--cache-type-v", "bf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, v := m.e.CacheTypes(); k != dtypes.Float16 || v != dtypes.BFloat16 {
+		t.Errorf("cache types %s, %s; want Float16, BFloat16", k, v)
+	}
+	if _, _, err := loadModelFrom(t, "-m", decoderPath, "-ctk", "f16", "--backend", "go"); err == nil || !strings.Contains(err.Error(), "cannot hold a KV cache of Float16") {
+		t.Errorf("float16 on the go backend: %v", err)
 	}
 }
 
