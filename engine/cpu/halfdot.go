@@ -30,15 +30,7 @@ var halfDotsCompiled atomic.Int64
 // fuseHalfOperands finds the float32 products whose right operand is a conversion from float16
 // or bfloat16 read by nothing else, and makes them read the halves.
 func fuseHalfOperands(nodes []*node, outs []*node) int {
-	uses := make([]int, len(nodes))
-	for _, n := range nodes {
-		for _, in := range n.inputs {
-			uses[in.id]++
-		}
-	}
-	for _, o := range outs {
-		uses[o.id]++
-	}
+	uses := useCounts(nodes, outs)
 	rewritten := 0
 	for _, n := range nodes {
 		attr, ok := n.attr.(*dotAttr)

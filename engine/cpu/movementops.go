@@ -131,19 +131,40 @@ func copyOperand(f *frame, in, out int) {
 
 type scatterStep struct{ lw *lowering }
 
-func scatterStepT[T number](lw *lowering) (stepFn, error) {
+// scatterPlan is what a scatter step takes from its node, whatever its element type: the
+// index reader, the combination, the attributes and dimensions, the slots. The operand is
+// combined into in place (the donated cache buffer when it is one).
+type scatterPlan struct {
+	read                    func(b []byte, dst []int)
+	kind                    scatterKind
+	a                       *scatterAttr
+	opDims, idxDims, upDims []int
+	ia, ii, iu, io          int
+}
+
+func planScatter(lw *lowering) (scatterPlan, error) {
 	operand, indices, updates := lw.n.inputs[0], lw.n.inputs[1], lw.n.inputs[2]
-	a := lw.n.attr.(*scatterAttr)
 	read, err := indexReader(indices.shape.DType)
 	if err != nil {
-		return nil, err
+		return scatterPlan{}, err
 	}
 	kind := map[backends.OpType]scatterKind{
 		backends.OpTypeScatterSum: scatterSum, backends.OpTypeScatterMax: scatterMax, backends.OpTypeScatterMin: scatterMin,
 	}[lw.n.op]
-	opDims, idxDims, upDims := operand.shape.Dimensions, indices.shape.Dimensions, updates.shape.Dimensions
-	ia, ii, iu, io := lw.in[0], lw.in[1], lw.in[2], lw.out
 	lw.inPlaceOperand = true
+	return scatterPlan{read, kind, lw.n.attr.(*scatterAttr), operand.shape.Dimensions, indices.shape.Dimensions,
+		updates.shape.Dimensions, lw.in[0], lw.in[1], lw.in[2], lw.out}, nil
+}
+
+func scatterStepT[T number](lw *lowering) (stepFn, error) {
+	p, err := planScatter(lw)
+	if err != nil {
+		return nil, err
+	}
+	read, kind, a := p.read, p.kind, p.a
+	opDims, idxDims, upDims := p.opDims, p.idxDims, p.upDims
+	ia, ii, iu, io := p.ia, p.ii, p.iu, p.io
+	indices := lw.n.inputs[1]
 	if n, ok := scatterRowSize(opDims, idxDims, upDims, a.indexVectorAxis, a.updateWindowAxes, a.insertedWindowAxes,
 		a.scatterAxesToOperandAxes); ok && n == 1 && kind == scatterSum && indices.shape.DType == dtypes.Int32 {
 		// The gradient of the single-element gather above: the same int32 indices, read as they
@@ -198,28 +219,20 @@ func lowerScatter(lw *lowering) (stepFn, error) {
 // scatterHalf is a scatter into float16 or bfloat16 values (a half-precision KV cache being
 // written), combined in float32 (halfRuns).
 func scatterHalf(lw *lowering, widen func(uint16) float32, narrow func(float32) uint16) (stepFn, error) {
-	operand, indices, updates := lw.n.inputs[0], lw.n.inputs[1], lw.n.inputs[2]
-	a := lw.n.attr.(*scatterAttr)
-	read, err := indexReader(indices.shape.DType)
+	p, err := planScatter(lw)
 	if err != nil {
 		return nil, err
 	}
-	kind := map[backends.OpType]scatterKind{
-		backends.OpTypeScatterSum: scatterSum, backends.OpTypeScatterMax: scatterMax, backends.OpTypeScatterMin: scatterMin,
-	}[lw.n.op]
-	opDims, idxDims, upDims := operand.shape.Dimensions, indices.shape.Dimensions, updates.shape.Dimensions
-	ia, ii, iu, io := lw.in[0], lw.in[1], lw.in[2], lw.out
-	lw.inPlaceOperand = true
-	is := lw.intScratch(indices.shape.Size())
+	is := lw.intScratch(lw.n.inputs[1].shape.Size())
 	return func(f *frame) {
-		copyOperand(f, ia, io)
+		copyOperand(f, p.ia, p.io)
 		idx := typed[int](f.slots[is])
-		read(f.slots[ii], idx)
-		if len(f.slots[iu]) == 0 || len(f.slots[io]) == 0 {
+		p.read(f.slots[p.ii], idx)
+		if len(f.slots[p.iu]) == 0 || len(f.slots[p.io]) == 0 {
 			return
 		}
-		scatterWalk(opDims, idx, idxDims, upDims, a.indexVectorAxis, a.updateWindowAxes, a.insertedWindowAxes,
-			a.scatterAxesToOperandAxes, halfRuns{kind, typed[uint16](f.slots[io]), typed[uint16](f.slots[iu]), widen, narrow})
+		scatterWalk(p.opDims, idx, p.idxDims, p.upDims, p.a.indexVectorAxis, p.a.updateWindowAxes, p.a.insertedWindowAxes,
+			p.a.scatterAxesToOperandAxes, halfRuns{p.kind, typed[uint16](f.slots[p.io]), typed[uint16](f.slots[p.iu]), widen, narrow})
 	}, nil
 }
 

@@ -45,15 +45,7 @@ var quantDotsCompiled atomic.Int64
 // them read its stored parts; the dequantizing nodes then are dead unless something else reads
 // them.
 func fuseQuantizedProducts(nodes []*node, outs []*node) int {
-	uses := make([]int, len(nodes))
-	for _, n := range nodes {
-		for _, in := range n.inputs {
-			uses[in.id]++
-		}
-	}
-	for _, o := range outs {
-		uses[o.id]++
-	}
+	uses := useCounts(nodes, outs)
 	rewritten := 0
 	for _, n := range nodes {
 		attr, ok := n.attr.(*dotAttr)
@@ -79,6 +71,20 @@ func fuseQuantizedProducts(nodes []*node, outs []*node) int {
 		quantDotsCompiled.Add(1)
 	}
 	return rewritten
+}
+
+// useCounts counts, for each node, the nodes that read it and the outputs that are it.
+func useCounts(nodes []*node, outs []*node) []int {
+	uses := make([]int, len(nodes))
+	for _, n := range nodes {
+		for _, in := range n.inputs {
+			uses[in.id]++
+		}
+	}
+	for _, o := range outs {
+		uses[o.id]++
+	}
+	return uses
 }
 
 // dequantMatch walks a dequantizing expression; every node it passes through must be read
