@@ -28,6 +28,15 @@ const maxNTRows = 256
 // which short rows (attention heads) do not amortize; the GEMM has none.
 const minNTDepth = 128
 
+// maxNTDepth is the longest: the kernel takes 8 rows of x against each row of W, and past 1,024
+// values (8 rows of 4 KB, L1's 32 KB) they stream from L2 for every row of W. At K = 2,048 (the
+// 110M shape's down projection) that ran at 28-33 GFLOP/s against the packed GEMM's 54-69, for
+// 64 to 256 rows of x on one thread; at K ≤ 768 the two are within each other's noise.
+const maxNTDepth = 1024
+
+// ntDepth reports whether rows of length K go through the kernel without packing.
+func ntDepth(K int) bool { return K >= minNTDepth && K <= maxNTDepth }
+
 // l2Floats is the weight block (floats) that rows of x pass over while it stays in L2.
 const l2Floats = 64 << 10
 
@@ -356,7 +365,7 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 // sharesA reports whether run packs op(A) once for all the tasks (runSharedA).
 func (mm *matmul) sharesA() bool {
 	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
-	return !mm.bf16 && kernels.PacksA() && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || mm.K < minNTDepth)
+	return !mm.bf16 && kernels.PacksA() && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || !ntDepth(mm.K))
 }
 
 // widensPerTask reports whether run's tasks take B a batch item at a time (task), so that
@@ -514,7 +523,7 @@ func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
 		}
 		return
 	}
-	if mm.transB && !mm.transA && (m <= 4 || m*n*K <= smallGemmMACs || m <= maxNTRows && K >= minNTDepth) {
+	if mm.transB && !mm.transA && (m <= 4 || m*n*K <= smallGemmMACs || m <= maxNTRows && ntDepth(K)) {
 		// Rows of x against rows of W (x·Wᵀ, W stored [n, k]): no packing at all. The
 		// kernel takes 8 rows of x at a time against every row of W it is given, so W goes
 		// in blocks that stay in L2 while all rows of x pass over them.

@@ -315,7 +315,7 @@ func planQuantDot(lw *lowering, qa *quantDotAttr) *quantDotPlan {
 	}
 	p.rows = rows
 	p.tasks = (N + rows - 1) / rows
-	p.noPack = M <= maxNTRows && K >= minNTDepth // as for float32 weights (dot.go)
+	p.noPack = M <= maxNTRows && ntDepth(K) // as for float32 weights (dot.go)
 	return p
 }
 
