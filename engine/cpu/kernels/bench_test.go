@@ -180,3 +180,37 @@ func BenchmarkVecMat(b *testing.B) {
 		b.ReportMetric(float64(4*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 	})
 }
+
+// BenchmarkRowsUnpackedVsPacked is m rows of x against W stored [n, k], without packing
+// (MatMulNT over blocks of W of 64 K floats, as the cpu backend's product runs a prefill's
+// rows) and with the packed GEMM: where each pays (dot.go's maxNTRows and maxNTDepth).
+func BenchmarkRowsUnpackedVsPacked(b *testing.B) {
+	for _, s := range [][3]int{{64, 768, 2048}, {128, 768, 2048}, {256, 768, 2048}, {64, 768, 768}, {128, 768, 768}, {256, 768, 768}, {64, 288, 288}, {128, 288, 288}, {256, 288, 288}} {
+		m, n, k := s[0], s[1], s[2]
+		x, w, y := make([]float32, m*k), make([]float32, n*k), make([]float32, m*n)
+		for i := range x {
+			x[i] = float32(i%7) * 0.1
+		}
+		for i := range w {
+			w[i] = float32(i%5) * 0.1
+		}
+		flops := func(b *testing.B) {
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		}
+		b.Run(fmt.Sprintf("%dx%dx%d/unpacked", m, n, k), func(b *testing.B) {
+			step := max(16, (64<<10)/k)
+			for b.Loop() {
+				for j := 0; j < n; j += step {
+					MatMulNT(m, min(step, n-j), k, x, k, w[j*k:], k, y[j:], n)
+				}
+			}
+			flops(b)
+		})
+		b.Run(fmt.Sprintf("%dx%dx%d/packed", m, n, k), func(b *testing.B) {
+			for b.Loop() {
+				Sgemm(false, true, m, n, k, 1, x, k, w, k, 0, y, n)
+			}
+			flops(b)
+		})
+	}
+}
