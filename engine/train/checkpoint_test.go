@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,5 +209,34 @@ func TestDivergedRunStops(t *testing.T) {
 	}
 	if info["final_eval_loss"] != nil || info["diverged_at"] != float64(r.DivergedAt) || !strings.HasPrefix(info["stop"].(string), "diverged at step") {
 		t.Errorf("train.json: final_eval_loss %v, diverged_at %v, stop %q", info["final_eval_loss"], info["diverged_at"], info["stop"])
+	}
+}
+
+// statusBar keeps the statuses a run shows.
+type statusBar struct{ statuses []string }
+
+func (b *statusBar) Set(_ int, status string) { b.statuses = append(b.statuses, status) }
+func (b *statusBar) Finish()                  {}
+
+// The progress line says "eval –" until a run's first evaluation; a resumed run shows the
+// latest evaluation before it from its first step (it showed NaN until its own).
+func TestProgressShowsTheLatestEvaluation(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyRun(dir, 4)
+	o.EvalEvery, o.SaveEvery = 3, 1
+	var fresh statusBar
+	o.Bar = func(string, int) Bar { return &fresh }
+	r := mustRun(t, o)
+	if len(fresh.statuses) != 4 || !strings.Contains(fresh.statuses[0], "eval –") || !strings.Contains(fresh.statuses[2], fmt.Sprintf("eval %.3f", r.EvalLoss)) {
+		t.Fatalf("fresh run's statuses %q: want eval – before step 3 and its evaluation after", fresh.statuses)
+	}
+	last := fresh.statuses[3]
+	o.Steps, o.Resume = 8, true // step 5 evaluates nothing (every 3, and at the end)
+	var resumed statusBar
+	o.Bar = func(string, int) Bar { return &resumed }
+	mustRun(t, o)
+	want := strings.Split(last, " · ")[1] // "eval X": the latest evaluation when the run before ended
+	if len(resumed.statuses) != 4 || !strings.Contains(resumed.statuses[0], want) {
+		t.Fatalf("resumed run's statuses %q: want %q (the run before ended with %q)", resumed.statuses, want, last)
 	}
 }

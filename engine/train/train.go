@@ -389,6 +389,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		bar = o.Bar("train "+cfg.SchemeName()+" "+cfg.Kind, o.Steps-first)
 	}
 	var loss, evalLoss float64 = math.NaN(), math.NaN()
+	if len(curve) > 0 {
+		evalLoss = curve[len(curve)-1].EvalLoss // a resumed run's latest evaluation, until the next
+	}
 	lossSum, lossN := 0.0, 0
 	divergedAt := 0 // the step whose loss was not finite (0: none)
 	for step := first; step < end; step++ {
@@ -453,10 +456,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 		}
 		tokPerSec := float64((done-first)*o.Batch*cfg.TrainSeqLen) / time.Since(start).Seconds()
-		status := fmt.Sprintf("loss %.3f · eval %.3f · %.0f tok/s", loss, evalLoss, tokPerSec)
-		if text != nil {
-			status = fmt.Sprintf("loss %.3f · eval %.3f (%.3f bits/byte) · %.0f tok/s", loss, evalLoss, bitsPerByte(evalLoss), tokPerSec)
+		eval := "eval –" // before the first evaluation
+		if !math.IsNaN(evalLoss) {
+			eval = fmt.Sprintf("eval %.3f", evalLoss)
+			if text != nil {
+				eval += fmt.Sprintf(" (%.3f bits/byte)", bitsPerByte(evalLoss))
+			}
 		}
+		status := fmt.Sprintf("loss %.3f · %s · %.0f tok/s", loss, eval, tokPerSec)
 		bar.Set(done-first, status)
 	}
 	bar.Finish()
