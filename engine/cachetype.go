@@ -37,9 +37,14 @@ func ParseCacheType(name string) (dtypes.DType, error) {
 	return dtypes.InvalidDType, fmt.Errorf("unknown KV cache type %q; use one of %s", name, strings.Join(CacheTypeNames(), ", "))
 }
 
-// SetCacheTypes keeps the keys and the values of every session opened from now on as k and v
-// (dtypes.Float32, Float16 or BFloat16). It fails where the backend cannot hold the type.
+// SetCacheTypes keeps the keys and the values of the engine's sessions as k and v
+// (dtypes.Float32, Float16 or BFloat16). It fails where the backend cannot hold the type, and
+// once a graph has been built (the compiled steps are kept by shape, not by cache type): set it
+// right after loading.
 func (e *Engine) SetCacheTypes(k, v dtypes.DType) error {
+	if e.builds.Load() > 0 {
+		return fmt.Errorf("the KV cache types are set before the engine's first step (it has built %d graphs)", e.builds.Load())
+	}
 	for _, dt := range []dtypes.DType{k, v} {
 		if dt != dtypes.Float32 && dt != dtypes.Float16 && dt != dtypes.BFloat16 {
 			return fmt.Errorf("a KV cache of %s is not supported; use one of %s", dt, strings.Join(CacheTypeNames(), ", "))

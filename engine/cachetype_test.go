@@ -136,4 +136,11 @@ func TestCacheTypeErrors(t *testing.T) {
 	if err := e.SetCacheTypes(dtypes.BFloat16, dtypes.BFloat16); err != nil {
 		t.Errorf("bfloat16 cache on %s: %v", backend.Name(), err)
 	}
+	// After the first step the compiled graphs hold the cache's shapes: too late to change them.
+	if _, err := e.NewSession(1).AppendLast([][]int{{1, 2}}, [][]int{{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetCacheTypes(dtypes.Float32, dtypes.Float32); err == nil || !strings.Contains(err.Error(), "before the engine's first step") {
+		t.Errorf("cache types set after a step: %v", err)
+	}
 }
