@@ -63,8 +63,12 @@ func (m literalMatcher) find(s string) ([][2]int, error) {
 	}
 }
 
-// regexMatcher matches an Oniguruma-style regex through regexp2.
-type regexMatcher struct{ re *regexp2.Regexp }
+// regexMatcher matches an Oniguruma-style regex through regexp2, or GPT-2's pattern by hand
+// (fast, gpt2Split).
+type regexMatcher struct {
+	re   *regexp2.Regexp
+	fast func(s string) [][2]int
+}
 
 // regexTimeout bounds one match. A backtracking engine can take
 // exponential time on a pathological pattern from a corrupt file; the
@@ -86,12 +90,19 @@ func compileRegex(pattern string) (m regexMatcher, err error) {
 		return regexMatcher{}, fmt.Errorf("regex %q: %s", pattern, strings.ReplaceAll(err.Error(), "\n", `\n`))
 	}
 	re.MatchTimeout = regexTimeout
-	return regexMatcher{re}, nil
+	m = regexMatcher{re: re}
+	if pattern == gpt2Pattern {
+		m.fast = gpt2Split
+	}
+	return m, nil
 }
 
 func (m regexMatcher) find(s string) (out [][2]int, err error) {
 	if s == "" {
 		return nil, nil
+	}
+	if m.fast != nil {
+		return m.fast(s), nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
