@@ -182,7 +182,7 @@ func split(p piece, m matcher, behavior splitBehavior, invert bool) ([]piece, er
 	}
 	// The whole text as alternating gaps and matches (empty matches kept,
 	// as the Rust crate keeps them; empty pieces are dropped at the end).
-	var spans []span
+	spans := make([]span, 0, 2*len(ms)+1)
 	prev := 0
 	for _, r := range ms {
 		if r[0] > prev {
@@ -199,7 +199,7 @@ func split(p piece, m matcher, behavior splitBehavior, invert bool) ([]piece, er
 		start, end int
 		drop       bool
 	}
-	var cuts []cut
+	cuts := make([]cut, 0, len(spans))
 	switch behavior {
 	case removed:
 		for _, s := range spans {
