@@ -282,9 +282,14 @@ func (r Recipe) model(weights, task, scheme, variant, tag string, seed int, extr
 	m.Dir = filepath.Join(weights, task, m.Name)
 	m.Args = []string{"-task", task, "-scheme", scheme}
 	if scheme == "learned" {
-		// The table must cover the longest evaluated length; rows past L stay at their
-		// initialization, which is exactly what the benchmark shows.
-		m.Args = append(m.Args, "-pe", "max_positions="+strconv.Itoa(L*slices.Max(r.Factors)))
+		// The table must cover the longest evaluated length, and the BOS token before it where
+		// the model reads one; rows past L stay at their initialization, which is exactly what
+		// the benchmark shows.
+		n := L * slices.Max(r.Factors)
+		if slices.Contains(extra, "-bos") {
+			n++
+		}
+		m.Args = append(m.Args, "-pe", "max_positions="+strconv.Itoa(n))
 	}
 	if b := r.TrainBackend[task]; b != "" {
 		m.Args = append(m.Args, "--backend", b)

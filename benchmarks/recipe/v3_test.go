@@ -132,3 +132,18 @@ func TestVariantOf(t *testing.T) {
 		}
 	}
 }
+
+// A learned table covers the longest evaluated input, 16L, and the BOS token before it where
+// the model reads one (without it, learned + BOS had no 16L cell: position 16L was past its
+// table).
+func TestV3LearnedTableCoversBOS(t *testing.T) {
+	for _, m := range V3.Models("w", []string{tasks.Copy}, []string{"learned"}, 0) {
+		want := "max_positions=1024"
+		if slices.Contains(m.Args, "-bos") {
+			want = "max_positions=1025"
+		}
+		if !strings.Contains(strings.Join(m.Args, " "), "-pe "+want) {
+			t.Errorf("%s: %v, want -pe %s", m.ID(), m.Args, want)
+		}
+	}
+}
