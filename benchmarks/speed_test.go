@@ -302,3 +302,33 @@ func benchGenerate(b *testing.B, e *engine.Engine, n int) {
 
 // benchCtx is the models' context (the v2 recipe trains with -ctx 4096).
 var benchCtx = 4096
+
+// BenchmarkPrefillCacheTypes is a 512-token prompt through the 15M shape with Q4_0 weights into
+// a fresh session's cache of each type (engine.SetCacheTypes): what a half cache costs or saves
+// when it is written whole and read once.
+func BenchmarkPrefillCacheTypes(b *testing.B) {
+	w, err := llama2c.RandomWeights(shape15M, 1, 0.02)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "random.bin")
+	if err := llama2c.Write(path, shape15M, w, 0); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"f32", "f16"} {
+		b.Run(name, func(b *testing.B) {
+			e, err := engine.LoadAs(path, "", 1024, quant.Q4_0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dt, err := engine.ParseCacheType(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.SetCacheTypes(dt, dt); err != nil {
+				b.Fatal(err)
+			}
+			benchPrefill(b, e, 512)
+		})
+	}
+}
