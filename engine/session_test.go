@@ -56,34 +56,47 @@ func TestCachedEqualsFullAcrossWindows(t *testing.T) {
 		}
 		check(0, lens[0], last[0])
 		check(1, lens[1], last[1])
-		for lens[0] < len(rows[0]) {
-			next, pos := make([][]int, 2), make([][]int, 2)
-			for i := range 2 {
-				if lens[i] < len(rows[i]) {
-					next[i], pos[i] = []int{rows[i][lens[i]]}, []int{lens[i]}
-				}
+		decodeRows(t, s, rows, lens, func(i, n int, logits []float32) {
+			switch n {
+			case 64, 65, 100, 128, 129, 140, 150:
+				check(i, n, logits)
 			}
-			out, err := s.Append(next, pos)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 2 {
-				if len(next[i]) == 0 {
-					continue
-				}
-				lens[i]++
-				switch lens[i] {
-				case 64, 65, 100, 128, 129, 140, 150:
-					check(i, lens[i], out[i][0])
-				}
-			}
-		}
+		})
 		// Windows double from 64 up to the context: 64, 128, then the context's 200.
 		if s.window != 200 {
 			t.Errorf("%v: after 150 tokens the window is %d slots, want 200", pe, s.window)
 		}
 		if len(s.spare) != 0 {
 			t.Errorf("%v: %d reserved caches left unused after growing to the last window", pe, len(s.spare))
+		}
+	}
+}
+
+// decodeRows feeds the rest of each row of rows into s one token a step (all rows at once, a row
+// that is done sitting out), lens[i] being how much of row i s holds already, and hands visit
+// each new token's logits with the row's length after it.
+func decodeRows(t *testing.T, s *Session, rows [][]int, lens []int, visit func(row, n int, logits []float32)) {
+	t.Helper()
+	for {
+		next, pos := make([][]int, len(rows)), make([][]int, len(rows))
+		more := false
+		for i, row := range rows {
+			if lens[i] < len(row) {
+				next[i], pos[i], more = []int{row[lens[i]]}, []int{lens[i]}, true
+			}
+		}
+		if !more {
+			return
+		}
+		out, err := s.Append(next, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			if len(next[i]) > 0 {
+				lens[i]++
+				visit(i, lens[i], out[i][0])
+			}
 		}
 	}
 }
