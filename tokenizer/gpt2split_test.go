@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // gpt2Split gives the backtracking engine's matches of GPT-2's pattern: on this package's own
@@ -71,6 +72,30 @@ func BenchmarkGPT2Split(b *testing.B) {
 			if _, err := slow.find(s); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzGPT2Split: on any valid UTF-8 text, the hand-written matcher gives the regex's matches.
+func FuzzGPT2Split(f *testing.F) {
+	for _, s := range []string{"don't  stop\n\n x", "a\u00a0b 1\u2028 2", "'s 're", "\t \u3000x.. ,y"} {
+		f.Add(s)
+	}
+	m, err := compileRegex(gpt2Pattern)
+	if err != nil {
+		f.Fatal(err)
+	}
+	slow := regexMatcher{re: m.re}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // Encode replaces invalid bytes before pre-tokenizing
+		}
+		want, err := slow.find(s)
+		if err != nil {
+			t.Skip(err)
+		}
+		if got := gpt2Split(s); !slices.Equal(got, want) {
+			t.Fatalf("%q: %v, the regex %v", s, got, want)
 		}
 	})
 }
