@@ -182,7 +182,7 @@ func Attention(ctx *context.Context, layer int, cfg BlockConfig, pe Positional, 
 			out = Add(out, extra)
 		}
 	} else {
-		out = softmaxValues(logits, values(), vAxis, kvh)
+		out = SoftmaxValues(logits, values(), vAxis, kvh)
 	}
 	return Linear(ctx.In("wo"), fromHeads(out), cfg.Dim, cfg.Bias, outStd), cache
 }
@@ -195,11 +195,14 @@ func widen(x *Node) *Node {
 	return ConvertDType(x, dtypes.Float32)
 }
 
-// softmaxValues is softmax(logits)·v for logits [b, h, s, t] and values v [b, kvh, t, hd]
+// SoftmaxValues is softmax(logits)·v for logits [b, h, s, t] and values v [b, kvh, t, hd]
 // (keys on axis vAxis: 2, or 3 when stored transposed [b, kvh, hd, t]), computed as
 // (exp(logits - max)·v) / Σ exp(logits - max): the division acts on [.., hd] instead of
-// [.., t], and the sum is a dot product with ones: fewer elementwise passes over every key. Schemes with relative values need the normalized probabilities and use Softmax.
-func softmaxValues(logits, v *Node, vAxis, kvh int) *Node {
+// [.., t], and the sum is a dot product with ones: fewer elementwise passes over every key.
+// Schemes with relative values need the normalized probabilities and use Softmax. A backend may
+// recognize this expression after a mask is added to the logits (engine/cpu then computes it
+// over the keys each query sees), so its tests build it from here.
+func SoftmaxValues(logits, v *Node, vAxis, kvh int) *Node {
 	d := logits.Shape().Dimensions
 	b, h, s, t := d[0], d[1], d[2], d[3]
 	hd := v.Shape().Dim(5 - vAxis) // the other of axes 2, 3

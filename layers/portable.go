@@ -23,4 +23,4 @@ package layers
 // Two more choices look like workarounds but are not: weight matrices are stored [out, in] as
 // PyTorch stores them (x·Wᵀ contracts both operands' last axis, which every backend runs
 // without a transpose), and softmax·V is normalized after the product (attention.go's
-// softmaxValues: the division acts on [.., head_dim] instead of [.., keys]).
+// SoftmaxValues: the division acts on [.., head_dim] instead of [.., keys]).

@@ -123,7 +123,7 @@ func (b *Builder) Compile(outputs []backends.Op, _ []*backends.ShardingSpec) (ba
 	}
 	slotOf := e.assignSlots(nodes, live, fused)
 	e.assignOutputs(outs, slotOf)
-	if err := e.lowerSteps(nodes, live, fused, fusions, slotOf); err != nil {
+	if err := e.lowerSteps(nodes, outs, live, fused, fusions, slotOf); err != nil {
 		return nil, fmt.Errorf("backend %s: compiling %q: %w", BackendName, b.name, err)
 	}
 	e.dropUnsafeInPlace()
@@ -246,17 +246,46 @@ func (e *Executable) assignOutputs(outs []*node, slotOf []int) {
 // lowerSteps lowers every live node that computes something to a step, in creation order,
 // recording the liveness of every slot. A group of sibling quantized products (siblingdots.go)
 // is one step, at its first member's place: every member's slots are defined there.
-func (e *Executable) lowerSteps(nodes []*node, live, fused []bool, fusions map[int]*fusion, slotOf []int) error {
+func (e *Executable) lowerSteps(nodes, outs []*node, live, fused []bool, fusions map[int]*fusion, slotOf []int) error {
 	for i := range e.slots {
 		e.slots[i].last = -1
 	}
 	sib := findSiblingDots(nodes, live, fused)
+	var att maskedAttentions
+	if e.backend.optimize {
+		att = findMaskedAttentions(nodes, outs, live, fusions)
+	}
 	for _, n := range nodes {
 		if !live[n.id] || fused[n.id] || isView(n) || n.owner != nil || n.op == backends.OpTypeParameter || n.op == backends.OpTypeConstant {
 			continue
 		}
 		if sib.later[n.id] {
 			continue // run by the step of the first product of its group
+		}
+		if att.skip != nil && att.skip[n.id] {
+			continue // run by the step of its attention chain's last member
+		}
+		if ma := att.at[n.id]; ma != nil {
+			t := len(e.steps)
+			lw := e.newLowering(n, t, ma.inputs(), live, slotOf)
+			for _, m := range ma.members() {
+				if m != n {
+					lw.extra = append(lw.extra, slotOf[m.id])
+				}
+			}
+			e.steps = append(e.steps, lowerMaskedAttention(lw, ma, slotOf))
+			e.stepOps = append(e.stepOps, n.op)
+			if StepTimesEnabled() {
+				e.stepLabels = append(e.stepLabels, "masked attention "+stepLabel(ma.qk, nil, ma.qk.inputs))
+			}
+			for _, s := range append([]int{lw.out}, lw.extra...) {
+				e.slots[s].def = t
+				e.slots[s].last = max(e.slots[s].last, t)
+			}
+			for _, s := range lw.in {
+				e.slots[s].last = max(e.slots[s].last, t)
+			}
+			continue
 		}
 		f := fusions[n.id]
 		if f != nil && f.root != n {

@@ -82,6 +82,26 @@ func freeAxes(rank int, lists ...[]int) []int {
 	return free
 }
 
+// planDot sees product n as a batch of B matrix products [M, K]·[K, N] and finds how each
+// operand is read.
+func planDot(n *node, attr *dotAttr) (B, M, N, K int, lp, rp matOperand) {
+	ls, rs := n.inputs[0].shape, n.inputs[1].shape
+	lf := freeAxes(ls.Rank(), attr.lhsBatch, attr.lhsContract)
+	rf := freeAxes(rs.Rank(), attr.rhsBatch, attr.rhsContract)
+	prod := func(s []int, dims []int) int {
+		p := 1
+		for _, a := range s {
+			p *= dims[a]
+		}
+		return p
+	}
+	B = prod(attr.lhsBatch, ls.Dimensions)
+	M = prod(lf, ls.Dimensions)
+	K = prod(attr.lhsContract, ls.Dimensions)
+	N = prod(rf, rs.Dimensions)
+	return B, M, N, K, planOperand(attr.lhsBatch, lf, attr.lhsContract), planOperand(attr.rhsBatch, rf, attr.rhsContract)
+}
+
 func lowerDot(lw *lowering) (stepFn, error) {
 	n := lw.n
 	if qa, ok := n.attr.(*quantDotAttr); ok {
@@ -96,21 +116,7 @@ func lowerDot(lw *lowering) (stepFn, error) {
 		attr = n.attr.(*dotAttr)
 	}
 	ls, rs := n.inputs[0].shape, n.inputs[1].shape
-	lf := freeAxes(ls.Rank(), attr.lhsBatch, attr.lhsContract)
-	rf := freeAxes(rs.Rank(), attr.rhsBatch, attr.rhsContract)
-	prod := func(s []int, dims []int) int {
-		p := 1
-		for _, a := range s {
-			p *= dims[a]
-		}
-		return p
-	}
-	B := prod(attr.lhsBatch, ls.Dimensions)
-	M := prod(lf, ls.Dimensions)
-	K := prod(attr.lhsContract, ls.Dimensions)
-	N := prod(rf, rs.Dimensions)
-	lp := planOperand(attr.lhsBatch, lf, attr.lhsContract)
-	rp := planOperand(attr.rhsBatch, rf, attr.rhsContract)
+	B, M, N, K, lp, rp := planDot(n, attr)
 	// The right operand's natural layout is [B, N, K] (x·Wᵀ): trans means [B, K, N].
 	transB := !rp.trans
 	ia, ib, io := lw.in[0], lw.in[1], lw.out
@@ -503,7 +509,7 @@ func (mm *matmul) tile(a, b, c []float32, m0, m1, n0, n1 int) {
 		}
 		return
 	}
-	// A matrix times a vector (softmaxValues' row sum, a product with ones) and an outer
+	// A matrix times a vector (SoftmaxValues' row sum, a product with ones) and an outer
 	// product (that sum's gradient): the blocked GEMM would pad the one column or the one
 	// step of k to a whole tile and pack every row for it (2.3% of an lm training step).
 	// Both stay float32, as the other paths without packing do under bf16dot.

@@ -208,7 +208,16 @@ type fusedInstr struct {
 	a, b int
 }
 
-func lowerFusion(lw *lowering, f *fusion) stepFn {
+// fusedProgram is a fused tree compiled for evalFused: its instructions, how each leaf is read,
+// how many registers it needs, and which instructions write a root (outOf).
+type fusedProgram struct {
+	prog  []fusedInstr
+	modes []leafMode
+	nRegs int
+	outOf []int
+}
+
+func newFusedProgram(f *fusion) *fusedProgram {
 	leafIdx := map[int]int{}
 	modes := make([]leafMode, len(f.leaves))
 	for k, l := range f.leaves {
@@ -225,8 +234,8 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 			nRegs++
 		}
 	}
-	// dsts: where each root is written (f.root to the step's slot, f.outs to its extra slots);
-	// outOf: for each instruction, the index of the root it computes, or -1.
+	// outOf: for each instruction, the index of the root it computes (0: f.root, 1+k: f.outs[k]),
+	// or -1.
 	outOf := make([]int, len(f.members))
 	for i, m := range f.members {
 		outOf[i] = -1
@@ -253,6 +262,21 @@ func lowerFusion(lw *lowering, f *fusion) stepFn {
 		}
 		prog[i] = in
 	}
+	return &fusedProgram{prog: prog, modes: modes, nRegs: nRegs, outOf: outOf}
+}
+
+// evalRange runs the program on elements [start, end), a block at a time, with regs of at
+// least nRegs·fuseBlock floats.
+func (p *fusedProgram) evalRange(regs []float32, leaves [][]float32, start, end int, dsts [][]float32) {
+	for s := start; s < end; s += fuseBlock {
+		evalFused(p.prog, regs, leaves, p.modes, s, min(fuseBlock, end-s), dsts, p.outOf)
+	}
+}
+
+func lowerFusion(lw *lowering, f *fusion) stepFn {
+	fp := newFusedProgram(f)
+	prog, modes, nRegs, outOf := fp.prog, fp.modes, fp.nRegs, fp.outOf
+	// dsts: where each root is written (f.root to the step's slot, f.outs to its extra slots).
 	slots := lw.in
 	outSlots := append([]int{lw.out}, lw.extra[len(lw.extra)-len(f.outs):]...)
 	size := f.root.shape.Size()

@@ -1,0 +1,418 @@
+package cpu
+
+// Attention computed only where the mask lets a query see. In a causal prefill of s tokens,
+// query i sees keys 0..i: half of the s×s scores are masked, and op by op the products q·k
+// and p·v, the logits' elementwise tree, the row maximum and the exponential all run over the
+// hidden half too (a third of a 512-token prefill of the 15M shape). A cache larger than what it
+// holds adds empty slots, also masked.
+//
+// The chain, as layers.Attention writes it for the schemes without relative values
+// (SoftmaxValues), after fusion:
+//
+//	L = q·k                    [B, M, T]: B = batch·kvHeads, M = group·queries, T = keys
+//	A = tree(L, ...) + mask    a fused tree whose root adds the mask, [batch, heads, queries, T]
+//	R = max(A) over keys
+//	E = exp(A − R)             a fused tree
+//	num = E·v, den = E·1       (then num/den, a step of its own)
+//
+// Every value of L, A, R and E read by the chain alone, none an output. It runs as one step:
+// a task takes a batch item and up to maskedTaskRows queries of one head, reads each query's
+// first and last visible key from the mask (a key is hidden where the mask is at most
+// maskHides), and computes q·k over the block's span of keys only, the two trees and the
+// maximum over each row's own span, zeros in E for the rest of the block's span, and p·v over
+// that span. The results are op by op's: a hidden key's logit is about −1e9, so its exponential
+// is exactly 0 in float32 and it changes neither the row's maximum nor either sum (the sums may
+// differ in their last bits: fewer terms, added in another order). A row with no visible key
+// (a padding query) is computed over all keys, as op by op does.
+
+import (
+	"slices"
+	"sync/atomic"
+
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/posformer/posformer/engine/cpu/kernels"
+)
+
+// maskHides is the largest mask value that hides a key: far below any logit, far above
+// layers' maskedLogit (−1e9); exp of a logit this low is 0 in float32.
+const maskHides = -1e8
+
+// minMaskedQueries is the fewest queries per head for which the chain is rewritten: decoding
+// (one query) keeps its own paths, tuned for a few rows against many keys.
+const minMaskedQueries = 16
+
+// maskedTaskRows is the most queries a task takes: 128 rows of 512 keys are 256 KB of scores,
+// which stay in L2 from q·k to p·v.
+const maskedTaskRows = 128
+
+// maskedAttentionsCompiled counts the chains rewritten so far (for tests); maskedAttentionOn
+// switches the rewrite (tests turn it off to compare).
+var (
+	maskedAttentionsCompiled atomic.Int64
+	maskedAttentionOn        = true
+)
+
+// maskedAttention is one chain found by findMaskedAttentions, and its plan.
+type maskedAttention struct {
+	qk, a, r, e, num, den, mask *node
+	fa, fe                      *fusion
+	last                        *node // the member lowered last: the chain's step
+	B, M, T, D, HD              int   // batch items, rows and keys of each, q·k's depth, v's width
+	queries                     int   // queries per head (rows of one head within M)
+	transK, transV              bool  // Sgemm's transB for q·k and p·v
+	// spansFrom is the earlier chain over the same mask (every layer's), whose step finds the
+	// rows' visible spans for this one (nil: this chain finds them); step is the chain's step.
+	spansFrom *maskedAttention
+	step      int
+}
+
+// members are the chain's nodes that would each have had a step.
+func (ma *maskedAttention) members() []*node {
+	return []*node{ma.qk, ma.a, ma.r, ma.e, ma.num, ma.den}
+}
+
+// maskedAttentions are the chains found, each under the id of its last member, and the other
+// members, which get no step of their own.
+type maskedAttentions struct {
+	at   map[int]*maskedAttention
+	skip []bool
+}
+
+// findMaskedAttentions finds the chains described above among the live nodes.
+func findMaskedAttentions(nodes []*node, outs []*node, live []bool, fusions map[int]*fusion) maskedAttentions {
+	ms := maskedAttentions{at: map[int]*maskedAttention{}, skip: make([]bool, len(nodes))}
+	if !maskedAttentionOn {
+		return ms
+	}
+	readers := make([][]*node, len(nodes))
+	for _, n := range nodes {
+		if live[n.id] {
+			for _, in := range n.inputs {
+				readers[in.id] = append(readers[in.id], n)
+			}
+		}
+	}
+	isOutput := make([]bool, len(nodes))
+	for _, o := range outs {
+		isOutput[o.id] = true
+	}
+	// sinks are the readers of x that are not views of it, looked for through views; ok is
+	// false when x or a view of it is an output.
+	var sinks func(x *node, acc []*node) ([]*node, bool)
+	sinks = func(x *node, acc []*node) ([]*node, bool) {
+		if isOutput[x.id] {
+			return nil, false
+		}
+		for _, r := range readers[x.id] {
+			if !isView(r) {
+				acc = append(acc, r)
+				continue
+			}
+			var ok bool
+			if acc, ok = sinks(r, acc); !ok {
+				return nil, false
+			}
+		}
+		return acc, true
+	}
+	readBy := func(x *node, want ...*node) bool {
+		got, ok := sinks(x, nil)
+		if !ok || len(got) != len(want) {
+			return false
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				return false
+			}
+		}
+		return true
+	}
+	firstOver := map[*node]*maskedAttention{} // by mask
+	for _, n := range nodes {
+		if ma := matchMaskedAttention(n, fusions, sinks, readBy); ma != nil {
+			if f := firstOver[ma.mask]; f != nil && f.B == ma.B && f.M == ma.M && f.T == ma.T {
+				ma.spansFrom = f
+			} else if f == nil {
+				firstOver[ma.mask] = ma
+			}
+			ms.at[ma.last.id] = ma
+			for _, m := range ma.members() {
+				ms.skip[m.id] = m != ma.last
+			}
+			maskedAttentionsCompiled.Add(1)
+		}
+	}
+	return ms
+}
+
+// base is x with views looked through.
+func base(x *node) *node {
+	for isView(x) {
+		x = x.inputs[0]
+	}
+	return x
+}
+
+// matchMaskedAttention returns the chain whose E is n, or nil.
+func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []*node) ([]*node, bool), readBy func(*node, ...*node) bool) *maskedAttention {
+	fe := fusions[n.id]
+	if fe == nil || fe.root != n || len(fe.outs) > 0 || len(fe.members) != 2 {
+		return nil
+	}
+	sub := fe.members[0]
+	if n.op != backends.OpTypeExp || sub.op != backends.OpTypeSub || n.inputs[0] != sub {
+		return nil
+	}
+	ma := &maskedAttention{e: n, fe: fe, a: base(sub.inputs[0]), r: base(sub.inputs[1])}
+	fa := fusions[ma.a.id]
+	if fa == nil || fa.root != ma.a || len(fa.outs) > 0 || ma.a.op != backends.OpTypeAdd || ma.r.op != backends.OpTypeReduceMax {
+		return nil
+	}
+	ma.fa = fa
+	dims := ma.a.shape.Dimensions
+	rank := len(dims)
+	if rank < 2 || !ma.a.shape.Equal(n.shape) || base(ma.r.inputs[0]) != ma.a {
+		return nil
+	}
+	if axes := ma.r.attr.(*reduceAttr).axes; len(axes) != 1 || axes[0] != rank-1 {
+		return nil
+	}
+	ma.T, ma.queries = dims[rank-1], dims[rank-2]
+	if ma.queries < minMaskedQueries || !readBy(ma.a, sub, ma.r) || !readBy(ma.r, sub) {
+		return nil
+	}
+	// The mask: the root's second operand, a leaf of the logits' shape.
+	ma.mask = ma.a.inputs[1]
+	if !slices.Contains(fa.leaves, ma.mask) || !ma.mask.shape.Equal(ma.a.shape) {
+		return nil
+	}
+	// E is read by the two products: E·v and E·1.
+	rs, ok := sinks(n, nil)
+	if !ok || len(rs) != 2 {
+		return nil
+	}
+	for _, d := range rs {
+		if _, plain := d.attr.(*dotAttr); !plain || d.op != backends.OpTypeDotGeneral || base(d.inputs[0]) != n {
+			return nil
+		}
+		if isOnes(base(d.inputs[1]), ma.T) {
+			ma.den = d
+		} else {
+			ma.num = d
+		}
+	}
+	if ma.num == nil || ma.den == nil {
+		return nil
+	}
+	// L: the one leaf of the logits' tree that is a plain float32 product read by the tree alone.
+	for _, l := range fa.leaves {
+		q := base(l)
+		if _, plain := q.attr.(*dotAttr); !plain || q.op != backends.OpTypeDotGeneral || q.shape.DType != dtypes.Float32 || !l.shape.Equal(ma.a.shape) {
+			continue
+		}
+		got, ok := sinks(q, nil)
+		if !ok || slices.ContainsFunc(got, func(r *node) bool { return !slices.Contains(fa.members, r) }) {
+			continue
+		}
+		if ma.qk != nil {
+			return nil // two candidates: not the chain layers writes
+		}
+		ma.qk = q
+	}
+	if ma.qk == nil || ma.mask == ma.qk || base(ma.mask) == ma.qk || !ma.plan() {
+		return nil
+	}
+	ma.last = ma.num
+	if ma.den.id > ma.num.id {
+		ma.last = ma.den
+	}
+	return ma
+}
+
+// plan checks the products' layouts (each operand read in place, the rows of q·k those of
+// E·v) and records their sizes.
+func (ma *maskedAttention) plan() bool {
+	B, M, N, K, lp, rp := planDot(ma.qk, ma.qk.attr.(*dotAttr))
+	if lp.perm != nil || lp.trans || rp.perm != nil || N != ma.T || B*M*N != ma.a.shape.Size() || M%ma.queries != 0 {
+		return false
+	}
+	ma.B, ma.M, ma.D, ma.transK = B, M, K, !rp.trans
+	B2, M2, N2, K2, lp2, rp2 := planDot(ma.num, ma.num.attr.(*dotAttr))
+	if lp2.perm != nil || lp2.trans || rp2.perm != nil || B2 != B || M2 != M || K2 != ma.T {
+		return false
+	}
+	ma.HD, ma.transV = N2, !rp2.trans
+	B3, M3, N3, K3, lp3, _ := planDot(ma.den, ma.den.attr.(*dotAttr))
+	return lp3.perm == nil && !lp3.trans && B3 == 1 && M3 == B*M && N3 == 1 && K3 == ma.T
+}
+
+// isOnes reports whether x is t float32 ones: a constant, or a constant broadcast.
+func isOnes(x *node, t int) bool {
+	if x.shape.DType != dtypes.Float32 || x.shape.Size() != t {
+		return false
+	}
+	if x.op == backends.OpTypeBroadcastInDim {
+		x = base(x.inputs[0])
+	}
+	data, ok := x.attr.([]byte)
+	if x.op != backends.OpTypeConstant || !ok || x.shape.DType != dtypes.Float32 {
+		return false
+	}
+	for _, v := range typed[float32](data) {
+		if v != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// maskedInputs are the nodes a chain reads from outside it.
+func (ma *maskedAttention) inputs() []*node {
+	ins := []*node{ma.qk.inputs[0], ma.qk.inputs[1], ma.num.inputs[1]}
+	ins = append(ins, ma.fa.leaves...)
+	return append(ins, ma.fe.leaves...)
+}
+
+// lowerMaskedAttention lowers a chain to one step; slotOf gives every member's slot.
+func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepFn {
+	pa, pe := newFusedProgram(ma.fa), newFusedProgram(ma.fe)
+	slotsOf := func(ns []*node) []int {
+		s := make([]int, len(ns))
+		for i, x := range ns {
+			s[i] = slotOf[x.id]
+		}
+		return s
+	}
+	leavesA, leavesE := slotsOf(ma.fa.leaves), slotsOf(ma.fe.leaves)
+	s := slotsOf([]*node{ma.qk.inputs[0], ma.qk.inputs[1], ma.num.inputs[1], ma.mask, ma.qk, ma.a, ma.r, ma.e, ma.num, ma.den})
+	nb := (ma.queries + maskedTaskRows - 1) / maskedTaskRows
+	tasks := ma.B * (ma.M / ma.queries) * nb
+	regs := max(pa.nRegs, pe.nRegs) * fuseBlock
+	pool, bf16 := lw.e.backend.pool, lw.e.backend.bf16dot
+	step := lw.step
+	ma.step = step
+	newCall := func() any {
+		c := &maskedCall{ma: ma, pa: pa, pe: pe, nb: nb, regs: regs, bf16: bf16,
+			leavesA: make([][]float32, len(leavesA)), leavesE: make([][]float32, len(leavesE))}
+		c.run = c.task
+		if ma.spansFrom == nil {
+			c.spans = make([]int32, 2*ma.B*ma.M)
+		}
+		return c
+	}
+	return func(f *frame) {
+		c := f.stepState(step, newCall).(*maskedCall)
+		if ma.spansFrom != nil {
+			// Found by the earlier chain's step, which has run (steps run in order).
+			c.spans, c.found = f.stepState(ma.spansFrom.step, newCall).(*maskedCall).spans, true
+		}
+		v := func(i int) []float32 { return typed[float32](f.slots[s[i]]) }
+		c.q, c.k, c.v, c.mask, c.l, c.a, c.r, c.e, c.num, c.den = v(0), v(1), v(2), v(3), v(4), v(5), v(6), v(7), v(8), v(9)
+		for i, sl := range leavesA {
+			c.leavesA[i] = typed[float32](f.slots[sl])
+		}
+		for i, sl := range leavesE {
+			c.leavesE[i] = typed[float32](f.slots[sl])
+			if sl == s[5] {
+				c.leavesE[i] = c.l
+			}
+		}
+		// L, A and E share L's bytes: each tree's root, its last instruction, writes an element
+		// after every read of it, so a task's scores stay in one block of L2.
+		c.a, c.e = c.l, c.l
+		c.dstA[0], c.dstE[0] = c.l, c.l
+		pool.run(tasks, c.run)
+	}
+}
+
+// maskedCall is one call of a chain: its arrays, and run, its task method bound once.
+type maskedCall struct {
+	ma                                  *maskedAttention
+	pa, pe                              *fusedProgram
+	nb, regs                            int
+	bf16                                bool
+	q, k, v, mask, l, a, r, e, num, den []float32
+	leavesA, leavesE                    [][]float32
+	dstA, dstE                          [1][]float32
+	spans                               []int32 // each row's first visible key and one past its last
+	found                               bool    // spans hold this call's rows (an earlier chain's)
+	run                                 func(task int)
+}
+
+// visibleSpan returns the first visible key of a mask row and one past the last, or the whole
+// row when no key is visible. The hidden runs are skipped a vector's reach at a time.
+func visibleSpan(row []float32) (lo, hi int) {
+	const step = 32
+	hidden := func(x []float32) bool { return kernels.Max(x) <= maskHides }
+	for lo+step <= len(row) && hidden(row[lo:lo+step]) {
+		lo += step
+	}
+	for lo < len(row) && row[lo] <= maskHides {
+		lo++
+	}
+	if lo == len(row) {
+		return 0, len(row)
+	}
+	hi = len(row)
+	for hi-step > lo && hidden(row[hi-step:hi]) {
+		hi -= step
+	}
+	for row[hi-1] <= maskHides {
+		hi--
+	}
+	return lo, hi
+}
+
+// task computes one block of rows: batch item, head within the item, and block of queries,
+// the blocks nearest the end (which see the most keys) first.
+func (c *maskedCall) task(task int) {
+	ma := c.ma
+	T, D, HD := ma.T, ma.D, ma.HD
+	heads := ma.M / ma.queries
+	bi, rest := task/(heads*c.nb), task%(heads*c.nb)
+	head, blk := rest/c.nb, c.nb-1-rest%c.nb
+	r0 := head*ma.queries + blk*maskedTaskRows
+	rows := min(maskedTaskRows, (head+1)*ma.queries-r0)
+	first := bi*ma.M + r0 // the block's first row among all B·M
+	span := c.spans[2*first : 2*(first+rows)]
+	lo, hi := T, 0
+	for i := range rows {
+		if !c.found {
+			g := first + i
+			l, h := visibleSpan(c.mask[g*T : (g+1)*T])
+			span[2*i], span[2*i+1] = int32(l), int32(h)
+		}
+		lo, hi = min(lo, int(span[2*i])), max(hi, int(span[2*i+1]))
+	}
+	w := hi - lo
+	gemm := kernels.Sgemm
+	if c.bf16 {
+		gemm = kernels.SgemmBF16
+	}
+	// q·k over the block's keys: keys stored [T, D] (transK) or [D, T] per item.
+	kb, ldk := c.k[bi*T*D+lo:], T
+	if ma.transK {
+		kb, ldk = c.k[bi*T*D+lo*D:], D
+	}
+	gemm(false, ma.transK, rows, w, D, 1, c.q[first*D:], D, kb, ldk, 0, c.l[first*T+lo:], T)
+	regs := floats.Get(c.regs)
+	for i := range rows {
+		g := first + i
+		row := g * T
+		l, h := int(span[2*i]), int(span[2*i+1])
+		c.pa.evalRange(regs, c.leavesA, row+l, row+h, c.dstA[:])
+		c.r[g] = kernels.Max(c.a[row+l : row+h])
+		c.pe.evalRange(regs, c.leavesE, row+l, row+h, c.dstE[:])
+		clear(c.e[row+lo : row+l])
+		clear(c.e[row+h : row+hi])
+		c.den[g] = kernels.Sum(c.e[row+l : row+h])
+	}
+	floats.Put(regs)
+	// p·v over the same keys: values stored [HD, T] (transV) or [T, HD] per item.
+	vb, ldv := c.v[bi*T*HD+lo*HD:], HD
+	if ma.transV {
+		vb, ldv = c.v[bi*T*HD+lo:], T
+	}
+	gemm(false, ma.transV, rows, HD, w, 1, c.e[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
+}
