@@ -23,7 +23,8 @@ package cpu
 // that span. The results are op by op's: a hidden key's logit is about −1e9, so its exponential
 // is exactly 0 in float32 and it changes neither the row's maximum nor either sum (the sums may
 // differ in their last bits: fewer terms, added in another order). A row with no visible key
-// (a padding query) is computed over all keys, as op by op does.
+// (a padding query) is computed over all keys, as op by op does. Keys and values kept as halves
+// (a float16 or bfloat16 cache, halfdot.go) are widened a task's span at a time.
 
 import (
 	"slices"
@@ -61,6 +62,9 @@ type maskedAttention struct {
 	B, M, T, D, HD              int   // batch items, rows and keys of each, q·k's depth, v's width
 	queries                     int   // queries per head (rows of one head within M)
 	transK, transV              bool  // Sgemm's transB for q·k and p·v
+	// halfK, halfV: the keys or values are a cache kept as float16 or bfloat16 (halfdot.go),
+	// widened a task's span at a time (dtypes.InvalidDType: float32).
+	halfK, halfV dtypes.DType
 	// spansFrom is the earlier chain over the same mask (every layer's), whose step finds the
 	// rows' visible spans for this one (nil: this chain finds them); step is the chain's step.
 	spansFrom *maskedAttention
@@ -193,7 +197,7 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []
 		return nil
 	}
 	for _, d := range rs {
-		if _, plain := d.attr.(*dotAttr); !plain || d.op != backends.OpTypeDotGeneral || base(d.inputs[0]) != n {
+		if _, _, ok := productAttr(d); !ok || d.op != backends.OpTypeDotGeneral || base(d.inputs[0]) != n {
 			return nil
 		}
 		if isOnes(base(d.inputs[1]), ma.T) {
@@ -208,7 +212,7 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []
 	// L: the one leaf of the logits' tree that is a plain float32 product read by the tree alone.
 	for _, l := range fa.leaves {
 		q := base(l)
-		if _, plain := q.attr.(*dotAttr); !plain || q.op != backends.OpTypeDotGeneral || q.shape.DType != dtypes.Float32 || !l.shape.Equal(ma.a.shape) {
+		if _, _, ok := productAttr(q); !ok || q.op != backends.OpTypeDotGeneral || q.shape.DType != dtypes.Float32 || !l.shape.Equal(ma.a.shape) {
 			continue
 		}
 		got, ok := sinks(q, nil)
@@ -233,18 +237,37 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []
 // plan checks the products' layouts (each operand read in place, the rows of q·k those of
 // E·v) and records their sizes.
 func (ma *maskedAttention) plan() bool {
-	B, M, N, K, lp, rp := planDot(ma.qk, ma.qk.attr.(*dotAttr))
+	qkAttr, halfK, _ := productAttr(ma.qk)
+	numAttr, halfV, _ := productAttr(ma.num)
+	denAttr, halfOnes, _ := productAttr(ma.den)
+	if halfOnes != dtypes.InvalidDType {
+		return false
+	}
+	ma.halfK, ma.halfV = halfK, halfV
+	B, M, N, K, lp, rp := planDot(ma.qk, qkAttr)
 	if lp.perm != nil || lp.trans || rp.perm != nil || N != ma.T || B*M*N != ma.a.shape.Size() || M%ma.queries != 0 {
 		return false
 	}
 	ma.B, ma.M, ma.D, ma.transK = B, M, K, !rp.trans
-	B2, M2, N2, K2, lp2, rp2 := planDot(ma.num, ma.num.attr.(*dotAttr))
+	B2, M2, N2, K2, lp2, rp2 := planDot(ma.num, numAttr)
 	if lp2.perm != nil || lp2.trans || rp2.perm != nil || B2 != B || M2 != M || K2 != ma.T {
 		return false
 	}
 	ma.HD, ma.transV = N2, !rp2.trans
-	B3, M3, N3, K3, lp3, _ := planDot(ma.den, ma.den.attr.(*dotAttr))
+	B3, M3, N3, K3, lp3, _ := planDot(ma.den, denAttr)
 	return lp3.perm == nil && !lp3.trans && B3 == 1 && M3 == B*M && N3 == 1 && K3 == ma.T
+}
+
+// productAttr returns a float32 product's dotAttr, and the storage of its right operand when
+// the product reads it as halves (fuseHalfOperands); ok is false for other nodes.
+func productAttr(n *node) (attr *dotAttr, half dtypes.DType, ok bool) {
+	switch a := n.attr.(type) {
+	case *dotAttr:
+		return a, dtypes.InvalidDType, true
+	case *halfDotAttr:
+		return a.dot, a.half, true
+	}
+	return nil, dtypes.InvalidDType, false
 }
 
 // isOnes reports whether x is t float32 ones: a constant, or a constant broadcast.
@@ -308,7 +331,18 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 			c.spans, c.found = f.stepState(ma.spansFrom.step, newCall).(*maskedCall).spans, true
 		}
 		v := func(i int) []float32 { return typed[float32](f.slots[s[i]]) }
-		c.q, c.k, c.v, c.mask, c.l, c.a, c.r, c.e, c.num, c.den = v(0), v(1), v(2), v(3), v(4), v(5), v(6), v(7), v(8), v(9)
+		c.q, c.mask, c.l, c.a, c.r, c.e, c.num, c.den = v(0), v(3), v(4), v(5), v(6), v(7), v(8), v(9)
+		c.k, c.v, c.kh, c.vh = nil, nil, nil, nil
+		if ma.halfK != dtypes.InvalidDType {
+			c.kh = typed[uint16](f.slots[s[1]])
+		} else {
+			c.k = v(1)
+		}
+		if ma.halfV != dtypes.InvalidDType {
+			c.vh = typed[uint16](f.slots[s[2]])
+		} else {
+			c.v = v(2)
+		}
 		for i, sl := range leavesA {
 			c.leavesA[i] = typed[float32](f.slots[sl])
 		}
@@ -333,6 +367,7 @@ type maskedCall struct {
 	nb, regs                            int
 	bf16                                bool
 	q, k, v, mask, l, a, r, e, num, den []float32
+	kh, vh                              []uint16 // keys or values kept as halves (k, v nil)
 	leavesA, leavesE                    [][]float32
 	dstA, dstE                          [1][]float32
 	spans                               []int32 // each row's first visible key and one past its last
@@ -391,9 +426,16 @@ func (c *maskedCall) task(task int) {
 		gemm = kernels.SgemmBF16
 	}
 	// q·k over the block's keys: keys stored [T, D] (transK) or [D, T] per item.
-	kb, ldk := c.k[bi*T*D+lo:], T
-	if ma.transK {
+	var kb []float32
+	var ldk int
+	if c.kh != nil {
+		buf := halfScratch.Get(D * w)
+		defer halfScratch.Put(buf)
+		kb, ldk = widenSpan(ma.halfK, buf, c.kh[bi*T*D:(bi+1)*T*D], T, D, lo, hi, ma.transK)
+	} else if ma.transK {
 		kb, ldk = c.k[bi*T*D+lo*D:], D
+	} else {
+		kb, ldk = c.k[bi*T*D+lo:], T
 	}
 	gemm(false, ma.transK, rows, w, D, 1, c.q[first*D:], D, kb, ldk, 0, c.l[first*T+lo:], T)
 	regs := floats.Get(c.regs)
@@ -410,9 +452,31 @@ func (c *maskedCall) task(task int) {
 	}
 	floats.Put(regs)
 	// p·v over the same keys: values stored [HD, T] (transV) or [T, HD] per item.
-	vb, ldv := c.v[bi*T*HD+lo*HD:], HD
-	if ma.transV {
+	var vb []float32
+	var ldv int
+	if c.vh != nil {
+		buf := halfScratch.Get(HD * w)
+		defer halfScratch.Put(buf)
+		vb, ldv = widenSpan(ma.halfV, buf, c.vh[bi*T*HD:(bi+1)*T*HD], T, HD, lo, hi, !ma.transV)
+	} else if ma.transV {
 		vb, ldv = c.v[bi*T*HD+lo:], T
+	} else {
+		vb, ldv = c.v[bi*T*HD+lo*HD:], HD
 	}
 	gemm(false, ma.transV, rows, HD, w, 1, c.e[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
+}
+
+// widenSpan widens keys lo..hi-1 of one item of a half cache into buf and returns them as a
+// product's operand with its leading dimension: item holds T keys of width values each, stored
+// [T, width] (byKey) or [width, T].
+func widenSpan(half dtypes.DType, buf []float32, item []uint16, T, width, lo, hi int, byKey bool) ([]float32, int) {
+	w := hi - lo
+	if byKey {
+		widenHalf(half, buf[:w*width], item[lo*width:hi*width])
+		return buf, width
+	}
+	for d := range width {
+		widenHalf(half, buf[d*w:(d+1)*w], item[d*T+lo:d*T+hi])
+	}
+	return buf, w
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/posformer/posformer/engine/cpu/kernels"
@@ -21,9 +22,10 @@ type maskedCase struct {
 	cacheLayout        bool // keys and values stored [b, kvh, hd, t], as the KV cache keeps them
 	bias               bool // a bias [1, h, s, t] added before the mask (ALiBi's place)
 	mask               func(r *rand.Rand, bi, q, key int) bool
-	rewritten          bool // the chain is expected to be computed as one step
-	layers             int  // attentions in a row over the same mask and keys (0: one), each one's output the next one's queries
-	prefix, validQuery int  // causal masks: the keys before the chunk; queries of row 1 that are real
+	rewritten          bool         // the chain is expected to be computed as one step
+	layers             int          // attentions in a row over the same mask and keys (0: one), each one's output the next one's queries
+	half               dtypes.DType // keys and values kept as float16 or bfloat16, as a half-precision cache (0: float32)
+	prefix, validQuery int          // causal masks: the keys before the chunk; queries of row 1 that are real
 }
 
 // causal: query q (at position prefix+q) sees the cached keys before the chunk and the chunk's
@@ -44,6 +46,9 @@ var maskedCases = []maskedCase{
 	{name: "random mask", b: 2, h: 2, kvh: 2, s: 20, t: 90, hd: 12, rewritten: true,
 		mask: func(r *rand.Rand, _, q, _ int) bool { return q%7 != 3 && r.Float64() < 0.6 }},
 	{name: "threads", b: 1, h: 4, kvh: 4, s: 300, t: 300, hd: 32, cacheLayout: true, rewritten: true},
+	{name: "float16 cache", b: 2, h: 4, kvh: 2, s: 40, t: 96, hd: 16, cacheLayout: true, prefix: 20, validQuery: 30, rewritten: true, half: dtypes.Float16},
+	{name: "bfloat16 keys by row, sliding window", b: 1, h: 2, kvh: 2, s: 150, t: 150, hd: 8, rewritten: true, half: dtypes.BFloat16,
+		mask: func(_ *rand.Rand, _, q, key int) bool { return key <= q && key > q-40 }},
 	{name: "three layers, one mask", b: 2, h: 2, kvh: 2, s: 50, t: 80, hd: 8, cacheLayout: true, prefix: 30, validQuery: 41, rewritten: true, layers: 3},
 	{name: "few queries", b: 1, h: 2, kvh: 2, s: 8, t: 40, hd: 16, cacheLayout: true, prefix: 32, rewritten: false},
 }
@@ -98,6 +103,11 @@ func (c maskedCase) run(t *testing.T, be *Backend, q, k, v, bias, mask []float32
 	}
 	exe := MustNewExec(be, func(q, k, v, bias, mask *Node) *Node {
 		g := c.h / c.kvh
+		if c.half != dtypes.InvalidDType {
+			// Stored as halves, widened where read, as layers.Attention reads a half cache.
+			k = ConvertDType(ConvertDType(k, c.half), dtypes.Float32)
+			v = ConvertDType(ConvertDType(v, c.half), dtypes.Float32)
+		}
 		for range max(1, c.layers) {
 			qg := Reshape(q, c.b, c.kvh, g*c.s, c.hd)
 			logits := Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, k, []int{5 - kAxis}, []int{0, 1}), c.b, c.h, c.s, c.t)
@@ -190,12 +200,20 @@ func (c maskedCase) attend(q, k, v, bias []float32, visible [][][]bool) []float6
 	return out
 }
 
+// roundTo is x rounded to half (float16 or bfloat16) and back, by the backend's conversion.
+func roundTo(t *testing.T, be *Backend, half dtypes.DType, x []float32) []float32 {
+	t.Helper()
+	exe := MustNewExec(be, func(x *Node) *Node { return ConvertDType(ConvertDType(x, half), dtypes.Float32) })
+	return tensors.MustCopyFlatData[float32](exe.MustExec(tensors.FromFlatDataAndDimensions(x, len(x)))[0])
+}
+
 // Attention over a mask computed as one step over each query's visible keys gives what the
 // op-by-op chain gives (within float32 rounding: sums of fewer terms in another order) and what
 // float64 attention over the visible keys gives, for causal prefills with and without cached
 // keys and empty slots, grouped queries, a bias, padding queries that see nothing, a random
-// mask, and a prefill large enough for the threads, on every kernel path; with few queries
-// (decoding's shapes) nothing is rewritten.
+// mask, a prefill large enough for the threads, keys and values kept as float16 or bfloat16,
+// and layers sharing one mask, on every kernel path; with few queries (decoding's shapes)
+// nothing is rewritten.
 func TestMaskedAttention(t *testing.T) {
 	be := mustBackend(t, "")
 	for _, p := range kernels.Paths() {
@@ -213,6 +231,9 @@ func TestMaskedAttention(t *testing.T) {
 					maskedAttentionOn = false
 					opByOp := c.run(t, be, q, k, v, bias, mask)
 					maskedAttentionOn = true
+					if c.half != dtypes.InvalidDType {
+						k, v = roundTo(t, be, c.half, k), roundTo(t, be, c.half, v)
+					}
 					want := c.reference(q, k, v, bias, visible)
 					for i := range want {
 						if d := math.Abs(float64(got[i] - opByOp[i])); !(d <= 2e-5) {
