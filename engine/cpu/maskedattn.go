@@ -39,9 +39,14 @@ import (
 // layers' maskedLogit (−1e9); exp of a logit this low is 0 in float32.
 const maskHides = -1e8
 
-// minMaskedQueries is the fewest queries per head for which the chain is rewritten: decoding
-// (one query) keeps its own paths, tuned for a few rows against many keys.
+// minMaskedQueries is the fewest queries per head for which a task takes queries of one head:
+// with fewer (decoding: one query a head) a task takes every query head of a key/value head, so
+// that grouped query heads read their keys once.
 const minMaskedQueries = 16
+
+// maskedRowByRow is the most rows of a block multiplied a row at a time (decoding's case), as
+// the products without packing do (dot.go): packing the keys would cost more than the product.
+const maskedRowByRow = 4
 
 // maskedTaskRows is the most queries a task takes: 128 rows of 512 keys are 256 KB of scores,
 // which stay in L2 from q·k to p·v.
@@ -183,7 +188,7 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []
 		return nil
 	}
 	ma.T, ma.queries = dims[rank-1], dims[rank-2]
-	if ma.queries < minMaskedQueries || !readBy(ma.a, sub, ma.r) || !readBy(ma.r, sub) {
+	if !readBy(ma.a, sub, ma.r) || !readBy(ma.r, sub) {
 		return nil
 	}
 	// The mask: the root's second operand, a leaf of the logits' shape.
@@ -270,6 +275,15 @@ func productAttr(n *node) (attr *dotAttr, half dtypes.DType, ok bool) {
 	return nil, dtypes.InvalidDType, false
 }
 
+// segment is how many consecutive rows of an item a task's block of queries is cut from: one
+// head's queries, or every row of the item when there are few queries a head.
+func (ma *maskedAttention) segment() int {
+	if ma.queries >= minMaskedQueries {
+		return ma.queries
+	}
+	return ma.M
+}
+
 // isOnes reports whether x is t float32 ones: a constant, or a constant broadcast.
 func isOnes(x *node, t int) bool {
 	if x.shape.DType != dtypes.Float32 || x.shape.Size() != t {
@@ -309,8 +323,9 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 	}
 	leavesA, leavesE := slotsOf(ma.fa.leaves), slotsOf(ma.fe.leaves)
 	s := slotsOf([]*node{ma.qk.inputs[0], ma.qk.inputs[1], ma.num.inputs[1], ma.mask, ma.qk, ma.a, ma.r, ma.e, ma.num, ma.den})
-	nb := (ma.queries + maskedTaskRows - 1) / maskedTaskRows
-	tasks := ma.B * (ma.M / ma.queries) * nb
+	nb := (ma.segment() + maskedTaskRows - 1) / maskedTaskRows
+	tasks := ma.B * (ma.M / ma.segment()) * nb
+	serial := ma.B*ma.M*ma.T*(ma.D+ma.HD) < minParallelMACs
 	regs := max(pa.nRegs, pe.nRegs) * fuseBlock
 	pool, bf16 := lw.e.backend.pool, lw.e.backend.bf16dot
 	step := lw.step
@@ -356,6 +371,12 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 		// after every read of it, so a task's scores stay in one block of L2.
 		c.a, c.e = c.l, c.l
 		c.dstA[0], c.dstE[0] = c.l, c.l
+		if serial {
+			for t := range tasks {
+				c.task(t)
+			}
+			return
+		}
 		pool.run(tasks, c.run)
 	}
 }
@@ -404,11 +425,12 @@ func visibleSpan(row []float32) (lo, hi int) {
 func (c *maskedCall) task(task int) {
 	ma := c.ma
 	T, D, HD := ma.T, ma.D, ma.HD
-	heads := ma.M / ma.queries
+	seg := ma.segment()
+	heads := ma.M / seg
 	bi, rest := task/(heads*c.nb), task%(heads*c.nb)
 	head, blk := rest/c.nb, c.nb-1-rest%c.nb
-	r0 := head*ma.queries + blk*maskedTaskRows
-	rows := min(maskedTaskRows, (head+1)*ma.queries-r0)
+	r0 := head*seg + blk*maskedTaskRows
+	rows := min(maskedTaskRows, (head+1)*seg-r0)
 	first := bi*ma.M + r0 // the block's first row among all B·M
 	span := c.spans[2*first : 2*(first+rows)]
 	lo, hi := T, 0
@@ -437,7 +459,18 @@ func (c *maskedCall) task(task int) {
 	} else {
 		kb, ldk = c.k[bi*T*D+lo:], T
 	}
-	gemm(false, ma.transK, rows, w, D, 1, c.q[first*D:], D, kb, ldk, 0, c.l[first*T+lo:], T)
+	switch {
+	case rows > maskedRowByRow:
+		gemm(false, ma.transK, rows, w, D, 1, c.q[first*D:], D, kb, ldk, 0, c.l[first*T+lo:], T)
+	case ma.transK:
+		for i := range rows {
+			kernels.DotRows(kb, ldk, c.q[(first+i)*D:(first+i+1)*D], c.l[(first+i)*T+lo:(first+i)*T+hi])
+		}
+	default:
+		for i := range rows {
+			kernels.VecMat(c.q[(first+i)*D:(first+i+1)*D], kb, ldk, c.l[(first+i)*T+lo:(first+i)*T+hi])
+		}
+	}
 	regs := floats.Get(c.regs)
 	for i := range rows {
 		g := first + i
@@ -463,7 +496,18 @@ func (c *maskedCall) task(task int) {
 	} else {
 		vb, ldv = c.v[bi*T*HD+lo*HD:], HD
 	}
-	gemm(false, ma.transV, rows, HD, w, 1, c.e[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
+	switch {
+	case rows > maskedRowByRow:
+		gemm(false, ma.transV, rows, HD, w, 1, c.e[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
+	case ma.transV:
+		for i := range rows {
+			kernels.DotRows(vb, ldv, c.e[(first+i)*T+lo:(first+i)*T+hi], c.num[(first+i)*HD:(first+i+1)*HD])
+		}
+	default:
+		for i := range rows {
+			kernels.VecMat(c.e[(first+i)*T+lo:(first+i)*T+hi], vb, ldv, c.num[(first+i)*HD:(first+i+1)*HD])
+		}
+	}
 }
 
 // widenSpan widens keys lo..hi-1 of one item of a half cache into buf and returns them as a

@@ -50,7 +50,11 @@ var maskedCases = []maskedCase{
 	{name: "bfloat16 keys by row, sliding window", b: 1, h: 2, kvh: 2, s: 150, t: 150, hd: 8, rewritten: true, half: dtypes.BFloat16,
 		mask: func(_ *rand.Rand, _, q, key int) bool { return key <= q && key > q-40 }},
 	{name: "three layers, one mask", b: 2, h: 2, kvh: 2, s: 50, t: 80, hd: 8, cacheLayout: true, prefix: 30, validQuery: 41, rewritten: true, layers: 3},
-	{name: "few queries", b: 1, h: 2, kvh: 2, s: 8, t: 40, hd: 16, cacheLayout: true, prefix: 32, rewritten: false},
+	{name: "few queries", b: 1, h: 2, kvh: 2, s: 8, t: 40, hd: 16, cacheLayout: true, prefix: 32, rewritten: true},
+	{name: "decoding, grouped queries", b: 2, h: 4, kvh: 2, s: 1, t: 64, hd: 16, cacheLayout: true, prefix: 37, validQuery: 1, rewritten: true},
+	{name: "decoding, float16 cache", b: 1, h: 6, kvh: 6, s: 1, t: 128, hd: 48, cacheLayout: true, prefix: 100, rewritten: true, half: dtypes.Float16},
+	{name: "decoding, keys by row", b: 1, h: 2, kvh: 1, s: 1, t: 30, hd: 8, prefix: 20, rewritten: true},
+	{name: "three queries, grouped", b: 1, h: 4, kvh: 2, s: 3, t: 50, hd: 8, cacheLayout: true, prefix: 40, rewritten: true},
 }
 
 // maskedInputs are a case's q [b, h, s, hd], keys and values (see cacheLayout), bias and mask
@@ -212,8 +216,8 @@ func roundTo(t *testing.T, be *Backend, half dtypes.DType, x []float32) []float3
 // float64 attention over the visible keys gives, for causal prefills with and without cached
 // keys and empty slots, grouped queries, a bias, padding queries that see nothing, a random
 // mask, a prefill large enough for the threads, keys and values kept as float16 or bfloat16,
-// and layers sharing one mask, on every kernel path; with few queries (decoding's shapes)
-// nothing is rewritten.
+// layers sharing one mask, and decoding's shapes (one query a head, read row by row), on every
+// kernel path.
 func TestMaskedAttention(t *testing.T) {
 	be := mustBackend(t, "")
 	for _, p := range kernels.Paths() {
