@@ -16,7 +16,8 @@ package cpu
 //	num = E·v, den = E·1       (then num/den, a step of its own)
 //
 // Every value of L, A, R and E read by the chain alone, none an output. It runs as one step:
-// a task takes a batch item and up to maskedTaskRows queries of one head, reads each query's
+// a task takes a batch item and up to maskedTaskRows queries of one head (decoding: all the
+// query heads of one key/value head, see minMaskedQueries), reads each query's
 // first and last visible key from the mask (a key is hidden where the mask is at most
 // maskHides), and computes q·k over the block's span of keys only, the two trees and the
 // maximum over each row's own span, zeros in E for the rest of the block's span, and p·v over
