@@ -186,6 +186,7 @@ func (b *Backend) BufferFromFlatData(dev backends.DeviceNum, flat any, s shapes.
 	}
 	buf := b.newBuffer(s)
 	copy(buf.data, src)
+	hugePagesAround(buf.data)
 	return buf, nil
 }
 
@@ -198,6 +199,7 @@ func (b *Backend) NewSharedBuffer(dev backends.DeviceNum, s shapes.Shape) (backe
 		return nil, nil, fmt.Errorf("backend %s: only device 0 exists, not %d", BackendName, dev)
 	}
 	buf := &Buffer{shape: s, data: alloc(byteSize(s)), valid: true}
+	hugePagesAround(buf.data)
 	return buf, view(s.DType, buf.data), nil
 }
 

@@ -1,6 +1,16 @@
 package cpu
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
 
 // hugeRange covers exactly the whole 2 MiB pages inside a buffer, and nothing of small ones.
 func TestHugeRange(t *testing.T) {
@@ -37,4 +47,69 @@ func TestHugeRange(t *testing.T) {
 		}
 		b[i] = 1
 	}
+}
+
+// A weight-sized buffer on the Go heap (under two huge pages, so hugePages leaves it) made by
+// the backend ends on huge pages where the kernel can collapse memory (Linux 6.1 and later),
+// its bytes and its neighbours' unchanged: /proc/self/smaps shows the mapping that holds it
+// with huge pages over all of it.
+func TestHugePagesAroundCollapses(t *testing.T) {
+	neighbour := alloc(300 << 10)
+	for i := range neighbour {
+		neighbour[i] = byte(i * 7)
+	}
+	be := mustBackend(t, "")
+	flat := make([]float32, 700<<10/4) // 700 KB, a 110M shape's attention matrix in Q8_0 is 627 KB
+	for i := range flat {
+		flat[i] = float32(i)
+	}
+	buf, err := be.BufferFromFlatData(0, flat, shapes.Make(dtypes.Float32, len(flat)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := buf.(*Buffer).data
+	if !hugePagesAround(data) {
+		t.Skip("the kernel does not collapse memory into huge pages (MADV_COLLAPSE): nothing to check")
+	}
+	for i, x := range typed[float32](data) {
+		if x != float32(i) {
+			t.Fatalf("element %d = %g after the collapse", i, x)
+		}
+	}
+	for i := range neighbour {
+		if neighbour[i] != byte(i*7) {
+			t.Fatalf("neighbouring byte %d changed", i)
+		}
+	}
+	start := uintptr(unsafe.Pointer(&data[0]))
+	kb := anonHugeKB(t, start)
+	if need := (len(data) + hugePage - 1) / hugePage * hugePage >> 10; kb < need {
+		t.Errorf("the mapping holding the buffer has %d kB of huge pages, want at least the %d kB the buffer touches", kb, need)
+	}
+}
+
+// anonHugeKB is the AnonHugePages of the mapping of /proc/self/smaps that contains addr.
+func anonHugeKB(t *testing.T, addr uintptr) int {
+	t.Helper()
+	f, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	in := false
+	for _, line := range strings.Split(string(f), "\n") {
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "AnonHugePages:"); ok && in {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			if err != nil {
+				t.Fatalf("smaps line %q: %v", line, err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no mapping of /proc/self/smaps holds %#x", addr)
+	return 0
 }

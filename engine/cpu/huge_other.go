@@ -3,3 +3,5 @@
 package cpu
 
 func hugePages(b []byte) {}
+
+func hugePagesAround(b []byte) bool { return false }
