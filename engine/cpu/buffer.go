@@ -5,6 +5,7 @@ package cpu
 // dtype, and a reshape is the same bytes under another shape.
 
 import (
+	"sync/atomic"
 	"fmt"
 	"reflect"
 	"unsafe"
@@ -20,6 +21,10 @@ type Buffer struct {
 	shape shapes.Shape
 	data  []byte // exactly shape.Memory() bytes
 	valid bool
+	// hostMade: the buffer was made from the host (BufferFromFlatData, NewSharedBuffer), like
+	// a model's weights, and has not yet been read by an executable; the first read that does
+	// not donate it collapses its pages into huge pages (hugePagesAround).
+	hostMade atomic.Bool
 }
 
 // byteSize is the storage a shape takes (bool and 1-byte types are one byte an element).
@@ -186,7 +191,7 @@ func (b *Backend) BufferFromFlatData(dev backends.DeviceNum, flat any, s shapes.
 	}
 	buf := b.newBuffer(s)
 	copy(buf.data, src)
-	hugePagesAround(buf.data)
+	buf.hostMade.Store(len(buf.data) >= minHugeAround)
 	return buf, nil
 }
 
@@ -199,7 +204,7 @@ func (b *Backend) NewSharedBuffer(dev backends.DeviceNum, s shapes.Shape) (backe
 		return nil, nil, fmt.Errorf("backend %s: only device 0 exists, not %d", BackendName, dev)
 	}
 	buf := &Buffer{shape: s, data: alloc(byteSize(s)), valid: true}
-	hugePagesAround(buf.data)
+	buf.hostMade.Store(len(buf.data) >= minHugeAround)
 	return buf, view(s.DType, buf.data), nil
 }
 

@@ -64,6 +64,13 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 		bufs[i] = bb
 	}
 	donated := func(i int) bool { return i < len(donate) && donate[i] }
+	for i, bb := range bufs {
+		// A model's weights, read for the first time: onto huge pages (buffer.go). A donated
+		// buffer is a cache updated in place, whose windows are many and mostly short-lived.
+		if !donated(i) && bb.hostMade.Load() && bb.hostMade.CompareAndSwap(true, false) {
+			hugePagesAround(bb.data)
+		}
+	}
 
 	f := e.getFrame()
 	f.arena = e.backend.arenas.Get(e.arenaSize)

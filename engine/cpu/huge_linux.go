@@ -27,9 +27,11 @@ func hugePages(b []byte) {
 // pages, and heap memory already touched keeps its pages. Decoding streams every weight once a
 // token, and at every 4 KiB page the hardware prefetcher stops and the TLB misses: the 110M
 // shape's Q8_0 decoding ran 1.10x faster with its weights collapsed (benchmarks/SPEED.md,
-// "Memory"). The copy into huge pages is paid once, when the buffer is made (weights, caches);
-// buffers the executables return come from the pool and are not advised. It reports whether the
-// kernel collapsed the range.
+// "Memory"). It is called once per buffer made from the host, when an executable first reads it
+// without donating it (exec.go): weights, not the KV cache's windows (donated, many, and
+// allocated ahead: collapsing them all took 0.4 s of a 110M session's start) nor the buffers
+// executables return. The copy is paid by that first call. It reports whether the kernel
+// collapsed the range.
 func hugePagesAround(b []byte) bool {
 	if len(b) < minHugeAround {
 		return false

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
@@ -112,4 +113,40 @@ func anonHugeKB(t *testing.T, addr uintptr) int {
 	}
 	t.Fatalf("no mapping of /proc/self/smaps holds %#x", addr)
 	return 0
+}
+
+// Buffers made from the host are collapsed when an executable first reads them without
+// donating them (a model's weights), and only then; a donated one (a KV cache window) is not.
+func TestHostBuffersCollapseOnFirstRead(t *testing.T) {
+	be := mustBackend(t, "")
+	n := 700 << 10 / 4
+	shape := shapes.Make(dtypes.Float32, n)
+	bld := be.Builder("first read")
+	op := must[backends.Op](t)
+	x := op(bld.Parameter("x", shape, nil))
+	exe := must[backends.Executable](t)(bld.Compile([]backends.Op{op(bld.Add(x, x))}, nil))
+	fromHost := func() *Buffer {
+		buf, err := be.BufferFromFlatData(0, make([]float32, n), shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf.(*Buffer)
+	}
+	weights, cache := fromHost(), fromHost()
+	if !weights.hostMade.Load() || !cache.hostMade.Load() {
+		t.Fatal("a buffer made from the host is not marked")
+	}
+	must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{weights}, nil, 0))
+	must[[]backends.Buffer](t)(exe.Execute([]backends.Buffer{cache}, []bool{true}, 0))
+	if weights.hostMade.Load() {
+		t.Error("read without donating: still marked")
+	}
+	if !cache.hostMade.Load() {
+		t.Error("donated: collapsed")
+	}
+	if hugePagesAround(fromHost().data) { // the kernel collapses memory: the weights must be on huge pages
+		if kb := anonHugeKB(t, uintptr(unsafe.Pointer(&weights.data[0]))); kb < 2048 {
+			t.Errorf("the weights' mapping has %d kB of huge pages", kb)
+		}
+	}
 }
