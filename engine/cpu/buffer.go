@@ -5,9 +5,9 @@ package cpu
 // dtype, and a reshape is the same bytes under another shape.
 
 import (
-	"sync/atomic"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
