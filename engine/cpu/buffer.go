@@ -27,6 +27,10 @@ type Buffer struct {
 	hostMade atomic.Bool
 }
 
+// minHugeAround is the smallest buffer made from the host that is collapsed into huge pages at
+// its first read (hugePagesAround): smaller ones are a decoding step's inputs, not worth a copy.
+const minHugeAround = 256 << 10
+
 // byteSize is the storage a shape takes (bool and 1-byte types are one byte an element).
 func byteSize(s shapes.Shape) int {
 	return s.Size() * s.DType.Size()

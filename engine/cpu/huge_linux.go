@@ -47,9 +47,6 @@ func hugePagesAround(b []byte) bool {
 const (
 	madvHugePage = 14
 	madvCollapse = 25
-	// minHugeAround is the smallest buffer hugePagesAround collapses: smaller ones are a
-	// decoding step's activations and inputs, not worth a copy.
-	minHugeAround = 256 << 10
 )
 
 // hugePage is the size of an x86-64 (and arm64 4K-granule) transparent huge page.
