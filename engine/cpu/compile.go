@@ -245,7 +245,8 @@ func (e *Executable) assignOutputs(outs []*node, slotOf []int) {
 
 // lowerSteps lowers every live node that computes something to a step, in creation order,
 // recording the liveness of every slot. A group of sibling quantized products (siblingdots.go)
-// is one step, at its first member's place: every member's slots are defined there.
+// is one step, at its first member's place, and an attention chain over a mask (maskedattn.go)
+// one step at its last member's: every member's slots are defined there.
 func (e *Executable) lowerSteps(nodes, outs []*node, live, fused []bool, fusions map[int]*fusion, slotOf []int) error {
 	for i := range e.slots {
 		e.slots[i].last = -1
