@@ -114,6 +114,15 @@ func randomEngine(b *testing.B, cfg models.Config) *engine.Engine {
 
 // randomEngineAs is randomEngine on the given backend, with the weight matrices held as weights.
 func randomEngineAs(b *testing.B, cfg models.Config, backend string, weights quant.Type) *engine.Engine {
+	e, err := engine.LoadAs(randomCheckpoint(b, cfg), backend, 0, weights)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// randomCheckpoint writes a llama2.c file of cfg with random weights and returns its path.
+func randomCheckpoint(b *testing.B, cfg models.Config) string {
 	w, err := llama2c.RandomWeights(cfg, 1, 0.02)
 	if err != nil {
 		b.Fatal(err)
@@ -122,11 +131,7 @@ func randomEngineAs(b *testing.B, cfg models.Config, backend string, weights qua
 	if err := llama2c.Write(path, cfg, w, 0); err != nil {
 		b.Fatal(err)
 	}
-	e, err := engine.LoadAs(path, backend, 0, weights)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return e
+	return path
 }
 
 // BenchmarkDecode260K and BenchmarkDecode15M decode after a 32-token prompt; the cache
@@ -307,14 +312,7 @@ var benchCtx = 4096
 // a fresh session's cache of each type (engine.SetCacheTypes): what a half cache costs or saves
 // when it is written whole and read once.
 func BenchmarkPrefillCacheTypes(b *testing.B) {
-	w, err := llama2c.RandomWeights(shape15M, 1, 0.02)
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "random.bin")
-	if err := llama2c.Write(path, shape15M, w, 0); err != nil {
-		b.Fatal(err)
-	}
+	path := randomCheckpoint(b, shape15M)
 	for _, name := range []string{"f32", "f16"} {
 		b.Run(name, func(b *testing.B) {
 			e, err := engine.LoadAs(path, "", 1024, quant.Q4_0)
