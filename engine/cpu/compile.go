@@ -181,7 +181,6 @@ func liveNodes(nodes []*node, outs []*node) []bool {
 // (fused[id]) get neither a slot nor a step.
 func fuseElementwise(nodes []*node, live []bool, outs []*node) (fusions map[int]*fusion, fused []bool) {
 	uses := make([]int, len(nodes))
-	isOutput := make([]bool, len(nodes))
 	for _, n := range nodes {
 		if live[n.id] {
 			for _, in := range n.inputs {
@@ -189,12 +188,31 @@ func fuseElementwise(nodes []*node, live []bool, outs []*node) (fusions map[int]
 			}
 		}
 	}
+	fusions, fused = findFusions(nodes, live, uses, outputSet(nodes, outs))
+	mergeSiblings(fusions)
+	return fusions, fused
+}
+
+// liveReaders lists, for each node, the live nodes that read it (once per operand).
+func liveReaders(nodes []*node, live []bool) [][]*node {
+	readers := make([][]*node, len(nodes))
+	for _, n := range nodes {
+		if live[n.id] {
+			for _, in := range n.inputs {
+				readers[in.id] = append(readers[in.id], n)
+			}
+		}
+	}
+	return readers
+}
+
+// outputSet marks the nodes that are outputs (indexed by node id).
+func outputSet(nodes, outs []*node) []bool {
+	isOutput := make([]bool, len(nodes))
 	for _, o := range outs {
 		isOutput[o.id] = true
 	}
-	fusions, fused = findFusions(nodes, live, uses, isOutput)
-	mergeSiblings(fusions)
-	return fusions, fused
+	return isOutput
 }
 
 // assignSlots gives every live value a slot (a view shares its input's) and returns the slot of
@@ -270,7 +288,12 @@ func (e *Executable) lowerSteps(nodes, outs []*node, live, fused []bool, fusions
 			t := len(e.steps)
 			lw := e.newLowering(n, t, ma.inputs(), live, slotOf)
 			for _, m := range ma.members() {
-				if m != n {
+				switch {
+				case m == n:
+				case m == ma.a || m == ma.e:
+					// Their values live in q·k's bytes (maskedattn.go): no bytes of their own.
+					e.slots[slotOf[m.id]].size = 0
+				default:
 					lw.extra = append(lw.extra, slotOf[m.id])
 				}
 			}

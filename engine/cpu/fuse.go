@@ -117,14 +117,7 @@ type fusion struct {
 // A recomputable node (recompute.go) may be in several trees; it gets no step once every reader
 // of it is in a tree that recomputes it.
 func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[int]*fusion, []bool) {
-	readers := make([][]*node, len(nodes))
-	for _, n := range nodes {
-		if live[n.id] {
-			for _, in := range n.inputs {
-				readers[in.id] = append(readers[in.id], n)
-			}
-		}
-	}
+	readers := liveReaders(nodes, live)
 	rec := recomputable(nodes, live, readers, isOutput)
 	served := map[int]map[int]bool{} // of a recomputable node: the readers that recompute it
 	member := make([]bool, len(nodes))

@@ -95,18 +95,7 @@ func findMaskedAttentions(nodes []*node, outs []*node, live []bool, fusions map[
 	if !maskedAttentionOn {
 		return ms
 	}
-	readers := make([][]*node, len(nodes))
-	for _, n := range nodes {
-		if live[n.id] {
-			for _, in := range n.inputs {
-				readers[in.id] = append(readers[in.id], n)
-			}
-		}
-	}
-	isOutput := make([]bool, len(nodes))
-	for _, o := range outs {
-		isOutput[o.id] = true
-	}
+	readers, isOutput := liveReaders(nodes, live), outputSet(nodes, outs)
 	// sinks are the readers of x that are not views of it, looked for through views; ok is
 	// false when x or a view of it is an output.
 	var sinks func(x *node, acc []*node) ([]*node, bool)
@@ -323,7 +312,11 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 		return s
 	}
 	leavesA, leavesE := slotsOf(ma.fa.leaves), slotsOf(ma.fe.leaves)
-	s := slotsOf([]*node{ma.qk.inputs[0], ma.qk.inputs[1], ma.num.inputs[1], ma.mask, ma.qk, ma.a, ma.r, ma.e, ma.num, ma.den})
+	s := slotsOf([]*node{ma.qk.inputs[0], ma.qk.inputs[1], ma.num.inputs[1], ma.mask, ma.qk, ma.r, ma.num, ma.den})
+	// A and E have no bytes of their own (lowerSteps): they are written over L, each tree's root,
+	// its last instruction, writing an element after every read of it, so a task's scores stay
+	// in one block of L2. The exponentials' tree reads A there.
+	aSlot := slotOf[ma.a.id]
 	nb := (ma.segment() + maskedTaskRows - 1) / maskedTaskRows
 	tasks := ma.B * (ma.M / ma.segment()) * nb
 	serial := ma.B*ma.M*ma.T*(ma.D+ma.HD) < minParallelMACs
@@ -347,7 +340,7 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 			c.spans, c.found = f.stepState(ma.spansFrom.step, newCall).(*maskedCall).spans, true
 		}
 		v := func(i int) []float32 { return typed[float32](f.slots[s[i]]) }
-		c.q, c.mask, c.l, c.a, c.r, c.e, c.num, c.den = v(0), v(3), v(4), v(5), v(6), v(7), v(8), v(9)
+		c.q, c.mask, c.l, c.r, c.num, c.den = v(0), v(3), v(4), v(5), v(6), v(7)
 		c.k, c.v, c.kh, c.vh = nil, nil, nil, nil
 		if ma.halfK != dtypes.InvalidDType {
 			c.kh = typed[uint16](f.slots[s[1]])
@@ -364,14 +357,11 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 		}
 		for i, sl := range leavesE {
 			c.leavesE[i] = typed[float32](f.slots[sl])
-			if sl == s[5] {
+			if sl == aSlot {
 				c.leavesE[i] = c.l
 			}
 		}
-		// L, A and E share L's bytes: each tree's root, its last instruction, writes an element
-		// after every read of it, so a task's scores stay in one block of L2.
-		c.a, c.e = c.l, c.l
-		c.dstA[0], c.dstE[0] = c.l, c.l
+		c.dst[0] = c.l
 		if serial {
 			for t := range tasks {
 				c.task(t)
@@ -384,17 +374,17 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 
 // maskedCall is one call of a chain: its arrays, and run, its task method bound once.
 type maskedCall struct {
-	ma                                  *maskedAttention
-	pa, pe                              *fusedProgram
-	nb, regs                            int
-	bf16                                bool
-	q, k, v, mask, l, a, r, e, num, den []float32
-	kh, vh                              []uint16 // keys or values kept as halves (k, v nil)
-	leavesA, leavesE                    [][]float32
-	dstA, dstE                          [1][]float32
-	spans                               []int32 // each row's first visible key and one past its last
-	found                               bool    // spans hold this call's rows (an earlier chain's)
-	run                                 func(task int)
+	ma                            *maskedAttention
+	pa, pe                        *fusedProgram
+	nb, regs                      int
+	bf16                          bool
+	q, k, v, mask, l, r, num, den []float32 // l: the scores, then the logits, then exp
+	kh, vh                        []uint16  // keys or values kept as halves (k, v nil)
+	leavesA, leavesE              [][]float32
+	dst                           [1][]float32 // both trees write l
+	spans                         []int32      // each row's first visible key and one past its last
+	found                         bool         // spans hold this call's rows (an earlier chain's)
+	run                           func(task int)
 }
 
 // visibleSpan returns the first visible key of a mask row and one past the last, or the whole
@@ -477,12 +467,12 @@ func (c *maskedCall) task(task int) {
 		g := first + i
 		row := g * T
 		l, h := int(span[2*i]), int(span[2*i+1])
-		c.pa.evalRange(regs, c.leavesA, row+l, row+h, c.dstA[:])
-		c.r[g] = kernels.Max(c.a[row+l : row+h])
-		c.pe.evalRange(regs, c.leavesE, row+l, row+h, c.dstE[:])
-		clear(c.e[row+lo : row+l])
-		clear(c.e[row+h : row+hi])
-		c.den[g] = kernels.Sum(c.e[row+l : row+h])
+		c.pa.evalRange(regs, c.leavesA, row+l, row+h, c.dst[:])
+		c.r[g] = kernels.Max(c.l[row+l : row+h])
+		c.pe.evalRange(regs, c.leavesE, row+l, row+h, c.dst[:])
+		clear(c.l[row+lo : row+l])
+		clear(c.l[row+h : row+hi])
+		c.den[g] = kernels.Sum(c.l[row+l : row+h])
 	}
 	floats.Put(regs)
 	// p·v over the same keys: values stored [HD, T] (transV) or [T, HD] per item.
@@ -499,14 +489,14 @@ func (c *maskedCall) task(task int) {
 	}
 	switch {
 	case rows > maskedRowByRow:
-		gemm(false, ma.transV, rows, HD, w, 1, c.e[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
+		gemm(false, ma.transV, rows, HD, w, 1, c.l[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
 	case ma.transV:
 		for i := range rows {
-			kernels.DotRows(vb, ldv, c.e[(first+i)*T+lo:(first+i)*T+hi], c.num[(first+i)*HD:(first+i+1)*HD])
+			kernels.DotRows(vb, ldv, c.l[(first+i)*T+lo:(first+i)*T+hi], c.num[(first+i)*HD:(first+i+1)*HD])
 		}
 	default:
 		for i := range rows {
-			kernels.VecMat(c.e[(first+i)*T+lo:(first+i)*T+hi], vb, ldv, c.num[(first+i)*HD:(first+i+1)*HD])
+			kernels.VecMat(c.l[(first+i)*T+lo:(first+i)*T+hi], vb, ldv, c.num[(first+i)*HD:(first+i+1)*HD])
 		}
 	}
 }
