@@ -290,7 +290,7 @@ func (e *Executable) lowerSteps(nodes, outs []*node, live, fused []bool, fusions
 			for _, m := range ma.members() {
 				switch {
 				case m == n:
-				case m == ma.a || m == ma.e:
+				case m == ma.a || m == ma.e && !ma.keepE:
 					// Their values live in q·k's bytes (maskedattn.go): no bytes of their own.
 					e.slots[slotOf[m.id]].size = 0
 				default:

@@ -46,6 +46,10 @@ const (
 	maxIdleArenaBytes = 1 << 30
 )
 
+// poisonArenas makes every call fill the arena it takes with NaN (tests): a step that reads an
+// element no step wrote then shows as NaN, not as an earlier call's value or a fresh zero.
+var poisonArenas bool
+
 // Execute implements backends.Executable. Donated inputs belong to the executable from here on:
 // they become outputs (updated in place) or are recycled.
 func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends.DeviceNum) (outs []backends.Buffer, err error) {
@@ -74,6 +78,11 @@ func (e *Executable) Execute(inputs []backends.Buffer, donate []bool, _ backends
 
 	f := e.getFrame()
 	f.arena = e.backend.arenas.Get(e.arenaSize)
+	if poisonArenas {
+		for i := range f.arena {
+			f.arena[i] = 0xff // float32 NaN in every element, until a step writes it
+		}
+	}
 	for i, s := range e.slots {
 		if s.kind == slotArena {
 			f.slots[i] = f.arena[s.off : s.off+s.size : s.off+s.size]

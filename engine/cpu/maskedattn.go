@@ -15,7 +15,9 @@ package cpu
 //	E = exp(A − R)             a fused tree
 //	num = E·v, den = E·1       (then num/den, a step of its own)
 //
-// Every value of L, A, R and E read by the chain alone, none an output. It runs as one step:
+// Every value of L, A and R read by the chain alone, none an output; E too, or else (a training
+// step, whose gradients read E again) E is kept: written whole into bytes of its own, zeros
+// where the mask hides. It runs as one step:
 // a task takes a batch item and up to maskedTaskRows queries of one head (decoding: all the
 // query heads of one key/value head, see minMaskedQueries), reads each query's
 // first and last visible key from the mask (a key is hidden where the mask is at most
@@ -49,6 +51,11 @@ const minMaskedQueries = 16
 // the products without packing do (dot.go): packing the keys would cost more than the product.
 const maskedRowByRow = 4
 
+// maskedBlockWide is the widest span of keys over which a task evaluates the logits' and the
+// exponentials' trees over its whole block at once rather than over each row's own keys: on
+// short rows the calls cost more than the hidden keys they skip.
+const maskedBlockWide = 256
+
 // maskedTaskRows is the most queries a task takes: 128 rows of 512 keys are 256 KB of scores,
 // which stay in L2 from q·k to p·v.
 const maskedTaskRows = 128
@@ -64,10 +71,13 @@ var (
 type maskedAttention struct {
 	qk, a, r, e, num, den, mask *node
 	fa, fe                      *fusion
-	last                        *node // the member lowered last: the chain's step
-	B, M, T, D, HD              int   // batch items, rows and keys of each, q·k's depth, v's width
-	queries                     int   // queries per head (rows of one head within M)
-	transK, transV              bool  // Sgemm's transB for q·k and p·v
+	// keepE: E is read outside the chain or is an output, so it gets bytes of its own and every
+	// element is written (0 for hidden keys), not only the block's span.
+	keepE          bool
+	last           *node // the member lowered last: the chain's step
+	B, M, T, D, HD int   // batch items, rows and keys of each, q·k's depth, v's width
+	queries        int   // queries per head (rows of one head within M)
+	transK, transV bool  // Sgemm's transB for q·k and p·v
 	// halfK, halfV: the keys or values are a cache kept as float16 or bfloat16 (halfdot.go),
 	// widened a task's span at a time (dtypes.InvalidDType: float32).
 	halfK, halfV dtypes.DType
@@ -96,22 +106,27 @@ func findMaskedAttentions(nodes []*node, outs []*node, live []bool, fusions map[
 		return ms
 	}
 	readers, isOutput := liveReaders(nodes, live), outputSet(nodes, outs)
-	// sinks are the readers of x that are not views of it, looked for through views; ok is
-	// false when x or a view of it is an output.
-	var sinks func(x *node, acc []*node) ([]*node, bool)
-	sinks = func(x *node, acc []*node) ([]*node, bool) {
-		if isOutput[x.id] {
-			return nil, false
-		}
+	// walk appends the readers of x that are not views of it, looked for through views, and
+	// reports whether x or a view of it is an output.
+	var walk func(x *node, acc []*node) ([]*node, bool)
+	walk = func(x *node, acc []*node) ([]*node, bool) {
+		out := isOutput[x.id]
 		for _, r := range readers[x.id] {
 			if !isView(r) {
 				acc = append(acc, r)
 				continue
 			}
-			var ok bool
-			if acc, ok = sinks(r, acc); !ok {
-				return nil, false
-			}
+			var o bool
+			acc, o = walk(r, acc)
+			out = out || o
+		}
+		return acc, out
+	}
+	// sinks are walk's readers; ok is false when x or a view of it is an output.
+	sinks := func(x *node, acc []*node) ([]*node, bool) {
+		acc, out := walk(x, acc)
+		if out {
+			return nil, false
 		}
 		return acc, true
 	}
@@ -129,7 +144,7 @@ func findMaskedAttentions(nodes []*node, outs []*node, live []bool, fusions map[
 	}
 	firstOver := map[*node]*maskedAttention{} // by mask
 	for _, n := range nodes {
-		if ma := matchMaskedAttention(n, fusions, sinks, readBy); ma != nil {
+		if ma := matchMaskedAttention(n, fusions, sinks, walk, readBy); ma != nil {
 			if f := firstOver[ma.mask]; f != nil && f.B == ma.B && f.M == ma.M && f.T == ma.T {
 				ma.spansFrom = f
 			} else if f == nil {
@@ -154,7 +169,7 @@ func base(x *node) *node {
 }
 
 // matchMaskedAttention returns the chain whose E is n, or nil.
-func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []*node) ([]*node, bool), readBy func(*node, ...*node) bool) *maskedAttention {
+func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks, walk func(*node, []*node) ([]*node, bool), readBy func(*node, ...*node) bool) *maskedAttention {
 	fe := fusions[n.id]
 	if fe == nil || fe.root != n || len(fe.outs) > 0 || len(fe.members) != 2 {
 		return nil
@@ -186,24 +201,28 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []
 	if !slices.Contains(fa.leaves, ma.mask) || !ma.mask.shape.Equal(ma.a.shape) {
 		return nil
 	}
-	// E is read by the two products: E·v and E·1.
-	rs, ok := sinks(n, nil)
-	if !ok || len(rs) != 2 {
-		return nil
-	}
+	// E is read by the two products, E·v and E·1, and when it is read by anything else (a
+	// training step's gradients: Eᵀ·dO for v, dE⊙E for the logits), or is an output, E is kept
+	// whole (keepE). Any product reading E as its left operand may be E·v: the one whose layout
+	// plan accepts is.
+	rs, out := walk(n, nil)
+	ma.keepE = out
+	var nums []*node
 	for _, d := range rs {
 		if _, _, ok := productAttr(d); !ok || d.op != backends.OpTypeDotGeneral || base(d.inputs[0]) != n {
-			return nil
+			ma.keepE = true
+			continue
 		}
-		if isOnes(base(d.inputs[1]), ma.T) {
+		if isOnes(base(d.inputs[1]), ma.T) && ma.den == nil {
 			ma.den = d
 		} else {
-			ma.num = d
+			nums = append(nums, d)
 		}
 	}
-	if ma.num == nil || ma.den == nil {
+	if ma.den == nil || len(nums) == 0 {
 		return nil
 	}
+	ma.keepE = ma.keepE || len(nums) > 1
 	// L: the one leaf of the logits' tree that is a plain float32 product read by the tree alone.
 	for _, l := range fa.leaves {
 		q := base(l)
@@ -219,7 +238,16 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks func(*node, []
 		}
 		ma.qk = q
 	}
-	if ma.qk == nil || ma.mask == ma.qk || base(ma.mask) == ma.qk || !ma.plan() {
+	if ma.qk == nil || ma.mask == ma.qk || base(ma.mask) == ma.qk {
+		return nil
+	}
+	for _, d := range nums {
+		if ma.num = d; ma.plan() {
+			break
+		}
+		ma.num = nil
+	}
+	if ma.num == nil {
 		return nil
 	}
 	ma.last = ma.num
@@ -312,10 +340,11 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 		return s
 	}
 	leavesA, leavesE := slotsOf(ma.fa.leaves), slotsOf(ma.fe.leaves)
-	s := slotsOf([]*node{ma.qk.inputs[0], ma.qk.inputs[1], ma.num.inputs[1], ma.mask, ma.qk, ma.r, ma.num, ma.den})
+	s := slotsOf([]*node{ma.qk.inputs[0], ma.qk.inputs[1], ma.num.inputs[1], ma.mask, ma.qk, ma.r, ma.num, ma.den, ma.e})
 	// A and E have no bytes of their own (lowerSteps): they are written over L, each tree's root,
 	// its last instruction, writing an element after every read of it, so a task's scores stay
-	// in one block of L2. The exponentials' tree reads A there.
+	// in one block of L2. The exponentials' tree reads A there. A kept E (keepE) is written to
+	// its own bytes.
 	aSlot := slotOf[ma.a.id]
 	nb := (ma.segment() + maskedTaskRows - 1) / maskedTaskRows
 	tasks := ma.B * (ma.M / ma.segment()) * nb
@@ -361,7 +390,10 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 				c.leavesE[i] = c.l
 			}
 		}
-		c.dst[0] = c.l
+		c.dst[0], c.dstE[0] = c.l, c.l
+		if ma.keepE {
+			c.dstE[0] = v(8)
+		}
 		if serial {
 			for t := range tasks {
 				c.task(t)
@@ -381,7 +413,8 @@ type maskedCall struct {
 	q, k, v, mask, l, r, num, den []float32 // l: the scores, then the logits, then exp
 	kh, vh                        []uint16  // keys or values kept as halves (k, v nil)
 	leavesA, leavesE              [][]float32
-	dst                           [1][]float32 // both trees write l
+	dst                           [1][]float32 // the logits' tree writes l
+	dstE                          [1][]float32 // the exponentials' tree writes l, or E's own bytes (keepE)
 	spans                         []int32      // each row's first visible key and one past its last
 	found                         bool         // spans hold this call's rows (an earlier chain's)
 	run                           func(task int)
@@ -462,17 +495,38 @@ func (c *maskedCall) task(task int) {
 			kernels.VecMat(c.q[(first+i)*D:(first+i+1)*D], kb, ldk, c.l[(first+i)*T+lo:(first+i)*T+hi])
 		}
 	}
+	e := c.dstE[0]
 	regs := floats.Get(c.regs)
+	if w <= maskedBlockWide {
+		// Short rows: each tree over the whole block at once, hidden keys included (their
+		// logits are about −1e9 and their exponentials exactly 0, as op by op), rather than
+		// two calls a row. Columns outside the block's span hold no scores: what the trees
+		// compute there is cleared below, or never read.
+		from, to := first*T+lo, (first+rows-1)*T+hi
+		c.pa.evalRange(regs, c.leavesA, from, to, c.dst[:])
+		for i := range rows {
+			g := first + i
+			c.r[g] = kernels.Max(c.l[g*T+int(span[2*i]) : g*T+int(span[2*i+1])])
+		}
+		c.pe.evalRange(regs, c.leavesE, from, to, c.dstE[:])
+	}
 	for i := range rows {
 		g := first + i
 		row := g * T
 		l, h := int(span[2*i]), int(span[2*i+1])
-		c.pa.evalRange(regs, c.leavesA, row+l, row+h, c.dst[:])
-		c.r[g] = kernels.Max(c.l[row+l : row+h])
-		c.pe.evalRange(regs, c.leavesE, row+l, row+h, c.dst[:])
-		clear(c.l[row+lo : row+l])
-		clear(c.l[row+h : row+hi])
-		c.den[g] = kernels.Sum(c.l[row+l : row+h])
+		if w > maskedBlockWide {
+			c.pa.evalRange(regs, c.leavesA, row+l, row+h, c.dst[:])
+			c.r[g] = kernels.Max(c.l[row+l : row+h])
+			c.pe.evalRange(regs, c.leavesE, row+l, row+h, c.dstE[:])
+		}
+		if ma.keepE {
+			clear(e[row : row+l]) // read whole by E's other readers
+			clear(e[row+h : row+T])
+		} else {
+			clear(e[row+lo : row+l])
+			clear(e[row+h : row+hi])
+		}
+		c.den[g] = kernels.Sum(e[row+l : row+h])
 	}
 	floats.Put(regs)
 	// p·v over the same keys: values stored [HD, T] (transV) or [T, HD] per item.
@@ -489,14 +543,14 @@ func (c *maskedCall) task(task int) {
 	}
 	switch {
 	case rows > maskedRowByRow:
-		gemm(false, ma.transV, rows, HD, w, 1, c.l[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
+		gemm(false, ma.transV, rows, HD, w, 1, e[first*T+lo:], T, vb, ldv, 0, c.num[first*HD:], HD)
 	case ma.transV:
 		for i := range rows {
-			kernels.DotRows(vb, ldv, c.l[(first+i)*T+lo:(first+i)*T+hi], c.num[(first+i)*HD:(first+i+1)*HD])
+			kernels.DotRows(vb, ldv, e[(first+i)*T+lo:(first+i)*T+hi], c.num[(first+i)*HD:(first+i+1)*HD])
 		}
 	default:
 		for i := range rows {
-			kernels.VecMat(c.l[(first+i)*T+lo:(first+i)*T+hi], vb, ldv, c.num[(first+i)*HD:(first+i+1)*HD])
+			kernels.VecMat(e[(first+i)*T+lo:(first+i)*T+hi], vb, ldv, c.num[(first+i)*HD:(first+i+1)*HD])
 		}
 	}
 }

@@ -283,3 +283,81 @@ func BenchmarkMaskedAttention(b *testing.B) {
 		})
 	}
 }
+
+// A training step reads the chain's exponentials again (Eᵀ·dO for the values' gradient, dE⊙E for
+// the logits'): the chain is still one step, which then writes E whole, zeros where the mask
+// hides. The output and the gradients of Σ out⊙w with respect to q, k, v and the bias are op by
+// op's, for a causal batch, grouped queries with a bias, a ragged batch with padding queries, a
+// batch large enough for the threads and a sliding window, on every kernel path.
+func TestMaskedAttentionGradients(t *testing.T) {
+	be := mustBackend(t, "")
+	cases := []maskedCase{
+		{name: "causal batch", b: 2, h: 2, kvh: 2, s: 70, t: 70, hd: 16},
+		{name: "grouped queries, bias", b: 2, h: 4, kvh: 2, s: 40, t: 40, hd: 8, bias: true},
+		{name: "ragged batch, padding queries", b: 2, h: 2, kvh: 1, s: 33, t: 33, hd: 8, validQuery: 20},
+		{name: "threads", b: 2, h: 4, kvh: 4, s: 160, t: 160, hd: 32},
+		{name: "sliding window", b: 1, h: 2, kvh: 2, s: 150, t: 150, hd: 8,
+			mask: func(_ *rand.Rand, _, q, key int) bool { return key <= q && key > q-40 }},
+	}
+	for _, p := range kernels.Paths() {
+		t.Run(p, func(t *testing.T) {
+			withKernels(t, p)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(c.s), 7))
+					q, k, v, bias, mask, _ := c.inputs(r)
+					w := make([]float32, c.b*c.h*c.s*c.hd)
+					for i := range w {
+						w[i] = float32(r.NormFloat64())
+					}
+					before := maskedAttentionsCompiled.Load()
+					got := c.gradients(be, q, k, v, bias, mask, w)
+					if n := maskedAttentionsCompiled.Load() - before; n != 1 {
+						t.Fatalf("%d chains rewritten, want 1", n)
+					}
+					maskedAttentionOn = false
+					want := c.gradients(be, q, k, v, bias, mask, w)
+					maskedAttentionOn = true
+					for j, name := range []string{"output", "dq", "dk", "dv", "dbias"} {
+						scale := 0.0
+						for _, x := range want[j] {
+							scale = max(scale, math.Abs(float64(x)))
+						}
+						for i := range want[j] {
+							if d := math.Abs(float64(got[j][i] - want[j][i])); !(d <= 1e-5*max(1, scale)) {
+								t.Fatalf("%s element %d: %g, op by op %g", name, i, got[j][i], want[j][i])
+							}
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// gradients computes the case's attention (keys and values [b, kvh, t, hd], as a training step
+// holds them) and the gradients of Σ out⊙w with respect to q, k, v and the bias.
+func (c maskedCase) gradients(be *Backend, q, k, v, bias, mask, w []float32) [][]float32 {
+	exe := MustNewExec(be, func(q, k, v, bias, mask, w *Node) []*Node {
+		g := c.h / c.kvh
+		qg := Reshape(q, c.b, c.kvh, g*c.s, c.hd)
+		logits := Reshape(DotGeneral(qg, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}), c.b, c.h, c.s, c.t)
+		logits = MulScalar(logits, 1/math.Sqrt(float64(c.hd)))
+		if c.bias {
+			logits = Add(logits, bias)
+		}
+		out := layers.SoftmaxValues(Add(logits, mask), v, 2, c.kvh)
+		grads := Gradient(ReduceAllSum(Mul(out, w)), q, k, v, bias)
+		return append([]*Node{out}, grads...)
+	})
+	kvDims := []int{c.b, c.kvh, c.t, c.hd}
+	outs := exe.MustExec(tensors.FromFlatDataAndDimensions(q, c.b, c.h, c.s, c.hd),
+		tensors.FromFlatDataAndDimensions(k, kvDims...), tensors.FromFlatDataAndDimensions(v, kvDims...),
+		tensors.FromFlatDataAndDimensions(bias, 1, c.h, c.s, c.t), tensors.FromFlatDataAndDimensions(mask, c.b, c.h, c.s, c.t),
+		tensors.FromFlatDataAndDimensions(w, c.b, c.h, c.s, c.hd))
+	res := make([][]float32, len(outs))
+	for i, o := range outs {
+		res[i] = tensors.MustCopyFlatData[float32](o)
+	}
+	return res
+}
