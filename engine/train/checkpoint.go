@@ -35,15 +35,20 @@ const StateFile = "train_state.safetensors"
 // stepKey is the safetensors metadata key of the step a weights or state file was saved at.
 const stepKey = "step"
 
+// secondsKey is the state file's metadata key of the run's training wall time up to the save:
+// a resumed run counts on from there, not from its last evaluation (loss.csv), which may lie
+// several saves before.
+const secondsKey = "seconds"
+
 // setFiles are the files of a checkpoint, in the order save writes them.
 var setFiles = []string{models.WeightsFile, models.ConfigFile, StateFile}
 
 // runFiles are all the files a run writes into its folder: the checkpoint and the run's records.
 var runFiles = append(append([]string(nil), setFiles...), CurveFile, InfoFile, initFile, TokenizerFile)
 
-// save writes the checkpoint of step to dir, first removing the temporary files of writes that
-// a killed run left there.
-func save(dir string, cfg models.Config, ctx *context.Context, step int) error {
+// save writes the checkpoint of step to dir, trained for seconds of wall time so far, first
+// removing the temporary files of writes that a killed run left there.
+func save(dir string, cfg models.Config, ctx *context.Context, step int, seconds float64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
@@ -55,7 +60,8 @@ func save(dir string, cfg models.Config, ctx *context.Context, step int) error {
 		return err
 	}
 	var ts []safetensors.Tensor
-	meta := map[string]string{stepKey: stamp} // the other keys are variables, whose names start with "/"
+	// The other keys are variables, whose names start with "/".
+	meta := map[string]string{stepKey: stamp, secondsKey: strconv.FormatFloat(seconds, 'f', 1, 64)}
 	for v := range ctx.IterVariables() {
 		if strings.HasPrefix(v.Scope(), "/"+models.Scope) {
 			continue
@@ -132,6 +138,24 @@ func savedStep(path string) (step int, ok bool, err error) {
 		return 0, false, fmt.Errorf("resuming: %s records step %q, not a number", path, s)
 	}
 	return step, true, nil
+}
+
+// savedSeconds is the training wall time a state file records; ok is false for a file that
+// records none (saved before the time was recorded).
+func savedSeconds(path string) (seconds float64, ok bool, err error) {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("resuming: %w", err)
+	}
+	defer f.Close()
+	s, ok := f.Metadata()[secondsKey]
+	if !ok {
+		return 0, false, nil
+	}
+	if seconds, err = strconv.ParseFloat(s, 64); err != nil {
+		return 0, false, fmt.Errorf("resuming: %s records %q seconds, not a number", path, s)
+	}
+	return seconds, true, nil
 }
 
 // heldCheckpoint is the first file of a checkpoint that dir holds, "" if none.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/posformer/posformer/models"
+	"github.com/posformer/posformer/models/safetensors"
 )
 
 // tinyRun is a copy-task decoder small enough to train in a test, saving every 2 steps.
@@ -238,5 +239,55 @@ func TestProgressShowsTheLatestEvaluation(t *testing.T) {
 	want := strings.Split(last, " · ")[1] // "eval X": the latest evaluation when the run before ended
 	if len(resumed.statuses) != 4 || !strings.Contains(resumed.statuses[0], want) {
 		t.Fatalf("resumed run's statuses %q: want %q (the run before ended with %q)", resumed.statuses, want, last)
+	}
+}
+
+// A resumed run counts its wall time on from the checkpoint's own record, not from the last
+// evaluation in loss.csv: here the state file says 1,000 s were spent up to step 2 (saves and
+// evaluations are timed by the clock, so the record is set by hand), and the curve and
+// train.json go on from there.
+func TestResumeCountsSavedWallTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	dir := t.TempDir()
+	mustRun(t, tinyRun(dir, 2))
+	state := filepath.Join(dir, StateFile)
+	if s, ok, err := savedSeconds(state); err != nil || !ok || s < 0 || s > 600 {
+		t.Fatalf("the state records %g s (%v, %v); want the run's few seconds", s, ok, err)
+	}
+	f, err := safetensors.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, info := range f.Infos() {
+		data, err := f.ReadFloat32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, safetensors.Tensor{Name: info.Name, Shape: info.Shape, Data: data})
+	}
+	meta := f.Metadata()
+	f.Close()
+	meta[secondsKey] = "1000"
+	if err := safetensors.Write(state, ts, meta); err != nil {
+		t.Fatal(err)
+	}
+	resumed := tinyRun(dir, 4)
+	resumed.Resume = true
+	r := mustRun(t, resumed)
+	if r.WallSeconds < 1000 || r.WallSeconds > 1600 {
+		t.Errorf("resumed run's wall time %g s, want 1,000 s and this run's", r.WallSeconds)
+	}
+	curve, err := ReadCurve(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := curve[len(curve)-1]; last.Step != 4 || last.Seconds < 1000 {
+		t.Errorf("loss.csv's last row: step %d at %g s, want step 4 after 1,000 s", last.Step, last.Seconds)
+	}
+	if s, _, _ := savedSeconds(state); s < 1000 {
+		t.Errorf("the resumed run's checkpoint records %g s, want at least 1,000", s)
 	}
 }

@@ -384,6 +384,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if len(curve) > 0 {
 		prevSeconds = curve[len(curve)-1].Seconds
 	}
+	if o.Resume {
+		// The checkpoint's own record, when it has one: the steps after the last evaluation
+		// took time too.
+		if s, ok, err := savedSeconds(filepath.Join(o.Out, StateFile)); err != nil {
+			return Result{}, err
+		} else if ok {
+			prevSeconds = s
+		}
+	}
 	var bar Bar = noBar{}
 	if o.Bar != nil {
 		bar = o.Bar("train "+cfg.SchemeName()+" "+cfg.Kind, o.Steps-first)
@@ -451,7 +460,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 		}
 		if done%o.SaveEvery == 0 || done == end {
-			if err := save(o.Out, cfg, mctx, done); err != nil {
+			if err := save(o.Out, cfg, mctx, done, prevSeconds+time.Since(start).Seconds()); err != nil {
 				return Result{}, err
 			}
 		}
