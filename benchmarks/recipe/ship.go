@@ -2,14 +2,11 @@ package recipe
 
 import (
 	"fmt"
-	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/posformer/posformer/models"
-	"github.com/posformer/posformer/models/safetensors"
 )
 
 // Ships reports whether a model of the grid is one of the shipped checkpoints (weights/bench):
@@ -28,50 +25,7 @@ func Ship(src, dst string) error {
 	if _, err := ReadTrainInfo(src); err != nil {
 		return fmt.Errorf("shipping %s: %w", src, err)
 	}
-	f, err := safetensors.Open(filepath.Join(src, models.WeightsFile))
-	if err != nil {
-		return fmt.Errorf("shipping %s: %w", src, err)
-	}
-	defer f.Close()
-	var ts []safetensors.Tensor
-	for _, info := range f.Infos() {
-		data, err := f.ReadFloat32(info.Name)
-		if err != nil {
-			return fmt.Errorf("shipping %s: %w", src, err)
-		}
-		for _, x := range data {
-			if math.Abs(float64(x)) > 65504 {
-				return fmt.Errorf("shipping %s: tensor %s holds %g, beyond float16's range; ship it as float32", src, info.Name, x)
-			}
-		}
-		ts = append(ts, safetensors.Tensor{Name: info.Name, Shape: info.Shape, Data: data, DType: "F16"})
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("shipping %s: %w", src, err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("shipping %s: %w", src, err)
-	}
-	defer os.RemoveAll(tmp) // after the rename, nothing is left there
-	if err := safetensors.Write(filepath.Join(tmp, models.WeightsFile), ts, f.Metadata()); err != nil {
-		return fmt.Errorf("shipping %s: %w", src, err)
-	}
-	for _, name := range []string{models.ConfigFile, "train.json", "loss.csv"} {
-		if err := models.CopyFileAtomic(filepath.Join(src, name), filepath.Join(tmp, name)); err != nil {
-			return fmt.Errorf("shipping %s: %w", src, err)
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("shipping %s: %w", src, err)
-	}
-	if err := os.RemoveAll(dst); err != nil {
-		return fmt.Errorf("shipping %s: replacing %s: %w", src, dst, err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("shipping %s: %w", src, err)
-	}
-	return nil
+	return models.CopyCheckpoint(src, dst, "F16")
 }
 
 // Shipped reports whether dst holds a checkpoint trained by args, wherever the two were trained:

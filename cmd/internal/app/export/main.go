@@ -5,6 +5,7 @@
 //	go run ./cmd/export -m weights/rope-decoder -o rope.gguf
 //	go run ./cmd/export -m stories15M.bin -z tokenizer.bin -o stories15M.gguf --type q8_0
 //	go run ./cmd/export -m weights/rope-decoder -o rope-hf --type bf16
+//	go run ./cmd/export -m /tmp/run -o weights/go-rope-7m --type f16 --format posformer
 //
 // -m takes posformer's own checkpoint directories, llama2.c .bin files, Hugging Face
 // directories and GGUF files (re-exported, say to another type). RoPE decoders with RMSNorm and
@@ -13,7 +14,9 @@
 // file (tokenizer.ggml.*): -z's, else the model's own (its tokenizer.json, the byte tokenizer, a
 // GGUF file's vocabulary); a llama2.c model without -z is written without one. A llama2.c
 // model's file always says BOS is 1 and starts every prompt (add_bos_token), with or without
-// -z or --no-vocab, as run.c does.
+// -z or --no-vocab, as run.c does. --format posformer copies one of posformer's own checkpoint
+// folders with its weights in another type (f16 to ship a model in half the bytes), keeping
+// what the other formats cannot say: the training length, the positional block, train.json.
 //
 // An -o that exists (a file, or a folder holding an export) is refused unless --force replaces
 // it: llama.cpp's converters overwrite silently, but an export may be the only copy of a model
@@ -43,9 +46,16 @@ import (
 )
 
 type options struct {
-	model, tokenizer, out, typ, name string
-	noVocab, force                   bool
+	model, tokenizer, out, typ, name, format string
+	noVocab, force                           bool
 }
+
+// Output formats (--format).
+const (
+	formatGGUF      = "gguf"
+	formatHF        = "hf"
+	formatPosformer = "posformer"
+)
 
 // Main runs the command with args (the arguments after its name) and returns its exit
 // status: 2 for a bad flag, 1 for a failure.
@@ -60,12 +70,14 @@ func Main(args []string) int {
 		fs.StringVar(&o.out, name, "", "output: a .gguf file, or else a Hugging Face directory")
 	}
 	fs.StringVar(&o.typ, "type", "f32", "type of the weight matrices: f32, f16, bf16, q8_0 or q4_0 (norms and biases stay f32; a Hugging Face directory holds f32, f16 or bf16)")
+	fs.StringVar(&o.format, "format", "", "output format: gguf, hf (a Hugging Face directory) or posformer (a copy of one of posformer's checkpoint folders); default: gguf for an -o ending in .gguf, else hf")
 	fs.StringVar(&o.name, "name", "", "general.name (default: the model's file or directory name)")
 	fs.BoolVar(&o.noVocab, "no-vocab", false, "write no tokenizer (for tokenizers GGUF cannot describe)")
 	fs.BoolVar(&o.force, "force", false, "replace -o if it exists (a .gguf file, or a folder holding a Hugging Face export); without it an existing -o is refused")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: export -m MODEL [-z TOKENIZER] -o OUT.gguf [--type f32|f16|bf16|q8_0|q4_0] [--force]")
 		fmt.Fprintln(fs.Output(), "       export -m MODEL [-z tokenizer.json] -o HF_DIR [--type f32|f16|bf16] [--force]")
+		fmt.Fprintln(fs.Output(), "       export -m CHECKPOINT_DIR -o DIR --format posformer [--type f32|f16|bf16] [--force]")
 		flaghelp.PrintDefaults(fs)
 	}
 	fs.SetOutput(io.Discard)
@@ -102,12 +114,29 @@ func run(o options, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--type: %w", err)
 	}
+	isGGUF := strings.HasSuffix(strings.ToLower(o.out), ".gguf")
+	switch o.format {
+	case "":
+		o.format = formatHF
+		if isGGUF {
+			o.format = formatGGUF
+		}
+	case formatGGUF, formatHF, formatPosformer:
+		if isGGUF != (o.format == formatGGUF) {
+			return fmt.Errorf("--format %s with -o %s: a GGUF file's name ends in .gguf, and only a GGUF file's does", o.format, o.out)
+		}
+	default:
+		return fmt.Errorf("--format %q: valid formats are gguf, hf and posformer", o.format)
+	}
 	given := o.model
 	if o.model, err = modelhome.Resolve(o.model); err != nil {
 		return err
 	}
 	if o.name == "" && o.model != given {
 		o.name = given // the name -m used, not the cache folder it names
+	}
+	if o.format == formatPosformer {
+		return copyOwn(o, typ, log)
 	}
 	if err := checkOverwrite(o.out, o.force); err != nil {
 		return err
@@ -123,7 +152,7 @@ func run(o options, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !strings.HasSuffix(strings.ToLower(o.out), ".gguf") {
+	if o.format == formatHF {
 		return exportHF(o, typ, m, ctx, kind, log)
 	}
 	opts := gguf.ExportOptions{Type: typ, Name: o.name}
@@ -191,6 +220,47 @@ func removeOrphans(out string) error {
 	}
 	_, err := atomicfile.RemoveOrphans(dir, names...)
 	return err
+}
+
+// copyOwn writes --format posformer: the checkpoint folder o.model copied to o.out with its
+// weights as typ. The copy replaces o.out whole, so an existing -o must be a checkpoint folder
+// and --force given: a folder of other files is never removed.
+func copyOwn(o options, typ quant.Type, log io.Writer) error {
+	dtypes := map[quant.Type]string{quant.F32: "F32", quant.F16: "F16", quant.BF16: "BF16"}
+	dtype, ok := dtypes[typ]
+	if !ok {
+		return fmt.Errorf("--type %v: a posformer checkpoint holds f32, f16 or bf16 weights (or write a GGUF file: -o OUT.gguf)", typ)
+	}
+	if info, err := os.Stat(o.model); err != nil || !info.IsDir() || hf.IsDir(o.model) {
+		return fmt.Errorf("--format posformer copies one of posformer's checkpoint folders, and %s is not one: export it as gguf or hf", o.model)
+	}
+	if same(o.model, o.out) {
+		return fmt.Errorf("-o %s is the model's own folder: the copy would drop its optimizer state; name another output", o.out)
+	}
+	if _, err := os.Stat(o.out); err == nil {
+		if _, err := os.Stat(filepath.Join(o.out, models.ConfigFile)); err != nil {
+			return fmt.Errorf("-o: %s exists and holds no checkpoint; --format posformer writes a folder of its own: name another output", o.out)
+		}
+		if !o.force {
+			return fmt.Errorf("-o: %s exists; pass --force to replace it, or name another output", o.out)
+		}
+	}
+	if err := models.CopyCheckpoint(o.model, o.out, dtype); err != nil {
+		return err
+	}
+	info, err := os.Stat(filepath.Join(o.out, models.WeightsFile))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "export: wrote %s (a posformer checkpoint, %v weights, %.1f MB)\n", o.out, typ, float64(info.Size())/1e6)
+	return nil
+}
+
+// same reports whether paths a and b name one folder.
+func same(a, b string) bool {
+	ia, errA := os.Stat(a)
+	ib, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
 
 // Kinds of model -m names.
