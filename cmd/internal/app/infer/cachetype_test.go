@@ -21,7 +21,7 @@ func TestCacheTypeFlags(t *testing.T) {
 	if _, h, _ := parse([]string{"-h"}, &help); !h || !strings.Contains(help.String(), "-ctk, --cache-type-k type") {
 		t.Errorf("-h does not list -ctk with its long name:\n%s", help.String())
 	}
-	model := "../../../../weights/" + DefaultModel
+	model := testModel
 	for _, c := range []struct {
 		args []string
 		code int

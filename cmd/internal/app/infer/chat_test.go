@@ -16,7 +16,7 @@ import (
 // session only its own line and the first reply's last token, which generation chose but had
 // not yet fed; the session then holds every token of both turns exactly once.
 func TestChatKeepsTheCache(t *testing.T) {
-	o := options{model: "../../../../weights/" + DefaultModel, n: 8, seed: 1, ignoreEOS: true,
+	o := options{model: testModel, n: 8, seed: 1, ignoreEOS: true,
 		sampling: engine.Sampling{Temp: 0.8, TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, RepeatLastN: 64}}
 	e, err := o.load()
 	if err != nil {
@@ -61,7 +61,7 @@ func TestChatKeepsTheCache(t *testing.T) {
 // the cache never holding more than -c tokens.
 func TestChatContextShift(t *testing.T) {
 	lines := strings.Repeat("\tx := compute(a, b, c)\n", 8) // 8 turns of 22 bytes, 16 generated each
-	o := options{model: "../../../../weights/" + DefaultModel, n: 16, seed: 1, ignoreEOS: true, ctxSize: 96,
+	o := options{model: testModel, n: 16, seed: 1, ignoreEOS: true, ctxSize: 96,
 		sampling: engine.Sampling{Temp: 0.8, TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 	e, err := o.load()
 	if err != nil {
@@ -94,7 +94,7 @@ func TestChatContextShift(t *testing.T) {
 // The end of input ends a conversation as /exit does, after answering a last line that has
 // no newline.
 func TestChatEndsAtEOF(t *testing.T) {
-	o := options{model: "../../../../weights/" + DefaultModel, n: 4, seed: 1, ignoreEOS: true,
+	o := options{model: testModel, n: 4, seed: 1, ignoreEOS: true,
 		sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 	e, err := o.load()
 	if err != nil {
@@ -117,7 +117,7 @@ func TestPromptSources(t *testing.T) {
 	if err := os.WriteFile(file, []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	model := "../../../../weights/" + DefaultModel
+	model := testModel
 	for _, c := range []struct {
 		args []string
 		want string
@@ -157,7 +157,7 @@ func TestPromptSources(t *testing.T) {
 // user's message alone, after the first reply's last token (its end of turn, or the token
 // that -n cut off), never the conversation again.
 func TestChatTemplateTurns(t *testing.T) {
-	o := options{model: "../../../../weights/" + DefaultModel, n: 6, seed: 1, prompt: "Be brief.", set: map[string]bool{"p": true},
+	o := options{model: testModel, n: 6, seed: 1, prompt: "Be brief.", set: map[string]bool{"p": true},
 		sampling: engine.Sampling{Temp: 0.8, TopK: 40, TopP: 0.95, RepeatPenalty: 1.1, RepeatLastN: 64}}
 	e, err := o.load()
 	if err != nil {

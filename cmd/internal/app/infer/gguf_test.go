@@ -53,7 +53,7 @@ func ggufOptions(model string) options {
 // The shipped byte-level decoder, as GGUF with its tokenizer in the file, prints what the
 // checkpoint directory prints: the prompt, then the same greedy continuation.
 func TestGGUFLikeCheckpoint(t *testing.T) {
-	dir := "../../../../weights/" + DefaultModel
+	dir := testModel
 	path := exportGGUF(t, dir, tokenizer.NewByte())
 	o := ggufOptions(path)
 	var out bytes.Buffer

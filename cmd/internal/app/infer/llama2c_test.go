@@ -88,7 +88,7 @@ func TestLlama2CBadFlags(t *testing.T) {
 		}
 	}
 	// -z and --prompt-ids belong to llama2.c models.
-	o := llama2cOptions("../../../../weights/" + DefaultModel)
+	o := llama2cOptions(testModel)
 	o.tokenizer = tok
 	if err := run(o, nil); err == nil || !strings.Contains(err.Error(), "-z and --prompt-ids are for llama2.c") {
 		t.Errorf("-z with a checkpoint directory: %v", err)

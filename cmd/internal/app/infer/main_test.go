@@ -10,8 +10,12 @@ import (
 	"github.com/posformer/posformer/positional"
 )
 
+// testModel is the small byte-level decoder shipped for tests: its prompts are bytes, and it
+// runs in milliseconds where the built-in model takes longer.
+const testModel = "../../../../weights/rope-decoder"
+
 func TestBadFlags(t *testing.T) {
-	base := options{model: "../../../../weights/" + DefaultModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+	base := options{model: testModel, prompt: "x", n: 4, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 	cases := []struct {
 		mutate func(*options)
 		args   []string
@@ -54,12 +58,12 @@ func TestBadFlags(t *testing.T) {
 // before its cache exists.
 func TestContextBounds(t *testing.T) {
 	for _, c := range []int{-1, 1 << 40} {
-		o := options{model: "../../../../weights/" + DefaultModel, prompt: "x", ctxSize: c, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
+		o := options{model: testModel, prompt: "x", ctxSize: c, sampling: engine.Sampling{TopK: 40, TopP: 0.95, RepeatPenalty: 1}}
 		if err := run(o, nil); !errors.As(err, new(flagError)) {
 			t.Errorf("-c %d: %v, want a flag error (exit 2)", c, err)
 		}
 	}
-	e, err := engine.Load("../../../../weights/"+DefaultModel, "", 65536)
+	e, err := engine.Load(testModel, "", 65536)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +85,7 @@ func TestContextBounds(t *testing.T) {
 // --context-shift generates past -c: 150 tokens through 64 slots, where without it generation
 // stops when the context is full.
 func TestContextShiftPastContext(t *testing.T) {
-	o := options{model: "../../../../weights/" + DefaultModel, n: 150, ctxSize: 64, contextShift: true, keep: 4}
+	o := options{model: testModel, n: 150, ctxSize: 64, contextShift: true, keep: 4}
 	e, err := o.load()
 	if err != nil {
 		t.Fatal(err)

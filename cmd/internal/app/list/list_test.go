@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/posformer/posformer/models/safetensors"
+	"github.com/posformer/posformer/weights"
 )
 
 // A checkpoint folder in $POSFORMER_HOME is listed with its format, size, parameter count and
@@ -59,7 +60,7 @@ func TestList(t *testing.T) {
 	if got := strings.Fields(lines[1]); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("row %q, want %q", got, want)
 	}
-	if !strings.HasPrefix(lines[2], "rope-decoder (built in)") {
+	if !strings.HasPrefix(lines[2], weights.DefaultName+" (built in)") {
 		t.Errorf("last row %q, want the built-in model", lines[2])
 	}
 	if params < 300_000 || params > 400_000 || count(params) != "330K" {

@@ -20,6 +20,7 @@ import (
 	"github.com/posformer/posformer/cmd/internal/app/train"
 	"github.com/posformer/posformer/cmd/internal/version"
 	"github.com/posformer/posformer/cmd/serve/server"
+	"github.com/posformer/posformer/weights"
 )
 
 type command struct {
@@ -109,5 +110,5 @@ func usage(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %s\n", name, c.what)
 	}
-	fmt.Fprintln(w, "\n-m takes a path or the name of a model in $POSFORMER_HOME (posformer list); without -m, the built-in rope-decoder.")
+	fmt.Fprintln(w, "\n-m takes a path or the name of a model in $POSFORMER_HOME (posformer list); without -m, the built-in "+weights.DefaultName+".")
 }
