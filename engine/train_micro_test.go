@@ -53,7 +53,11 @@ func TestMicroBatchSameStep(t *testing.T) {
 					t.Errorf("%s: %s %.6f in one pass, %.6f in passes of 2 rows", name, what, losses[0][k], losses[1][k])
 				}
 			}
-			if d := maxVariableDiff(t, ctxs[0], ctxs[1]); !(d <= 1e-4) {
+			// AdamW moves a weight by about lr·m/√v whatever its gradient's size, so where a
+			// gradient is near zero the order of float sums decides a few percent of lr (1e-2):
+			// up to 1e-4 here. Summing the passes wrongly moves weights by a sizeable part of
+			// lr (counting only the last pass: 0.04).
+			if d := maxVariableDiff(t, ctxs[0], ctxs[1]); !(d <= 2e-4) {
 				t.Errorf("%s: after two steps the variables differ by up to %g", name, d)
 			}
 		}
