@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/gomlx/gomlx/backends"
@@ -46,9 +47,10 @@ const (
 	maxIdleArenaBytes = 1 << 30
 )
 
-// poisonArenas makes every call fill the arena it takes with NaN (tests): a step that reads an
-// element no step wrote then shows as NaN, not as an earlier call's value or a fresh zero.
-var poisonArenas bool
+// poisonArenas makes every call fill the arena it takes with NaN (tests, or
+// $POSFORMER_POISON_ARENAS set): a step that reads an element no step wrote then shows as NaN,
+// not as an earlier call's value or a fresh zero.
+var poisonArenas = os.Getenv("POSFORMER_POISON_ARENAS") != ""
 
 // Execute implements backends.Executable. Donated inputs belong to the executable from here on:
 // they become outputs (updated in place) or are recycled.
