@@ -125,37 +125,31 @@ func checkSet(dir string) error {
 // savedStep is the step recorded in a safetensors file's metadata; ok is false for a file
 // that records none.
 func savedStep(path string) (step int, ok bool, err error) {
-	f, err := safetensors.Open(path)
-	if err != nil {
-		return 0, false, fmt.Errorf("resuming: %w", err)
-	}
-	defer f.Close()
-	s, ok := f.Metadata()[stepKey]
-	if !ok {
-		return 0, false, nil
-	}
-	if step, err = strconv.Atoi(s); err != nil {
-		return 0, false, fmt.Errorf("resuming: %s records step %q, not a number", path, s)
-	}
-	return step, true, nil
+	return savedNumber(path, stepKey, strconv.Atoi)
 }
 
 // savedSeconds is the training wall time a state file records; ok is false for a file that
 // records none (saved before the time was recorded).
 func savedSeconds(path string) (seconds float64, ok bool, err error) {
+	return savedNumber(path, secondsKey, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+// savedNumber parses the metadata entry key of the safetensors file at path; ok is false for a
+// file without one.
+func savedNumber[T int | float64](path, key string, parse func(string) (T, error)) (x T, ok bool, err error) {
 	f, err := safetensors.Open(path)
 	if err != nil {
-		return 0, false, fmt.Errorf("resuming: %w", err)
+		return x, false, fmt.Errorf("resuming: %w", err)
 	}
 	defer f.Close()
-	s, ok := f.Metadata()[secondsKey]
+	s, ok := f.Metadata()[key]
 	if !ok {
-		return 0, false, nil
+		return x, false, nil
 	}
-	if seconds, err = strconv.ParseFloat(s, 64); err != nil {
-		return 0, false, fmt.Errorf("resuming: %s records %q seconds, not a number", path, s)
+	if x, err = parse(s); err != nil {
+		return x, false, fmt.Errorf("resuming: %s records %s %q, not a number", path, key, s)
 	}
-	return seconds, true, nil
+	return x, true, nil
 }
 
 // heldCheckpoint is the first file of a checkpoint that dir holds, "" if none.
