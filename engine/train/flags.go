@@ -77,6 +77,7 @@ func newFlagSet(rope RopeFlags) (*flag.FlagSet, *Options) {
 	fs.IntVar(&o.SaveEvery, "save-every", o.SaveEvery, "save a checkpoint every N steps")
 	fs.IntVar(&o.EvalWindows, "eval-windows", o.EvalWindows, "held-out windows of length L, spread evenly over the validation text, that the eval loss averages")
 	fs.StringVar(&o.Data, "data", o.Data, "train on this text instead of Go's source: a file, a directory (read recursively, binary and hidden files skipped) or a glob; 5% is held out (docs/commands.md)")
+	fs.BoolVar(&o.SkipGenerated, "skip-generated", o.SkipGenerated, "Go's source: leave out the files marked generated (\"// Code generated ... DO NOT EDIT.\"), two fifths of its bytes, as the validation text does")
 	fs.IntVar(&o.BPE, "bpe", o.BPE, "decoder: train on a byte-level BPE vocabulary of N tokens (GPT-2's pre-tokenizer, <|endoftext|> included) learned from the train split's first 48 MiB and saved as tokenizer.json in -o; 0: bytes")
 	fs.StringVar(&o.Tokenizer, "tokenizer", o.Tokenizer, "decoder: train on the tokens of this Hugging Face tokenizer.json (copied into -o) instead of bytes")
 	fs.IntVar(&o.MaxBytes, "max-bytes", o.MaxBytes, "cap on each corpus split in bytes (0: all of it)")

@@ -151,7 +151,8 @@ func mustRead(t *testing.T, path string) []byte {
 }
 
 // -bpe and -tokenizer are for plain decoders: an encoder, a benchmark task, -bos, -init, a
-// negative size or both flags at once are refused with one line naming the flag.
+// negative size or both flags at once are refused with one line naming the flag; so is
+// -skip-generated with -data.
 func TestBPERefusals(t *testing.T) {
 	for _, c := range []struct {
 		edit func(*Options)
@@ -165,6 +166,7 @@ func TestBPERefusals(t *testing.T) {
 		{func(o *Options) { o.Data, o.BPE = bpeText(t), 5000 }, "no pair left to merge"},
 		{func(o *Options) { o.Tokenizer = "t.json" }, "give one"},
 		{func(o *Options) { o.BPE, o.Tokenizer, o.Kind = 0, "t.json", "encoder" }, "-tokenizer trains decoders only"},
+		{func(o *Options) { o.Data, o.SkipGenerated = bpeText(t), true }, "-skip-generated leaves out the Go tree's"},
 	} {
 		o := tinyBPE("unused", t.TempDir())
 		c.edit(&o)

@@ -75,6 +75,8 @@ type Options struct {
 	// Data names the text to train on (corpus.LoadText: a file, a directory, a glob); empty:
 	// the Go standard library's source.
 	Data string
+	// SkipGenerated leaves out the Go tree's generated files (corpus.LoadWritten).
+	SkipGenerated bool
 	// BPE > 0 trains a decoder on a byte-level BPE vocabulary of that many tokens, learned from
 	// the train split (tokens.go); Tokenizer trains on the vocabulary of that tokenizer.json
 	// instead. Neither: bytes.
@@ -182,7 +184,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	case tasks.Synthetic(o.Task):
 		maxBytes = 1 << 16 // the corpus only feeds the unigram figure of train.json
 	}
-	data, source, err := loadCorpus(o.Data, maxBytes, o.Out)
+	data, source, err := loadCorpus(o.Data, maxBytes, o.Out, o.SkipGenerated)
 	if err != nil {
 		return Result{}, err
 	}
@@ -654,8 +656,11 @@ func skipPositions(pos [][]int32, target int, r *rand.Rand) {
 // loadCorpus reads the text named by -data (corpus.LoadText; never the run's own folder out,
 // whose loss.csv grows as it trains), or else the Go standard library's source, and says what
 // it read for the run's first line.
-func loadCorpus(data string, maxBytes int, out string) (*corpus.Corpus, string, error) {
+func loadCorpus(data string, maxBytes int, out string, skipGenerated bool) (*corpus.Corpus, string, error) {
 	if data != "" {
+		if skipGenerated {
+			return nil, "", fmt.Errorf("-skip-generated leaves out the Go tree's generated files; with -data, leave them out of the text instead")
+		}
 		c, err := corpus.LoadText(data, maxBytes, out)
 		return c, data, err
 	}
@@ -663,8 +668,12 @@ func loadCorpus(data string, maxBytes int, out string) (*corpus.Corpus, string, 
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := corpus.Load(root, maxBytes)
-	return c, filepath.Join(root, "src"), err
+	load, what := corpus.Load, ""
+	if skipGenerated {
+		load, what = corpus.LoadWritten, " (generated files left out)"
+	}
+	c, err := load(root, maxBytes)
+	return c, filepath.Join(root, "src") + what, err
 }
 
 // heldOut is the text the held-out loss (and the plateau rule) reads.
