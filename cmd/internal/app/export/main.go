@@ -226,8 +226,7 @@ func removeOrphans(out string) error {
 // weights as typ. The copy replaces o.out whole, so an existing -o must be a checkpoint folder
 // and --force given: a folder of other files is never removed.
 func copyOwn(o options, typ quant.Type, log io.Writer) error {
-	dtypes := map[quant.Type]string{quant.F32: "F32", quant.F16: "F16", quant.BF16: "BF16"}
-	dtype, ok := dtypes[typ]
+	dtype, ok := safetensorsTypes[typ]
 	if !ok {
 		return fmt.Errorf("--type %v: a posformer checkpoint holds f32, f16 or bf16 weights (or write a GGUF file: -o OUT.gguf)", typ)
 	}
@@ -262,6 +261,10 @@ func same(a, b string) bool {
 	ib, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
+
+// safetensorsTypes are the --type values a safetensors file stores, by its dtype names: the
+// folders written here (Hugging Face, posformer) hold no quantized weights.
+var safetensorsTypes = map[quant.Type]string{quant.F32: "F32", quant.F16: "F16", quant.BF16: "BF16"}
 
 // Kinds of model -m names.
 const (
@@ -364,8 +367,7 @@ func llama2cSpecials(v gguf.Vocab) gguf.Vocab {
 // exportHF writes m as a Hugging Face directory: config.json and safetensors weights in the
 // layout of its family (hf.Export), and tokenizer.json when -z or the model has one.
 func exportHF(o options, typ quant.Type, m *models.Model, ctx *context.Context, kind string, log io.Writer) error {
-	dtypes := map[quant.Type]string{quant.F32: "F32", quant.F16: "F16", quant.BF16: "BF16"}
-	dtype, ok := dtypes[typ]
+	dtype, ok := safetensorsTypes[typ]
 	if !ok {
 		return fmt.Errorf("--type %v: a Hugging Face directory holds f32, f16 or bf16 weights (or write a GGUF file: -o OUT.gguf)", typ)
 	}
