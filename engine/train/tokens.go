@@ -94,6 +94,20 @@ func newVocabulary(o Options, trainText []byte, logw io.Writer) ([]byte, error) 
 	return nil, nil
 }
 
+// initVocabulary is the tokenizer file of the checkpoint a fine-tune starts from (its config's
+// "tokenizer", relative to its folder unless absolute).
+func initVocabulary(dir, name string) ([]byte, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-init %s: the checkpoint's tokenizer: %w", dir, err)
+	}
+	return data, nil
+}
+
 // resumedVocabulary checks -bpe and -tokenizer against the tokenizer of the checkpoint being
 // resumed (its config's), and returns that tokenizer's file (nil: bytes).
 func resumedVocabulary(o Options, cfg models.Config) ([]byte, error) {

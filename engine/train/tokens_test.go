@@ -106,8 +106,27 @@ func TestTrainOnBPE(t *testing.T) {
 
 	// -resume reuses the folder's tokenizer; a -bpe or -tokenizer that disagrees is refused.
 	o.Steps, o.Resume = 3, true
-	if r, err := Run(context.Background(), o); err != nil || r.Steps != 3 {
-		t.Errorf("resumed: step %d, %v", r.Steps, err)
+	resumed, err := Run(context.Background(), o)
+	if err != nil || resumed.Steps != 3 {
+		t.Errorf("resumed: step %d, %v", resumed.Steps, err)
+	}
+
+	// -init from a BPE checkpoint fine-tunes on its tokens: -o gets a copy of its tokenizer, and
+	// a step at a vanishing learning rate scores what the source scored.
+	ft := tinyBPE(data, t.TempDir())
+	ft.BPE, ft.Init, ft.Steps, ft.LR = 0, dir, 1, 1e-12
+	fr, err := Run(context.Background(), ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := mustRead(t, filepath.Join(ft.Out, TokenizerFile)); string(a) != string(mustRead(t, filepath.Join(dir, TokenizerFile))) {
+		t.Error("-init: the fine-tune's tokenizer.json is not a copy of its source's")
+	}
+	if c, err := models.ReadConfig(ft.Out); err != nil || c.Tokenizer != TokenizerFile || c.VocabSize != 300 {
+		t.Errorf("-init: config %+v, %v; want tokenizer %s, vocab 300", c, err, TokenizerFile)
+	}
+	if math.Abs(fr.EvalLoss-resumed.EvalLoss) > 1e-4 {
+		t.Errorf("-init at lr 1e-12: eval loss %g, its source's %g", fr.EvalLoss, resumed.EvalLoss)
 	}
 	o.Steps = 4
 	o.BPE = 400
@@ -150,7 +169,8 @@ func mustRead(t *testing.T, path string) []byte {
 	return data
 }
 
-// -bpe and -tokenizer are for plain decoders: an encoder, a benchmark task, -bos, -init, a
+// -bpe and -tokenizer are for plain decoders: an encoder, a benchmark task, -bos, -init (which
+// keeps its checkpoint's vocabulary), a
 // negative size or both flags at once are refused with one line naming the flag; so is
 // -skip-generated with -data.
 func TestBPERefusals(t *testing.T) {
@@ -161,7 +181,7 @@ func TestBPERefusals(t *testing.T) {
 		{func(o *Options) { o.Kind = "encoder" }, "-bpe trains decoders only"},
 		{func(o *Options) { o.Kind, o.Task = "", "copy" }, "-task copy"},
 		{func(o *Options) { o.BOS = true }, "drop -bos"},
-		{func(o *Options) { o.Init = "somewhere" }, "-init"},
+		{func(o *Options) { o.Init = "somewhere" }, "-bpe with -init"},
 		{func(o *Options) { o.BPE = -3 }, "-bpe -3"},
 		{func(o *Options) { o.Data, o.BPE = bpeText(t), 5000 }, "no pair left to merge"},
 		{func(o *Options) { o.Tokenizer = "t.json" }, "give one"},

@@ -253,7 +253,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		cfg = m.Config
 		if cfg.Tokenizer != "byte" {
-			return Result{}, fmt.Errorf("-init %s: it was trained on the tokens of %s; fine-tuning a BPE checkpoint is not supported (train it further with -resume)", o.Init, cfg.Tokenizer)
+			// The fine-tune keeps the vocabulary its embeddings were trained on: -o gets its
+			// own copy, so the new checkpoint stands alone.
+			if tokJSON, err = initVocabulary(o.Init, cfg.Tokenizer); err != nil {
+				return Result{}, err
+			}
+			if tok, err = tokenizer.ParseHF(tokJSON); err != nil {
+				return Result{}, fmt.Errorf("-init %s: %w", o.Init, err)
+			}
+			if tok.VocabSize() != cfg.VocabSize {
+				return Result{}, fmt.Errorf("-init %s: its tokenizer has %d tokens but its config says vocab_size %d; re-export the checkpoint", o.Init, tok.VocabSize(), cfg.VocabSize)
+			}
+			cfg.Tokenizer = TokenizerFile
+			m.Config.Tokenizer = TokenizerFile
 		}
 	} else {
 		if m, err = models.New(cfg); err != nil {
@@ -278,6 +290,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	if tokJSON != nil {
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return Result{}, err
+		}
 		if err := models.WriteFileAtomic(filepath.Join(o.Out, TokenizerFile), tokJSON); err != nil {
 			return Result{}, err
 		}
