@@ -60,7 +60,7 @@ func TestBuiltinModelKnowsGo(t *testing.T) {
 	}
 	bpb, _ := strconv.ParseFloat(m[1], 64)
 	t.Logf("%s on %s tokens of held-out Go: %.3f bits per byte", weights.DefaultName, m[2], bpb)
-	if bpb > 1.8 {
-		t.Errorf("%.3f bits per byte on held-out Go; the shipped decoder scores about 1.5", bpb)
+	if bpb > 1.4 {
+		t.Errorf("%.3f bits per byte on held-out Go; the shipped decoder scores about 1.18", bpb)
 	}
 }
