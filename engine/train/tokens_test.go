@@ -170,9 +170,8 @@ func mustRead(t *testing.T, path string) []byte {
 }
 
 // -bpe and -tokenizer are for plain decoders: an encoder, a benchmark task, -bos, -init (which
-// keeps its checkpoint's vocabulary), a
-// negative size or both flags at once are refused with one line naming the flag; so is
-// -skip-generated with -data.
+// keeps its checkpoint's vocabulary), a negative size or both flags at once are refused with one
+// line naming the flag; so is -skip-generated with -data.
 func TestBPERefusals(t *testing.T) {
 	for _, c := range []struct {
 		edit func(*Options)

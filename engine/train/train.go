@@ -262,7 +262,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				return Result{}, fmt.Errorf("-init %s: %w", o.Init, err)
 			}
 			if tok.VocabSize() != cfg.VocabSize {
-				return Result{}, fmt.Errorf("-init %s: its tokenizer has %d tokens but its config says vocab_size %d; re-export the checkpoint", o.Init, tok.VocabSize(), cfg.VocabSize)
+				return Result{}, fmt.Errorf("-init %s: its tokenizer has %d tokens but its config says vocab_size %d: the tokenizer file is not the one these weights were trained with", o.Init, tok.VocabSize(), cfg.VocabSize)
 			}
 			cfg.Tokenizer = TokenizerFile
 			m.Config.Tokenizer = TokenizerFile
