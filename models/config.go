@@ -52,6 +52,15 @@ type Config struct {
 	HeadBias      bool   `json:"head_bias,omitempty"`      // a bias on the output logits (BERT)
 }
 
+// TokenizerPath is where the tokenizer c names lies for a checkpoint in dir: "byte" and an
+// absolute path as they are, a relative path under dir.
+func (c Config) TokenizerPath(dir string) string {
+	if c.Tokenizer == "byte" || filepath.IsAbs(c.Tokenizer) {
+		return c.Tokenizer
+	}
+	return filepath.Join(dir, c.Tokenizer)
+}
+
 // Decoder and Encoder are the two kinds of model.
 const (
 	Decoder = "decoder"

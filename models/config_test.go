@@ -1,6 +1,7 @@
 package models
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,20 @@ func TestConfigOptionsValidate(t *testing.T) {
 	cfg.Defaults()
 	if cfg.NormPosition != "pre" || cfg.Validate() != nil {
 		t.Errorf("defaults: norm_position %q, validate %v", cfg.NormPosition, cfg.Validate())
+	}
+}
+
+// A config's tokenizer is "byte", an absolute path, or a path relative to its checkpoint.
+func TestTokenizerPath(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "tok.json")
+	for _, c := range []struct{ name, want string }{
+		{"byte", "byte"},
+		{abs, abs},
+		{"tokenizer.json", filepath.Join("ckpt", "tokenizer.json")},
+		{"sub/t.json", filepath.Join("ckpt", "sub", "t.json")},
+	} {
+		if got := (Config{Tokenizer: c.name}).TokenizerPath("ckpt"); got != c.want {
+			t.Errorf("tokenizer %q: %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/posformer/posformer/models"
@@ -94,14 +93,9 @@ func newVocabulary(o Options, trainText []byte, logw io.Writer) ([]byte, error) 
 	return nil, nil
 }
 
-// initVocabulary is the tokenizer file of the checkpoint a fine-tune starts from (its config's
-// "tokenizer", relative to its folder unless absolute).
-func initVocabulary(dir, name string) ([]byte, error) {
-	path := name
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
-	data, err := os.ReadFile(path)
+// initVocabulary is the tokenizer file of the checkpoint in dir that a fine-tune starts from.
+func initVocabulary(dir string, cfg models.Config) ([]byte, error) {
+	data, err := os.ReadFile(cfg.TokenizerPath(dir))
 	if err != nil {
 		return nil, fmt.Errorf("-init %s: the checkpoint's tokenizer: %w", dir, err)
 	}
@@ -117,10 +111,7 @@ func resumedVocabulary(o Options, cfg models.Config) ([]byte, error) {
 		}
 		return nil, nil
 	}
-	path := cfg.Tokenizer
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(o.Out, path)
-	}
+	path := cfg.TokenizerPath(o.Out)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("resuming: the checkpoint's tokenizer: %w", err)

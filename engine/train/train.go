@@ -255,7 +255,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if cfg.Tokenizer != "byte" {
 			// The fine-tune keeps the vocabulary its embeddings were trained on: -o gets its
 			// own copy, so the new checkpoint stands alone.
-			if tokJSON, err = initVocabulary(o.Init, cfg.Tokenizer); err != nil {
+			if tokJSON, err = initVocabulary(o.Init, cfg); err != nil {
 				return Result{}, err
 			}
 			if tok, err = tokenizer.ParseHF(tokJSON); err != nil {

@@ -96,11 +96,9 @@ func loadModel(o *options) (*model, error) {
 		}
 		m.addBOS, m.bos, m.stop = true, 1, []int{1}
 	default:
-		name := e.Model.Config.Tokenizer
+		name := e.Model.Config.TokenizerPath(path)
 		if o.tokenizer != "" {
 			name = o.tokenizer
-		} else if name != "byte" && !filepath.IsAbs(name) {
-			name = filepath.Join(path, name)
 		}
 		if m.tok, err = tokenizer.Load(name); err != nil {
 			return nil, fmt.Errorf("loading the tokenizer of %s: %w", path, err)

@@ -332,11 +332,7 @@ func vocabulary(o options, kind string, cfg models.Config) (gguf.Vocab, string, 
 	case kind == kindHF:
 		tok, err = tokenizer.Load(filepath.Join(o.model, hf.TokenizerFile))
 	default:
-		name := cfg.Tokenizer
-		if name != "byte" && !filepath.IsAbs(name) {
-			name = filepath.Join(o.model, name)
-		}
-		tok, err = tokenizer.Load(name)
+		tok, err = tokenizer.Load(cfg.TokenizerPath(o.model))
 	}
 	if err != nil {
 		return gguf.Vocab{}, "", fmt.Errorf("storing the tokenizer: %w (pass -z TOKENIZER, or --no-vocab to write the model without one)", err)
@@ -383,10 +379,7 @@ func exportHF(o options, typ quant.Type, m *models.Model, ctx *context.Context, 
 	case tok == "" && kind == kindHF:
 		tok = filepath.Join(o.model, hf.TokenizerFile)
 	case tok == "" && kind == kindOwn && strings.HasSuffix(m.Config.Tokenizer, ".json"):
-		tok = m.Config.Tokenizer
-		if !filepath.IsAbs(tok) {
-			tok = filepath.Join(o.model, tok)
-		}
+		tok = m.Config.TokenizerPath(o.model)
 	}
 	switch {
 	case o.noVocab:

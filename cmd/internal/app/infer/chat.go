@@ -101,7 +101,7 @@ func (o options) chatModel(e *engine.Engine) (chatModel, error) {
 			m.stop = append(m.stop, l.EOS)
 		}
 	} else {
-		tok, err := loadTokenizer(o.model, e.Model.Config.Tokenizer)
+		tok, err := loadTokenizer(o.model, e.Model.Config)
 		if err != nil {
 			return m, err
 		}

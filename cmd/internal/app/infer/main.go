@@ -253,7 +253,7 @@ func run(o options, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := loadTokenizer(o.model, e.Model.Config.Tokenizer)
+	tok, err := loadTokenizer(o.model, e.Model.Config)
 	if err != nil {
 		return err
 	}
@@ -362,11 +362,9 @@ func (o options) edits() []models.Edit {
 	return edits
 }
 
-func loadTokenizer(dir, name string) (tokenizer.Tokenizer, error) {
-	if name != "byte" && !filepath.IsAbs(name) {
-		name = filepath.Join(dir, name)
-	}
-	return tokenizer.Load(name)
+// loadTokenizer loads the tokenizer cfg names for the checkpoint in dir.
+func loadTokenizer(dir string, cfg models.Config) (tokenizer.Tokenizer, error) {
+	return tokenizer.Load(cfg.TokenizerPath(dir))
 }
 
 func fillMask(e *engine.Engine, tok tokenizer.Tokenizer, prompt string) error {

@@ -46,7 +46,7 @@ func Open(path, backend, tok string, ctxSize int) (Opened, error) {
 		return Opened{}, err
 	}
 	if !isGGUF {
-		t, err := loadTokenizer(path, e.Model.Config.Tokenizer)
+		t, err := loadTokenizer(path, e.Model.Config)
 		if err != nil {
 			return Opened{}, err
 		}
