@@ -94,6 +94,26 @@ func TestFusedChainEqualsOpByOp(t *testing.T) {
 	}
 }
 
+// A scalar as the first operand (1 − σ(x), 2 / x, max(0.5, x)) gives what the unfused ops
+// give, bit for bit, whether the scalar kernels take it (add, sub, mul) or a filled block does.
+func TestFusedScalarFirst(t *testing.T) {
+	for _, name := range []string{"add", "sub", "mul", "div", "max", "min"} {
+		t.Run(name, func(t *testing.T) {
+			fused, opByOp := fusedVsOpByOp(t, func(bld backends.Builder, op func(backends.Op, error) backends.Op, x []backends.Op) []backends.Op {
+				s := op(bld.Constant([]float32{0.75}))
+				bin := map[string]func(a, b backends.Op) (backends.Op, error){
+					"add": bld.Add, "sub": bld.Sub, "mul": bld.Mul, "div": bld.Div, "max": bld.Max, "min": bld.Min,
+				}[name]
+				sig := op(bld.Logistic(x[0]))
+				return []backends.Op{op(bld.Mul(op(bin(s, op(bld.Mul(sig, x[1])))), x[0]))}
+			}, []int{2, 1500}, []int{2, 1500})
+			if fused != 1 || opByOp != 4 {
+				t.Errorf("%d steps fused, %d op by op; want 1 and 4", fused, opByOp)
+			}
+		})
+	}
+}
+
 // SiLU's gradient, g·s + (g·a)·s with g = p·q and s = sigmoid(a), reads g and s twice each: they
 // join the tree, one step in all, since every use of theirs is in it. When g is also an output
 // or read by an op outside the tree it stays a step of its own. Every case gives what the

@@ -369,16 +369,23 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 	for i, in := range prog {
 		out := block(i)
 		a, sa := vec(in.a)
-		if a == nil {
-			// A scalar first operand: broadcast it into the output block first.
-			for j := range out {
-				out[j] = sa
+		binary := isFusedBinary(in.op)
+		var b []float32
+		var sb float32
+		if binary {
+			b, sb = vec(in.b)
+			if a == nil && b != nil && scalarFirst(in.op, sa, b, out) {
+				continue
 			}
+		}
+		if a == nil {
+			// A scalar first operand the op cannot take as such: broadcast it into the
+			// output block first.
+			fill(out, sa)
 			a = out
 		}
 		switch in.op {
 		case backends.OpTypeAdd, backends.OpTypeSub, backends.OpTypeMul, backends.OpTypeDiv, backends.OpTypeMax, backends.OpTypeMin:
-			b, sb := vec(in.b)
 			fusedBinary(in.op, a, b, sb, out)
 		case backends.OpTypeNeg:
 			kernels.MulScalar(a, -1, out)
@@ -397,6 +404,45 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 		default:
 			vecUnary32[in.op](a, out)
 		}
+	}
+}
+
+func isFusedBinary(op backends.OpType) bool {
+	switch op {
+	case backends.OpTypeAdd, backends.OpTypeSub, backends.OpTypeMul, backends.OpTypeDiv, backends.OpTypeMax, backends.OpTypeMin:
+		return true
+	}
+	return false
+}
+
+// scalarFirst computes s op b into out with the scalar kernels where that gives the same
+// bits as op on a broadcast s, and reports whether it did: 1 − σ(x) in a logistic's
+// gradient, 1 + x in SiLU's, a filled block otherwise (a third of a SwiGLU gradient's time).
+// Sub takes −b + s, exact in both steps; Max and Min, whose NaN rules depend on the operands'
+// order, are left to the broadcast.
+func scalarFirst(op backends.OpType, s float32, b, out []float32) bool {
+	switch op {
+	case backends.OpTypeAdd:
+		kernels.AddScalar(b, s, out)
+	case backends.OpTypeMul:
+		kernels.MulScalar(b, s, out)
+	case backends.OpTypeSub:
+		kernels.MulScalar(b, -1, out)
+		kernels.AddScalar(out, s, out)
+	default:
+		return false
+	}
+	return true
+}
+
+// fill sets every element of out to v, doubling a copied run.
+func fill(out []float32, v float32) {
+	if len(out) == 0 {
+		return
+	}
+	out[0] = v
+	for j := 1; j < len(out); j *= 2 {
+		copy(out[j:], out[:j])
 	}
 }
 
