@@ -139,6 +139,23 @@ func randomCheckpoint(b *testing.B, cfg models.Config) string {
 func BenchmarkDecode260K(b *testing.B) { benchDecode(b, randomEngine(b, shape260K), 32) }
 func BenchmarkDecode15M(b *testing.B)  { benchDecode(b, randomEngine(b, shape15M), 32) }
 
+// BenchmarkDecodeModel is BenchmarkDecode15M's loop on the model file named by
+// $POSFORMER_BENCH_MODEL (any format engine.Load reads, weights as stored), for shapes the
+// repository does not ship, such as the peers' 110M GGUF files:
+//
+//	POSFORMER_BENCH_MODEL=r110M-q8_0.gguf go test ./benchmarks -run '^$' -bench DecodeModel
+func BenchmarkDecodeModel(b *testing.B) {
+	path := os.Getenv("POSFORMER_BENCH_MODEL")
+	if path == "" {
+		b.Skip("set POSFORMER_BENCH_MODEL to a model file")
+	}
+	e, err := engine.Load(path, "", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDecode(b, e, 32)
+}
+
 // BenchmarkDecodeQuantized15M is BenchmarkDecode15M with the weights held as Q8_0 or Q4_0, on
 // the exact path (cpu:actq8=false) and with int8 activations (cpu:actq8=true, the default
 // where the CPU has AVX-512 VNNI).

@@ -66,7 +66,7 @@ for m in $MODELS; do
 	n=${STEPS:-$n}
 	for q in $TYPES; do
 		f=r$m-$q.gguf
-		bound=$(awk -v gbs="$GBS" -v w="$(stat -c %s "$f")" -v kv="$((2 * layers * dim * KV_BYTES * n / 2))" 'BEGIN {printf "%.1f", gbs * 1e9 / (w + kv)}')
+		bound=$(awk -v gbs="$GBS" -v w="$(stat -L -c %s "$f")" -v kv="$((2 * layers * dim * KV_BYTES * n / 2))" 'BEGIN {printf "%.1f", gbs * 1e9 / (w + kv)}')
 		l=() b=() a=()
 		for _ in $(seq "$REPS"); do
 			l+=("$(rate ./llamacpp_decode "$f" "$n" "$THREADS")")
