@@ -145,6 +145,15 @@ func BenchmarkDecode15M(b *testing.B)  { benchDecode(b, randomEngine(b, shape15M
 //
 //	POSFORMER_BENCH_MODEL=r110M-q8_0.gguf go test ./benchmarks -run '^$' -bench DecodeModel
 func BenchmarkDecodeModel(b *testing.B) {
+	benchDecode(b, modelEngine(b), 32)
+}
+
+// BenchmarkPrefillModel is a 512-token prompt through the model file named by
+// $POSFORMER_BENCH_MODEL, as BenchmarkDecodeModel reads it.
+func BenchmarkPrefillModel(b *testing.B) { benchPrefill(b, modelEngine(b), 512) }
+
+// modelEngine loads $POSFORMER_BENCH_MODEL, or skips the benchmark where it is not set.
+func modelEngine(b *testing.B) *engine.Engine {
 	path := os.Getenv("POSFORMER_BENCH_MODEL")
 	if path == "" {
 		b.Skip("set POSFORMER_BENCH_MODEL to a model file")
@@ -153,7 +162,7 @@ func BenchmarkDecodeModel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchDecode(b, e, 32)
+	return e
 }
 
 // BenchmarkDecodeQuantized15M is BenchmarkDecode15M with the weights held as Q8_0 or Q4_0, on

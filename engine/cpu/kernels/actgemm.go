@@ -9,9 +9,10 @@ package kernels
 // of integer instructions.
 //
 // One row of x (decoding) takes the same integer products where the CPU has AVX2 but not
-// AVX-512 VNNI (ActDotRows). On amd64 with AVX2 both run in actgemm_avx2_amd64.s; with the
-// generic kernel set, actGemmGo below does the GEMM's operations in the same order, so the two
-// agree to the bit (TestActGemmAssemblyMatchesGo), and actDotLanesGo states the one-row kernel's.
+// AVX-512 VNNI (ActDotRows). On amd64 with AVX2 both run in actgemm_avx2_amd64.s, and the GEMM's
+// tiles in actgemm_vnni_amd64.s where the CPU has AVX-512 VNNI; with the generic kernel set,
+// actGemmGo below does the GEMM's operations in the same order, so all three agree to the bit
+// (TestActGemmAssemblyMatchesGo), and actDotLanesGo states the one-row kernel's.
 
 import (
 	"fmt"
@@ -29,8 +30,8 @@ func IntAsm() bool { return haveActGemmAsm && quantKernels() != noQuantAsm }
 // ActRows is m rows of x of k quantized for ActGemm, padded with rows of zeros to a multiple of
 // four: the values row by row, and the scales of each group of four rows interleaved ([block][row
 // of the group]), the order the kernel walks them; s, interleaved as d and only for Q4_0
-// weights, holds 8 times each block's sum of values, the offset Q4_0's kernel takes off (see
-// blockSum).
+// weights (and Q8_0's on the VNNI tiles), holds 8 times each block's sum of values, from which
+// the kernels take off the offset that made the weights unsigned (see blockSum).
 type ActRows struct {
 	M, K int
 	q    []int8
@@ -56,7 +57,7 @@ func QuantizeActRows(typ quant.Type, x []float32, m, k, ldx int, buf []byte) (Ac
 	off := align64(mp * k)
 	a.d = bytesAs[float32](buf[off : off+4*mp*nb])
 	raw := bytesAs[float32](buf[off+align64(4*mp*nb) : off+align64(4*mp*nb)+4*mp*nb])
-	if typ == quant.Q4_0 {
+	if typ == quant.Q4_0 || typ == quant.Q8_0 && vnniTiles() {
 		a.s = bytesAs[int32](buf[off+2*align64(4*mp*nb) : off+2*align64(4*mp*nb)+4*mp*nb])
 	}
 	asm := IntAsm()
@@ -130,13 +131,15 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 	// The weights are packed once, a panel of eight rows at a time; then rows of x go through
 	// in blocks of about 128 KB that stay in L2 while every panel (7 KB at k = 768) passes over
 	// them from L1: taking all of x per panel would stream it from L3 once per eight weight rows.
+	// Q8_0 on the VNNI tile: the panel's values biased to unsigned, 128·Σx taken off per block.
+	unsigned := typ == quant.Q8_0 && a.s != nil && vnniTiles()
 	panels := (n + 7) / 8
 	pb := panelBytes(nb)
 	buf := packs.Get(panels * pb)
 	defer packs.Put(buf)
 	for p := range panels {
 		pq, pd := panelParts(buf[p*pb:(p+1)*pb], nb)
-		packPanel(typ, q, d, k, 8*p, min(8, n-8*p), pq, pd)
+		packPanel(typ, q, d, k, 8*p, min(8, n-8*p), pq, pd, unsigned)
 	}
 	block := max(4, (128<<10)/k&^3)
 	var tile [4 * 8]float32 // a tile cut by the last rows or columns
@@ -158,9 +161,12 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 				if edge {
 					dst, ld = tile[:], 8
 				}
-				if typ == quant.Q4_0 {
+				switch {
+				case typ == quant.Q4_0:
 					q4ActGemm4x8(pq, pd, xq, xd, xs, dst, ld, nb)
-				} else {
+				case unsigned:
+					q8uActGemm4x8(pq, pd, xq, xd, xs, dst, ld, nb)
+				default:
 					actGemm4x8(pq, pd, xq, xd, dst, ld, nb)
 				}
 				if edge {
@@ -170,6 +176,15 @@ func ActGemm(typ quant.Type, a *ActRows, q []byte, d []float32, n int, y []float
 				}
 			}
 		}
+	}
+}
+
+// biasPanel adds 128 to a panel's signed values, making them the unsigned bytes VPDPBUSD
+// multiplies (a bit flip: w + 128 = w XOR 0x80 for int8 w), eight at a time.
+func biasPanel(pq []int8) {
+	w := unsafe.Slice((*uint64)(unsafe.Pointer(&pq[0])), len(pq)/8)
+	for i := range w {
+		w[i] ^= 0x8080808080808080
 	}
 }
 
@@ -196,8 +211,9 @@ func storedRowBytes(typ quant.Type, k int) int {
 // packPanel lays out weight rows p0..p0+cols-1 (up to eight; the rest of the panel zeros) for
 // actGemm4x8: per block, chunk c (32 bytes) holds elements 4c..4c+3 of each row as signed
 // bytes (Q8_0) or as Q4_0's nibbles n, unsigned bytes for q4ActGemm4x8, row r at bytes
-// 4r..4r+3; pd holds the eight rows' scales per block.
-func packPanel(typ quant.Type, q []byte, d []float32, k, p0, cols int, pq []int8, pd []float32) {
+// 4r..4r+3; pd holds the eight rows' scales per block. biased adds 128 to Q8_0's values, the
+// unsigned bytes of the VNNI tile.
+func packPanel(typ quant.Type, q []byte, d []float32, k, p0, cols int, pq []int8, pd []float32, biased bool) {
 	nb := k / 32
 	dst := chunksOf(pq)
 	if cols < 8 {
@@ -211,8 +227,11 @@ func packPanel(typ quant.Type, q []byte, d []float32, k, p0, cols int, pq []int8
 	}
 	rowBytes := storedRowBytes(typ, k)
 	if cols == 8 && IntAsm() {
-		packValuesAsm(typ, q[p0*rowBytes:], rowBytes, pq, nb)
+		packValuesAsm(typ, q[p0*rowBytes:], rowBytes, pq, nb, biased)
 		return
+	}
+	if biased {
+		defer biasPanel(pq)
 	}
 	var w [32]int8
 	for r := range cols {

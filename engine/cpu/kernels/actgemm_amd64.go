@@ -1,11 +1,13 @@
 package kernels
 
-// Go declarations of actgemm_avx2_amd64.s, and the checked wrappers that call them.
+// Go declarations of actgemm_avx2_amd64.s and actgemm_vnni_amd64.s, and the checked wrappers
+// that call them.
 
 import (
 	"fmt"
 
 	"github.com/posformer/posformer/layers/quant"
+	cpuid "golang.org/x/sys/cpu"
 )
 
 const haveActGemmAsm = true
@@ -15,6 +17,19 @@ func actGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, y *float32, ld
 
 //go:noescape
 func q4ActGemm4x8AVX2(pq *int8, pd *float32, xq *int8, xd *float32, xs *int32, y *float32, ldy int, nb int)
+
+//go:noescape
+func q8ActGemm4x8VNNI(pq *int8, pd *float32, xq *int8, xd *float32, xs *int32, y *float32, ldy int, nb int)
+
+//go:noescape
+func q4ActGemm4x8VNNI(pq *int8, pd *float32, xq *int8, xd *float32, xs *int32, y *float32, ldy int, nb int)
+
+// vnniTiles reports whether the GEMM tiles run on AVX-512 VNNI (ymm registers, so AVX512VL
+// too) rather than AVX2: the CPU has them and the AVX-512 kernel set is in use (tests run the
+// AVX2 tiles on such a CPU with SetPath(AVX2)).
+func vnniTiles() bool {
+	return vnniCPU && cpuid.X86.HasAVX512VL && quantKernels() == quantAVX512
+}
 
 //go:noescape
 func q8ActGemm1AVX2(w *int8, wd *float32, xq *int8, xd *float32, y *float32, n int, nb int)
@@ -66,18 +81,24 @@ func checkActGemm(typ quant.Type, q []byte, d []float32, xq []int8, xd []float32
 func q8PackAVX2(q *int8, ldq int, pq *int8, nb int)
 
 //go:noescape
+func q8PackBiasedAVX2(q *int8, ldq int, pq *int8, nb int)
+
+//go:noescape
 func q4PackAVX2(q *uint8, ldq int, pq *int8, nb int)
 
 // packValuesAsm lays out the values of eight whole weight rows starting at q (rows ldq bytes
-// apart, nb blocks each) into the panel pq, as packPanel does.
-func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int) {
+// apart, nb blocks each) into the panel pq, as packPanel does (biased: Q8_0's plus 128).
+func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int, biased bool) {
 	rowBytes := storedRowBytes(typ, 32*nb)
 	if nb <= 0 || len(q) < 7*ldq+rowBytes || len(pq) < 256*nb {
 		panic(fmt.Sprintf("packValuesAsm: 8 rows of %d blocks %d bytes apart, got %d bytes and a panel of %d", nb, ldq, len(q), len(pq)))
 	}
-	if typ == quant.Q8_0 {
+	switch {
+	case typ == quant.Q8_0 && biased:
+		q8PackBiasedAVX2(&bytesAs[int8](q)[0], ldq, &pq[0], nb)
+	case typ == quant.Q8_0:
 		q8PackAVX2(&bytesAs[int8](q)[0], ldq, &pq[0], nb)
-	} else {
+	default:
 		q4PackAVX2(&q[0], ldq, &pq[0], nb)
 	}
 }
@@ -91,11 +112,24 @@ func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, l
 	actGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &y[0], ldy, nb)
 }
 
+// q8uActGemm4x8 is actGemm4x8 on the VNNI tile, for a panel of Q8_0 values biased to unsigned
+// (biasPanel), with xs the four rows' 8·Σx per block, interleaved as their scales.
+func q8uActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, y []float32, ldy, nb int) {
+	if nb <= 0 || len(pq) < 256*nb || len(pd) < 8*nb || len(xq) < 4*32*nb || len(xd) < 4*nb || len(xs) < 4*nb || ldy < 8 || len(y) < 3*ldy+8 {
+		panic(fmt.Sprintf("q8uActGemm4x8: %d blocks, got a panel of %d values and %d scales, x of %d, %d scales and %d sums, y of %d (stride %d)", nb, len(pq), len(pd), len(xq), len(xd), len(xs), len(y), ldy))
+	}
+	q8ActGemm4x8VNNI(&pq[0], &pd[0], &xq[0], &xd[0], &xs[0], &y[0], ldy, nb)
+}
+
 // q4ActGemm4x8 is actGemm4x8 for a panel of Q4_0 nibbles (packPanel's unsigned layout), with
 // xs the four rows' 8·Σx per block, interleaved as their scales.
 func q4ActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, y []float32, ldy, nb int) {
 	if nb <= 0 || len(pq) < 256*nb || len(pd) < 8*nb || len(xq) < 4*32*nb || len(xd) < 4*nb || len(xs) < 4*nb || ldy < 8 || len(y) < 3*ldy+8 {
 		panic(fmt.Sprintf("q4ActGemm4x8: %d blocks, got a panel of %d values and %d scales, x of %d, %d scales and %d sums, y of %d (stride %d)", nb, len(pq), len(pd), len(xq), len(xd), len(xs), len(y), ldy))
+	}
+	if vnniTiles() {
+		q4ActGemm4x8VNNI(&pq[0], &pd[0], &xq[0], &xd[0], &xs[0], &y[0], ldy, nb)
+		return
 	}
 	q4ActGemm4x8AVX2(&pq[0], &pd[0], &xq[0], &xd[0], &xs[0], &y[0], ldy, nb)
 }

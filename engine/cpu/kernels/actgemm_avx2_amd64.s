@@ -730,6 +730,47 @@ q8packdone:
 	VZEROUPPER
 	RET
 
+DATA signBits<>+0(SB)/8, $0x8080808080808080
+DATA signBits<>+8(SB)/8, $0x8080808080808080
+DATA signBits<>+16(SB)/8, $0x8080808080808080
+DATA signBits<>+24(SB)/8, $0x8080808080808080
+GLOBL signBits<>(SB), RODATA|NOPTR, $32
+
+// func q8PackBiasedAVX2(q *int8, ldq int, pq *int8, nb int)
+// q8PackAVX2 with 128 added to every value (its sign bit flipped), the unsigned bytes of the
+// VNNI tile (actgemm_vnni_amd64.s).
+TEXT ·q8PackBiasedAVX2(SB), NOSPLIT, $0-32
+	PACKARGS
+	TESTQ CX, CX
+	JZ    q8bpackdone
+
+q8bpack:
+	VMOVDQU (SI), Y0
+	VMOVDQU (SI)(BX*1), Y1
+	VMOVDQU (SI)(BX*2), Y2
+	VMOVDQU (SI)(R11*1), Y3
+	VMOVDQU (SI)(BX*4), Y4
+	VMOVDQU (SI)(R12*1), Y5
+	VMOVDQU (SI)(R11*2), Y6
+	VMOVDQU (SI)(R13*1), Y7
+	VPXOR   signBits<>(SB), Y0, Y0
+	VPXOR   signBits<>(SB), Y1, Y1
+	VPXOR   signBits<>(SB), Y2, Y2
+	VPXOR   signBits<>(SB), Y3, Y3
+	VPXOR   signBits<>(SB), Y4, Y4
+	VPXOR   signBits<>(SB), Y5, Y5
+	VPXOR   signBits<>(SB), Y6, Y6
+	VPXOR   signBits<>(SB), Y7, Y7
+	TRANSPOSE_STORE
+	ADDQ    $32, SI
+	ADDQ    $256, DI
+	DECQ    CX
+	JNZ     q8bpack
+
+q8bpackdone:
+	VZEROUPPER
+	RET
+
 // func q4PackAVX2(q *uint8, ldq int, pq *int8, nb int)
 TEXT ·q4PackAVX2(SB), NOSPLIT, $0-32
 	PACKARGS

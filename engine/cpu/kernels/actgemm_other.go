@@ -10,6 +10,12 @@ func actGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, y []float32, l
 	panic("no assembly")
 }
 
+func q8uActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, y []float32, ldy, nb int) {
+	panic("no assembly")
+}
+
+func vnniTiles() bool { return false }
+
 func q4ActGemm4x8(pq []int8, pd []float32, xq []int8, xd []float32, xs []int32, y []float32, ldy, nb int) {
 	panic("no assembly")
 }
@@ -22,4 +28,6 @@ func quantizeRowAsm(x []float32, q []int8, d []float32) { panic("no assembly") }
 
 func pairQ4Asm(q, q4 []int8, o []int16) { panic("no assembly") }
 
-func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int) { panic("no assembly") }
+func packValuesAsm(typ quant.Type, q []byte, ldq int, pq []int8, nb int, biased bool) {
+	panic("no assembly")
+}

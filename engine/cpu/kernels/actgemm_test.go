@@ -33,21 +33,40 @@ func newActGemmCase(r *rand.Rand, typ quant.Type, m, n, k int, raw bool) actGemm
 func (c actGemmCase) assemblyMatchesGo(t *testing.T, what string) {
 	t.Helper()
 	want := c.run(t, Generic)
-	got := c.run(t, AVX2)
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("%s: y[%d] = %g, Go reference %g", what, i, got[i], want[i])
+	for _, path := range []string{AVX2, AVX512} {
+		got := c.run(t, path)
+		if got == nil {
+			continue // a kernel set this CPU lacks
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s, %s tiles: y[%d] = %g, Go reference %g", what, tileName(path), i, got[i], want[i])
+			}
 		}
 	}
 }
 
-// run computes the product with the kernel set path into y of ldy = n+3, the gaps poisoned.
+// tileName names the GEMM tiles the kernel set path runs on this CPU.
+func tileName(path string) string {
+	saved := Path()
+	defer SetPath(saved)
+	if SetPath(path) == nil && vnniTiles() {
+		return "VNNI"
+	}
+	return path
+}
+
+// run computes the product with the kernel set path into y of ldy = n+3, the gaps poisoned;
+// nil if the CPU cannot run the set (the Go reference's never fails).
 func (c actGemmCase) run(t *testing.T, path string) []float32 {
 	t.Helper()
 	saved := Path()
 	defer SetPath(saved)
 	if err := SetPath(path); err != nil {
-		t.Skipf("kernel set %s: %v", path, err)
+		if path == AVX2 {
+			t.Skipf("kernel set %s: %v", path, err)
+		}
+		return nil
 	}
 	buf := make([]byte, ActRowsBytes(c.m, c.k))
 	a, err := QuantizeActRows(c.typ, c.x, c.m, c.k, c.k, buf)
@@ -79,8 +98,8 @@ func gemmShapes() (out [][3]int) {
 	return out
 }
 
-// The AVX2 GEMM does the Go reference's operations in its order: the same bits, for tiles cut
-// by the last rows of x and the last weight rows too, and across blocks of rows.
+// The AVX2 and VNNI GEMM tiles do the Go reference's operations in its order: the same bits,
+// for tiles cut by the last rows of x and the last weight rows too, and across blocks of rows.
 func TestActGemmAssemblyMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
@@ -357,6 +376,24 @@ func quantizeWith(t *testing.T, path string, x []float32, m, k int) ActRows {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// Q8_0's tiles at the extremes: every weight −128 (whose magnitude, 128, is a byte only
+// unsigned) or 127 against every x ±127, the largest pair sums VPMADDUBSW makes (32,512).
+func TestQ8ActGemmExtremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, w := range []byte{0x80, 0x7f} {
+		for _, sign := range []float32{1, -1} {
+			c := newActGemmCase(r, quant.Q8_0, 8, 16, 256, false)
+			for i := range c.w.q {
+				c.w.q[i] = w
+			}
+			for i := range c.x {
+				c.x[i] = sign
+			}
+			c.assemblyMatchesGo(t, fmt.Sprintf("bytes %#x, x %g", w, sign))
+		}
+	}
 }
 
 // Q4_0's tile sums eight chunks of a block in int16 lanes: at the extremes (every nibble 15 or
