@@ -158,7 +158,9 @@ func modelEngine(b *testing.B) *engine.Engine {
 	if path == "" {
 		b.Skip("set POSFORMER_BENCH_MODEL to a model file")
 	}
-	e, err := engine.Load(path, "", 0)
+	// The weights as stored (a Q8_0 file stays Q8_0), and room for the prompt past a small
+	// model's own context.
+	e, err := engine.LoadAs(path, "", 1024, engine.StoredWeightType(path))
 	if err != nil {
 		b.Fatal(err)
 	}
