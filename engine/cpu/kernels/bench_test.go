@@ -126,15 +126,23 @@ func BenchmarkVector(b *testing.B) {
 
 // BenchmarkReadBandwidth: DotRows over a 512 MB matrix (far past any cache, on huge pages as the
 // backend's weights are, rows of 2048 as a 110M model's widest) on 1 and 2 goroutines: the
-// memory bandwidth that bounds decoding.
+// memory bandwidth that bounds decoding. The rows768 runs read the same bytes as rows of 768,
+// the width of most of that model's matrices.
 func BenchmarkReadBandwidth(b *testing.B) {
-	const rows, k = 1 << 16, 2048
-	w, x, y := hugeFloats(rows*k), make([]float32, k), make([]float32, rows)
+	const size = 1 << 27
+	w := hugeFloats(size)
 	for i := range w {
 		w[i] = 1 // fault the pages in now, not inside the timed loop
 	}
-	for _, threads := range []int{1, 2} {
-		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		k       int
+		threads int
+	}{{"threads=1", 2048, 1}, {"threads=2", 2048, 2}, {"rows768/threads=1", 768, 1}, {"rows768/threads=2", 768, 2}} {
+		k, threads := c.k, c.threads
+		rows := size / k &^ 1
+		x, y := make([]float32, k), make([]float32, rows)
+		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				done := make(chan bool)
 				per := rows / threads

@@ -48,3 +48,44 @@ func BenchmarkSgemmBF16(b *testing.B) {
 	}
 	benchTrainShapes(b, SgemmBF16)
 }
+
+// BenchmarkSgemmBF16Cold: the products of a 512-token training pass (dim 128, hidden 512) with
+// their operands in cache ("warm": the same A, B and C every call) and from memory ("cold": each
+// call on the next of enough operand sets, 48 MB at least, to overflow the L3), as a training
+// step meets them: its saved activations outgrow the caches.
+func BenchmarkSgemmBF16Cold(b *testing.B) {
+	shapes := []struct {
+		m, n, k int
+		ta, tb  bool
+	}{{512, 512, 128, false, true}, {512, 128, 512, false, true}, {512, 128, 512, true, false}, {128, 512, 512, true, false}}
+	for _, s := range shapes {
+		for _, cold := range []bool{false, true} {
+			name := fmt.Sprintf("%dx%dx%d-%v%v/warm", s.m, s.n, s.k, s.ta, s.tb)
+			sets := 1
+			if cold {
+				name = name[:len(name)-len("warm")] + "cold"
+				sets = max(2, (48<<20)/(4*(s.m*s.k+s.k*s.n+s.m*s.n)))
+			}
+			b.Run(name, func(b *testing.B) {
+				as, bs, cs := make([][]float32, sets), make([][]float32, sets), make([][]float32, sets)
+				for i := range sets {
+					as[i], bs[i], cs[i] = randSlice(s.m*s.k), randSlice(s.k*s.n), make([]float32, s.m*s.n)
+				}
+				lda, ldb := s.k, s.n
+				if s.ta {
+					lda = s.m
+				}
+				if s.tb {
+					ldb = s.k
+				}
+				i := 0
+				for b.Loop() {
+					j := i % sets
+					SgemmBF16(s.ta, s.tb, s.m, s.n, s.k, 1, as[j], lda, bs[j], ldb, 0, cs[j], s.n)
+					i++
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
