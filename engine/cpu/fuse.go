@@ -384,9 +384,11 @@ func evalFused(prog []fusedInstr, regs []float32, leaves [][]float32, modes []le
 			fill(out, sa)
 			a = out
 		}
-		switch in.op {
-		case backends.OpTypeAdd, backends.OpTypeSub, backends.OpTypeMul, backends.OpTypeDiv, backends.OpTypeMax, backends.OpTypeMin:
+		if binary {
 			fusedBinary(in.op, a, b, sb, out)
+			continue
+		}
+		switch in.op {
 		case backends.OpTypeNeg:
 			kernels.MulScalar(a, -1, out)
 		case backends.OpTypeAbs:

@@ -705,6 +705,17 @@ GLOBL nibbleMask<>(SB), RODATA|NOPTR, $32
 	LEAQ (BX)(BX*4), R12 \
 	LEAQ (R11)(BX*4), R13
 
+// The eight rows' Q8_0 blocks at SI into Y0-Y7.
+#define Q8ROWS \
+	VMOVDQU (SI), Y0 \
+	VMOVDQU (SI)(BX*1), Y1 \
+	VMOVDQU (SI)(BX*2), Y2 \
+	VMOVDQU (SI)(R11*1), Y3 \
+	VMOVDQU (SI)(BX*4), Y4 \
+	VMOVDQU (SI)(R12*1), Y5 \
+	VMOVDQU (SI)(R11*2), Y6 \
+	VMOVDQU (SI)(R13*1), Y7
+
 // func q8PackAVX2(q *int8, ldq int, pq *int8, nb int)
 TEXT ·q8PackAVX2(SB), NOSPLIT, $0-32
 	PACKARGS
@@ -712,14 +723,7 @@ TEXT ·q8PackAVX2(SB), NOSPLIT, $0-32
 	JZ    q8packdone
 
 q8pack:
-	VMOVDQU (SI), Y0
-	VMOVDQU (SI)(BX*1), Y1
-	VMOVDQU (SI)(BX*2), Y2
-	VMOVDQU (SI)(R11*1), Y3
-	VMOVDQU (SI)(BX*4), Y4
-	VMOVDQU (SI)(R12*1), Y5
-	VMOVDQU (SI)(R11*2), Y6
-	VMOVDQU (SI)(R13*1), Y7
+	Q8ROWS
 	TRANSPOSE_STORE
 	ADDQ    $32, SI
 	ADDQ    $256, DI
@@ -745,14 +749,7 @@ TEXT ·q8PackBiasedAVX2(SB), NOSPLIT, $0-32
 	JZ    q8bpackdone
 
 q8bpack:
-	VMOVDQU (SI), Y0
-	VMOVDQU (SI)(BX*1), Y1
-	VMOVDQU (SI)(BX*2), Y2
-	VMOVDQU (SI)(R11*1), Y3
-	VMOVDQU (SI)(BX*4), Y4
-	VMOVDQU (SI)(R12*1), Y5
-	VMOVDQU (SI)(R11*2), Y6
-	VMOVDQU (SI)(R13*1), Y7
+	Q8ROWS
 	VPXOR   signBits<>(SB), Y0, Y0
 	VPXOR   signBits<>(SB), Y1, Y1
 	VPXOR   signBits<>(SB), Y2, Y2

@@ -378,39 +378,27 @@ func quantizeWith(t *testing.T, path string, x []float32, m, k int) ActRows {
 	return a
 }
 
-// Q8_0's tiles at the extremes: every weight −128 (whose magnitude, 128, is a byte only
-// unsigned) or 127 against every x ±127, the largest pair sums VPMADDUBSW makes (32,512).
-func TestQ8ActGemmExtremes(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for _, w := range []byte{0x80, 0x7f} {
-		for _, sign := range []float32{1, -1} {
-			c := newActGemmCase(r, quant.Q8_0, 8, 16, 256, false)
-			for i := range c.w.q {
-				c.w.q[i] = w
-			}
-			for i := range c.x {
-				c.x[i] = sign
-			}
-			c.assemblyMatchesGo(t, fmt.Sprintf("bytes %#x, x %g", w, sign))
-		}
-	}
-}
-
-// Q4_0's tile sums eight chunks of a block in int16 lanes: at the extremes (every nibble 15 or
-// 0, every x ±127) a lane reaches ±30,480 and must not wrap; the sums also match the Go
-// reference's bits there.
-func TestQ4ActGemmExtremes(t *testing.T) {
+// The tiles at the extremes, every x ±127 (equal values quantize to ±127) against: Q8_0 weights
+// all −128 (whose magnitude, 128, is a byte only unsigned) or 127, the largest pair sums
+// VPMADDUBSW makes (32,512); Q4_0 nibbles all 15 or 0, where the AVX2 tile's int16 lanes reach
+// ±30,480 and must not wrap. The sums match the Go reference's bits there.
+func TestActGemmExtremes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, nibble := range []byte{0xff, 0x00} {
-		for _, sign := range []float32{1, -1} {
-			c := newActGemmCase(r, quant.Q4_0, 8, 16, 256, false)
-			for i := range c.w.q {
-				c.w.q[i] = nibble
+	for _, c := range []struct {
+		typ   quant.Type
+		bytes []byte
+	}{{quant.Q8_0, []byte{0x80, 0x7f}}, {quant.Q4_0, []byte{0xff, 0x00}}} {
+		for _, w := range c.bytes {
+			for _, sign := range []float32{1, -1} {
+				g := newActGemmCase(r, c.typ, 8, 16, 256, false)
+				for i := range g.w.q {
+					g.w.q[i] = w
+				}
+				for i := range g.x {
+					g.x[i] = sign
+				}
+				g.assemblyMatchesGo(t, fmt.Sprintf("%v bytes %#x, x %g", c.typ, w, sign))
 			}
-			for i := range c.x {
-				c.x[i] = sign // equal values quantize to ±127
-			}
-			c.assemblyMatchesGo(t, fmt.Sprintf("nibbles %#x, x %g", nibble, sign))
 		}
 	}
 }
