@@ -138,7 +138,7 @@ func BenchmarkReadBandwidth(b *testing.B) {
 		name    string
 		k       int
 		threads int
-	}{{"threads=1", 2048, 1}, {"threads=2", 2048, 2}, {"rows768/threads=1", 768, 1}, {"rows768/threads=2", 768, 2}} {
+	}{{"threads=1", 2048, 1}, {"threads=2", 2048, 2}, {"rows768/threads=1", 768, 1}, {"rows768/threads=2", 768, 2}, {"rows288/threads=1", 288, 1}, {"rows288/threads=2", 288, 2}} {
 		k, threads := c.k, c.threads
 		rows := size / k &^ 1
 		x, y := make([]float32, k), make([]float32, rows)

@@ -4296,6 +4296,85 @@ send:
 	VZEROUPPER
 	RET
 
+// func mmnt1StreamAVX512(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, n int, k int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·mmnt1StreamAVX512(SB), NOSPLIT, $0-64
+	MOVQ  ldw+24(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  w+16(FP), CX
+	MOVQ  y+32(FP), DX
+	MOVQ  n+48(FP), BX
+	MOVQ  k+56(FP), SI
+	ANDQ  $0x0000000f, SI
+	LEAQ  tailmask<>+0(SB), DI
+	KMOVW (DI)(SI*2), K1
+
+grows:
+	CMPQ   BX, $0x00000001
+	JB     gend
+	MOVQ   CX, SI
+	MOVQ   x+0(FP), DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	MOVQ   k+56(FP), R8
+	SHRQ   $0x05, R8
+	TESTQ  R8, R8
+	JZ     gk1
+
+gkU:
+	VMOVUPS     (DI), Z2
+	VFMADD231PS (SI), Z2, Z0
+	VMOVUPS     64(DI), Z2
+	VFMADD231PS 64(SI), Z2, Z1
+	ADDQ        $0x00000080, SI
+	ADDQ        $0x00000080, DI
+	DECQ        R8
+	JNZ         gkU
+
+gk1:
+	MOVQ  k+56(FP), R8
+	SHRQ  $0x04, R8
+	ANDQ  $0x00000001, R8
+	TESTQ R8, R8
+	JZ    gktail
+
+gk:
+	VMOVUPS     (DI), Z2
+	VFMADD231PS (SI), Z2, Z0
+	ADDQ        $0x00000040, SI
+	ADDQ        $0x00000040, DI
+	DECQ        R8
+	JNZ         gk
+
+gktail:
+	KORTESTW    K1, K1
+	JZ          gstore
+	VMOVUPS.Z   (DI), K1, Z2
+	VFMADD231PS (SI), Z2, K1, Z0
+
+gstore:
+	VADDPS        Z1, Z0, Z0
+	MOVQ          DX, SI
+	MOVQ          ldy+40(FP), DI
+	SHLQ          $0x02, DI
+	VEXTRACTF32X8 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X0, X1, X0
+	VPERMILPS     $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x00000004, DX
+	LEAQ          (CX)(AX*1), CX
+	SUBQ          $0x00000001, BX
+	JMP           grows
+
+gend:
+	VZEROUPPER
+	RET
+
 // func sumAVX2(a *float32, n int) float32
 // Requires: AVX, SSE
 TEXT ·sumAVX2(SB), NOSPLIT, $0-20

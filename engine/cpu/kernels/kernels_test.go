@@ -450,7 +450,7 @@ func TestExpPathsAgree(t *testing.T) {
 func TestDotRows(t *testing.T) {
 	forEachPath(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(13, 14))
-		ks := []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 70, 100, 288, 768}
+		ks := []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 70, 100, 256, 257, 270, 288, 768}
 		for _, k := range ks {
 			for _, rows := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33} {
 				ldw := k + r.IntN(3)

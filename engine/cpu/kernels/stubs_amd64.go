@@ -128,6 +128,11 @@ func mmnt7AVX512(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, 
 //go:noescape
 func mmnt8AVX512(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, n int, k int)
 
+// mmnt1StreamAVX512 sets y[i·ldy+j] = Σ_p x[i·ldx+p]·w[j·ldw+p] for i < 1, j < n, p < k.
+//
+//go:noescape
+func mmnt1StreamAVX512(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, n int, k int)
+
 // sumAVX2 returns Σ a[i] for i < n.
 //
 //go:noescape

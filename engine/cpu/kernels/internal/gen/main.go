@@ -184,6 +184,9 @@ func main() {
 		for m := 1; m <= 8; m++ {
 			mmnt(s, m)
 		}
+		if s.masks {
+			mmnt1Stream(s)
+		}
 	}
 	pack8()
 	gemm(avx512, 8, 2) // 16 accumulators, 2 B vectors, broadcasts of A
