@@ -94,8 +94,9 @@ func TestFusedChainEqualsOpByOp(t *testing.T) {
 	}
 }
 
-// A scalar as the first operand (1 − σ(x), 2 / x, max(0.5, x)) gives what the unfused ops
-// give, bit for bit, whether the scalar kernels take it (add, sub, mul) or a filled block does.
+// A scalar as a binary op's first operand (0.75 − v, 0.75 / v, max(0.75, v), ... on v =
+// σ(a)·b) gives what the unfused ops give, bit for bit, whether the scalar kernels take it (add,
+// sub, mul) or a filled block does.
 func TestFusedScalarFirst(t *testing.T) {
 	for _, name := range []string{"add", "sub", "mul", "div", "max", "min"} {
 		t.Run(name, func(t *testing.T) {

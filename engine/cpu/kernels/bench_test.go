@@ -126,8 +126,8 @@ func BenchmarkVector(b *testing.B) {
 
 // BenchmarkReadBandwidth: DotRows over a 512 MB matrix (far past any cache, on huge pages as the
 // backend's weights are, rows of 2048 as a 110M model's widest) on 1 and 2 goroutines: the
-// memory bandwidth that bounds decoding. The rows768 runs read the same bytes as rows of 768,
-// the width of most of that model's matrices.
+// memory bandwidth that bounds decoding. The rows768 and rows288 runs read the same bytes as
+// rows of 768 and 288, the widths of most of the 110M and 15M shapes' matrices.
 func BenchmarkReadBandwidth(b *testing.B) {
 	const size = 1 << 27
 	w := hugeFloats(size)

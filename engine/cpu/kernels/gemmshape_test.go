@@ -60,13 +60,11 @@ func BenchmarkSgemmBF16Cold(b *testing.B) {
 	}{{512, 512, 128, false, true}, {512, 128, 512, false, true}, {512, 128, 512, true, false}, {128, 512, 512, true, false}}
 	for _, s := range shapes {
 		for _, cold := range []bool{false, true} {
-			name := fmt.Sprintf("%dx%dx%d-%v%v/warm", s.m, s.n, s.k, s.ta, s.tb)
-			sets := 1
+			kind, sets := "warm", 1
 			if cold {
-				name = name[:len(name)-len("warm")] + "cold"
-				sets = max(2, (48<<20)/(4*(s.m*s.k+s.k*s.n+s.m*s.n)))
+				kind, sets = "cold", max(2, (48<<20)/(4*(s.m*s.k+s.k*s.n+s.m*s.n)))
 			}
-			b.Run(name, func(b *testing.B) {
+			b.Run(fmt.Sprintf("%dx%dx%d-%v%v/%s", s.m, s.n, s.k, s.ta, s.tb, kind), func(b *testing.B) {
 				as, bs, cs := make([][]float32, sets), make([][]float32, sets), make([][]float32, sets)
 				for i := range sets {
 					as[i], bs[i], cs[i] = randSlice(s.m*s.k), randSlice(s.k*s.n), make([]float32, s.m*s.n)
