@@ -334,22 +334,70 @@ func (s *Session) appendOne(tok, pos int) ([]float32, error) {
 
 // AppendLast is Append returning only the logits of each row's last token (nil for an empty
 // row): what generation needs after a prompt, without running the output head on every token.
+// A causal model takes a long prompt in chunks (prefillChunks) where one padded chunk would
+// waste more than a fifth of its work: 520 tokens run as 512 and 8, not as 1,024.
 func (s *Session) AppendLast(tokens, positions [][]int) ([][]float32, error) {
 	last := make([][]float32, len(tokens))
-	err := s.step(tokens, positions, true, func(logits []float32, seq, vocab int) {
-		for i, row := range tokens {
-			if len(row) == 0 {
-				continue
+	longest := 0
+	for _, row := range tokens {
+		longest = max(longest, len(row))
+	}
+	chunks := [][2]int{{0, longest}}
+	if s.e.Model.Config.Causal() && len(positions) == len(tokens) {
+		chunks = prefillChunks(longest)
+	}
+	for _, c := range chunks {
+		ct, cp := make([][]int, len(tokens)), make([][]int, len(tokens))
+		for i := range tokens {
+			lo, hi := min(c[0], len(tokens[i])), min(c[1], len(tokens[i]))
+			ct[i] = tokens[i][lo:hi]
+			if i < len(positions) { // else step refuses the rows as they are
+				cp[i] = positions[i][min(lo, len(positions[i])):min(hi, len(positions[i]))]
 			}
-			j := len(row) - 1
-			if seq == 1 { // picked: one token per row
-				j = 0
-			}
-			start := (i*seq + j) * vocab
-			last[i] = append([]float32(nil), logits[start:start+vocab]...)
 		}
-	})
-	return last, err
+		err := s.step(ct, cp, true, func(logits []float32, seq, vocab int) {
+			for i, row := range ct {
+				if len(row) == 0 || c[0]+len(row) != len(tokens[i]) {
+					continue // empty here, or its last token comes in a later chunk
+				}
+				j := len(row) - 1
+				if seq == 1 { // picked: one token per row
+					j = 0
+				}
+				start := (i*seq + j) * vocab
+				last[i] = append([]float32(nil), logits[start:start+vocab]...)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return last, nil
+}
+
+// prefillChunkMin is the shortest rest of a prompt that prefillChunks splits further.
+const prefillChunkMin = 64
+
+// prefillChunks cuts a prompt of n tokens into the spans [lo, hi) that AppendLast feeds one at a
+// time: while padding what is left to its bucket (a power of two) would waste more than a fifth
+// of the work, the next chunk is half that bucket. Every chunk is a power of two but the last,
+// whose bucket pads it by a fifth at most or which is at most prefillChunkMin long: 520 tokens
+// run as 512 + 8, 700 as 512 + 128 + 60 (padded to 64), 1,000 as one chunk of 1,024.
+func prefillChunks(n int) [][2]int {
+	var out [][2]int
+	lo := 0
+	for rest := n; rest > 0; {
+		take := rest
+		if b := Bucket(rest); rest > prefillChunkMin && 5*(b-rest) > b {
+			take = b / 2
+		}
+		out = append(out, [2]int{lo, lo + take})
+		lo, rest = lo+take, rest-take
+	}
+	if len(out) == 0 {
+		out = append(out, [2]int{0, 0})
+	}
+	return out
 }
 
 // step runs one chunk through the cache and hands read the logits [b, seq, vocab] (seq is 1
@@ -562,6 +610,13 @@ func (e *Engine) Warmup(batch, maxPrompt int) error {
 		}
 		if n <= maxPrompt {
 			add(stepKey{Bucket(n) > 1, batch, Bucket(n), e.window(n)}) // a prompt of n tokens
+			if e.Model.Config.Causal() {
+				// A prompt's later chunks (prefillChunks): any smaller power of two, in the
+				// window of the prompt that ends with it.
+				for b := 1; b < Bucket(n); b *= 2 {
+					add(stepKey{b > 1, batch, b, e.window(n)})
+				}
+			}
 		}
 		add(stepKey{false, batch, 1, e.window(n)}) // a decode step reaching n tokens
 	}

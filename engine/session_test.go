@@ -289,3 +289,34 @@ func TestNextBoundary(t *testing.T) {
 		t.Errorf("after 2^62 + 1: %d, want -1 (none)", n)
 	}
 }
+
+// A prompt whose bucket would be mostly padding runs in chunks (prefillChunks), and AppendLast
+// still gives every row's last logits as recomputing it whole does: every decoder scheme, a
+// batch of ragged rows (one ending in the first chunk, one in the last).
+func TestChunkedPrefillEqualsFull(t *testing.T) {
+	if got := prefillChunks(130); len(got) != 2 || got[0] != [2]int{0, 128} || got[1] != [2]int{128, 130} {
+		t.Fatalf("prefillChunks(130) = %v, want [0 128] [128 130]", got)
+	}
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, cfg := range testSchemes(t, models.Decoder) {
+		cfg.MaxSeqLen = 200
+		if pe := cfg.Positional; pe["name"] == "learned" {
+			pe["max_positions"] = 200
+		}
+		e := newTestEngine(t, cfg)
+		rows := [][]int{randomTokens(r, 130), randomTokens(r, 100)}
+		last, err := e.NewSession(2).AppendLast(rows, [][]int{iota(0, 130), iota(0, 100)})
+		if err != nil {
+			t.Fatalf("%v: %v", cfg.Positional, err)
+		}
+		for i, row := range rows {
+			full, err := e.Forward([][]int{row}, [][]int{iota(0, len(row))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxAbsDiff(last[i], full[0][len(row)-1]); d > 1e-4 {
+				t.Errorf("%v row %d (%d tokens): chunked prefill vs full logits differ by %g", cfg.Positional, i, len(row), d)
+			}
+		}
+	}
+}
