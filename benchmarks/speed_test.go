@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"path/filepath"
 	"testing"
 
@@ -148,9 +149,18 @@ func BenchmarkDecodeModel(b *testing.B) {
 	benchDecode(b, modelEngine(b), 32)
 }
 
-// BenchmarkPrefillModel is a 512-token prompt through the model file named by
-// $POSFORMER_BENCH_MODEL, as BenchmarkDecodeModel reads it.
-func BenchmarkPrefillModel(b *testing.B) { benchPrefill(b, modelEngine(b), 512) }
+// BenchmarkPrefillModel is a prompt of $POSFORMER_BENCH_PROMPT tokens (512 where unset) through
+// the model file named by $POSFORMER_BENCH_MODEL, as BenchmarkDecodeModel reads it.
+func BenchmarkPrefillModel(b *testing.B) {
+	n := 512
+	if v := os.Getenv("POSFORMER_BENCH_PROMPT"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("POSFORMER_BENCH_PROMPT=%q: want a number of tokens", v)
+		}
+	}
+	benchPrefill(b, modelEngine(b), n)
+}
 
 // modelEngine loads $POSFORMER_BENCH_MODEL, or skips the benchmark where it is not set.
 func modelEngine(b *testing.B) *engine.Engine {
