@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
