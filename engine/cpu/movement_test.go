@@ -604,6 +604,9 @@ func mvScatterSpecs() []mvScatterSpec {
 		{"rows batch", []int{6, 5}, []int{2, 3, 1}, []int{2, 3, 5}, 2, []int{2}, []int{0}, []int{0}, false},
 		{"kv cache row", []int{16, 32}, []int{1, 1}, []int{1, 32}, 1, []int{1}, []int{0}, []int{0}, false},
 		{"kv cache slot", []int{2, 3, 16, 4}, []int{1}, []int{2, 3, 1, 4}, 0, []int{0, 1, 2, 3}, nil, []int{2}, true},
+		// A prompt's keys [batch, heads, tokens, dim] into a cache kept [batch, heads, dim,
+		// slots] at (batch, slot) indices: the interchanged walk of the float32 sum.
+		{"kv cache prompt transposed", []int{2, 3, 16, 20}, []int{2, 10, 2}, []int{2, 3, 10, 16}, 2, []int{1, 3}, []int{0, 3}, []int{0, 3}, false},
 		{"elements", []int{9}, []int{14, 1}, []int{14}, 1, nil, []int{0}, []int{0}, false},
 		{"elements implicit vector", []int{9}, []int{14}, []int{14}, 1, nil, []int{0}, []int{0}, false},
 		{"full index", []int{3, 4, 5}, []int{10, 3}, []int{10}, 1, nil, []int{0, 1, 2}, []int{0, 1, 2}, false},
