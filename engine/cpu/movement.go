@@ -855,33 +855,31 @@ func scatterWalk[R scatterRuns](operandDims []int, indices []int, indicesDims []
 	}
 
 	n, ai, bi := win.inner()
-	if nr, ok := any(r).(numberRuns[float32]); ok && nr.kind == scatterSum && ai > 1 && bi == 1 && n >= 8 {
+	entries := 1
+	for _, d := range batch.dims {
+		entries *= d
+	}
+	if nr, ok := any(r).(numberRuns[float32]); ok && nr.kind == scatterSum && ai > 1 && bi == 1 && n >= 8 && entries >= 8 {
 		// A transposing sum (a prompt's keys [heads, tokens, dim] into a cache kept [heads,
 		// dim, slots]): window element by element, every index's value at once, so that the
 		// writes of consecutive slots are consecutive. Index by index, each token's writes
 		// stride the cache by a whole row of slots, a power of two of bytes that maps them onto
 		// a few cache sets: three times slower at 1,024 slots than at 600.
-		var bases [][2]int
+		bases := make([][2]int, 0, entries)
 		batch.each(0, 0, func(u, x int) {
 			if o, ok := scatterBase(indices, x, vecStride, kSt, kLim); ok {
 				bases = append(bases, [2]int{o, u})
 			}
 		})
-		if len(bases) >= 8 {
-			op, up := nr.operand, nr.updates
-			win.outer(0, 0, func(wo, wu int) {
-				for j := range n {
-					oj, uj := wo+j*ai, wu+j
-					for _, b := range bases {
-						op[b[0]+oj] += up[b[1]+uj]
-					}
+		op, up := nr.operand, nr.updates
+		win.outer(0, 0, func(wo, wu int) {
+			for j := range n {
+				oj, uj := wo+j*ai, wu+j
+				for _, b := range bases {
+					op[b[0]+oj] += up[b[1]+uj]
 				}
-			})
-			return
-		}
-		for _, b := range bases {
-			win.outer(b[0], b[1], func(o, u int) { r.run(o, u, n, ai, bi) })
-		}
+			}
+		})
 		return
 	}
 	batch.each(0, 0, func(u, x int) {
