@@ -83,8 +83,16 @@ func TestHugePagesAroundCollapses(t *testing.T) {
 		}
 	}
 	start := uintptr(unsafe.Pointer(&data[0]))
+	need := (len(data) + hugePage - 1) / hugePage * hugePage >> 10
+	// The Go runtime may return free heap pages beside the buffer to the kernel between the
+	// collapse and the look at smaps, which splits the huge page again (seen once in about
+	// fifteen runs on a loaded machine): collapse and look again, a few times.
 	kb := anonHugeKB(t, start)
-	if need := (len(data) + hugePage - 1) / hugePage * hugePage >> 10; kb < need {
+	for try := 0; try < 3 && kb < need; try++ {
+		hugePagesAround(data)
+		kb = anonHugeKB(t, start)
+	}
+	if kb < need {
 		t.Errorf("the mapping holding the buffer has %d kB of huge pages, want at least the %d kB the buffer touches", kb, need)
 	}
 }
