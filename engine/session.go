@@ -338,26 +338,12 @@ func (s *Session) appendOne(tok, pos int) ([]float32, error) {
 // waste more than a fifth of its work: 520 tokens run as 512 and 8, not as 1,024.
 func (s *Session) AppendLast(tokens, positions [][]int) ([][]float32, error) {
 	last := make([][]float32, len(tokens))
-	longest := 0
-	for _, row := range tokens {
-		longest = max(longest, len(row))
-	}
-	chunks := [][2]int{{0, longest}}
-	if s.e.Model.Config.Causal() && len(positions) == len(tokens) {
-		chunks = prefillChunks(longest)
-	}
-	for _, c := range chunks {
-		ct, cp := make([][]int, len(tokens)), make([][]int, len(tokens))
-		for i := range tokens {
-			lo, hi := min(c[0], len(tokens[i])), min(c[1], len(tokens[i]))
-			ct[i] = tokens[i][lo:hi]
-			if i < len(positions) { // else step refuses the rows as they are
-				cp[i] = positions[i][min(lo, len(positions[i])):min(hi, len(positions[i]))]
-			}
-		}
-		err := s.step(ct, cp, true, func(logits []float32, seq, vocab int) {
-			for i, row := range ct {
-				if len(row) == 0 || c[0]+len(row) != len(tokens[i]) {
+	// keep reads the logits of the rows whose last token is in rows, a chunk that starts at
+	// token lo of each row.
+	keep := func(rows [][]int, lo int) func(logits []float32, seq, vocab int) {
+		return func(logits []float32, seq, vocab int) {
+			for i, row := range rows {
+				if len(row) == 0 || lo+len(row) != len(tokens[i]) {
 					continue // empty here, or its last token comes in a later chunk
 				}
 				j := len(row) - 1
@@ -367,12 +353,45 @@ func (s *Session) AppendLast(tokens, positions [][]int) ([][]float32, error) {
 				start := (i*seq + j) * vocab
 				last[i] = append([]float32(nil), logits[start:start+vocab]...)
 			}
-		})
-		if err != nil {
+		}
+	}
+	chunks := s.prefillChunks(tokens, positions)
+	if chunks == nil {
+		return last, s.step(tokens, positions, true, keep(tokens, 0))
+	}
+	ct, cp := make([][]int, len(tokens)), make([][]int, len(tokens))
+	for _, c := range chunks {
+		for i := range tokens {
+			lo, hi := min(c[0], len(tokens[i])), min(c[1], len(tokens[i]))
+			ct[i], cp[i] = tokens[i][lo:hi], positions[i][lo:hi]
+		}
+		if err := s.step(ct, cp, true, keep(ct, c[0])); err != nil {
 			return nil, err
 		}
 	}
 	return last, nil
+}
+
+// prefillChunks is the chunks a causal model takes a prompt in (nil: one step takes it whole,
+// as it does a decoding step, a short prompt, or rows whose positions step refuses).
+func (s *Session) prefillChunks(tokens, positions [][]int) [][2]int {
+	if !s.e.Model.Config.Causal() || len(positions) != len(tokens) {
+		return nil
+	}
+	longest := 0
+	for i, row := range tokens {
+		if len(positions[i]) != len(row) {
+			return nil
+		}
+		longest = max(longest, len(row))
+	}
+	if longest <= prefillChunkMin {
+		return nil
+	}
+	if c := prefillChunks(longest); len(c) > 1 {
+		return c
+	}
+	return nil
 }
 
 // prefillChunkMin is the shortest rest of a prompt that prefillChunks splits further.
@@ -393,9 +412,6 @@ func prefillChunks(n int) [][2]int {
 		}
 		out = append(out, [2]int{lo, lo + take})
 		lo, rest = lo+take, rest-take
-	}
-	if len(out) == 0 {
-		out = append(out, [2]int{0, 0})
 	}
 	return out
 }
