@@ -125,6 +125,9 @@ func iota(from, n int) []int {
 }
 
 func maxAbsDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1) // a missing or cut row of logits is no match
+	}
 	d := 0.0
 	for i := range a {
 		d = max(d, math.Abs(float64(a[i]-b[i])))
