@@ -228,8 +228,14 @@ func leastSquaresMap(xs, ys [][]float64) [][]float64 {
 }
 
 func maxAbsDiff(a, b [][]float64) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1) // missing rows are no match
+	}
 	worst := 0.0
 	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return math.Inf(1)
+		}
 		for j := range a[i] {
 			worst = max(worst, math.Abs(a[i][j]-b[i][j]))
 		}
