@@ -9,7 +9,11 @@ package cpu
 // pointed at the value under the copy:
 //   - every reader of a same-dimensions reshape reads the reshape's operand;
 //   - a binary float32 op reading a broadcast of a scalar reads the scalar (binary.go and the
-//     fused trees broadcast it themselves).
+//     fused trees broadcast it themselves);
+//   - a binary float32 op reading a broadcast along leading axes reads the array under it
+//     (attention's mask [b, 1, s, t] under the logits [b, h, s, t]): binary.go reads it with
+//     stride 0 along those axes, a fused tree block by block in place, each block one run of
+//     it (fuse.go's leaves with inner 1).
 // The copies are then dead unless something else reads them (an output, another op).
 //
 // A broadcast column ([b, s, 1] to [b, s, d]) is left alone: read as a broadcast leaf, its
@@ -33,7 +37,7 @@ func readThroughCopies(nodes []*node) {
 				in = in.inputs[0]
 			}
 			if binaryFusable[n.op] && fusable(n) && in.op == backends.OpTypeBroadcastInDim && in.shape.Equal(n.shape) {
-				if x := in.inputs[0]; broadcastScalar(x, in) {
+				if x := in.inputs[0]; broadcastScalar(x, in) || broadcastLeading(x, in) {
 					in = x
 				}
 			}
@@ -46,4 +50,19 @@ func readThroughCopies(nodes []*node) {
 // place: of rank 0, or of b's rank with every dimension 1 (operandStrides then gives it stride 0).
 func broadcastScalar(x, b *node) bool {
 	return x.shape.Size() == 1 && (x.shape.Rank() == 0 || x.shape.Rank() == b.shape.Rank())
+}
+
+// broadcastLeading reports whether b broadcasts x of its rank along leading axes only, so that
+// b's elements are whole copies of x one after another: a fused tree reads x in place.
+func broadcastLeading(x, b *node) bool {
+	if x.shape.Rank() != b.shape.Rank() || x.shape.DType != b.shape.DType {
+		return false
+	}
+	for i, a := range b.attr.([]int) {
+		if a != i {
+			return false // a transposing broadcast
+		}
+	}
+	m, ok := leafModeOf(x.shape.Dimensions, b.shape.Dimensions)
+	return ok && m.inner == 1 && m.period > 1
 }

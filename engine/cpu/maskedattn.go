@@ -78,6 +78,9 @@ type maskedAttention struct {
 	B, M, T, D, HD int   // batch items, rows and keys of each, q·k's depth, v's width
 	queries        int   // queries per head (rows of one head within M)
 	transK, transV bool  // Sgemm's transB for q·k and p·v
+	// rowDims are the logits' dimensions but the last, and maskStrides, when the mask is
+	// broadcast to them, the stride of each in the mask's rows (0 along a broadcast axis).
+	rowDims, maskStrides []int
 	// halfK, halfV: the keys or values are a cache kept as float16 or bfloat16 (halfdot.go),
 	// widened a task's span at a time (dtypes.InvalidDType: float32).
 	halfK, halfV dtypes.DType
@@ -196,9 +199,10 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks, walk func(*no
 	if !readBy(ma.a, sub, ma.r) || !readBy(ma.r, sub) {
 		return nil
 	}
-	// The mask: the root's second operand, a leaf of the logits' shape.
+	// The mask: the root's second operand, a leaf of the logits' shape or broadcast to it along
+	// leading axes (one mask for every head, aliases.go), each of its rows a row of keys.
 	ma.mask = ma.a.inputs[1]
-	if !slices.Contains(fa.leaves, ma.mask) || !ma.mask.shape.Equal(ma.a.shape) {
+	if !slices.Contains(fa.leaves, ma.mask) || !ma.mask.shape.Equal(ma.a.shape) && !ma.maskBroadcast() {
 		return nil
 	}
 	// E is read by the two products, E·v and E·1, and when it is read by anything else (a
@@ -255,6 +259,34 @@ func matchMaskedAttention(n *node, fusions map[int]*fusion, sinks, walk func(*no
 		ma.last = ma.den
 	}
 	return ma
+}
+
+// maskBroadcast reports whether the mask is broadcast to the logits along leading axes, and
+// records the strides that find a logits row's mask row (maskRow).
+func (ma *maskedAttention) maskBroadcast() bool {
+	dims, out := ma.mask.shape.Dimensions, ma.a.shape.Dimensions
+	rank := len(out)
+	if len(dims) != rank || dims[rank-1] != out[rank-1] {
+		return false
+	}
+	if m, ok := leafModeOf(dims, out); !ok || m.inner != 1 {
+		return false
+	}
+	ma.rowDims, ma.maskStrides = out[:rank-1], operandStrides(out[:rank-1], dims[:rank-1])
+	return true
+}
+
+// maskRow is the mask's row under row g of the logits (of B·M).
+func (ma *maskedAttention) maskRow(g int) int {
+	if ma.maskStrides == nil {
+		return g
+	}
+	r := 0
+	for a := len(ma.rowDims) - 1; a >= 0; a-- {
+		r += g % ma.rowDims[a] * ma.maskStrides[a]
+		g /= ma.rowDims[a]
+	}
+	return r
 }
 
 // plan checks the products' layouts (each operand read in place, the rows of q·k those of
@@ -461,7 +493,8 @@ func (c *maskedCall) task(task int) {
 	for i := range rows {
 		if !c.found {
 			g := first + i
-			l, h := visibleSpan(c.mask[g*T : (g+1)*T])
+			m := ma.maskRow(g)
+			l, h := visibleSpan(c.mask[m*T : (m+1)*T])
 			span[2*i], span[2*i+1] = int32(l), int32(h)
 		}
 		lo, hi = min(lo, int(span[2*i])), max(hi, int(span[2*i+1]))

@@ -26,6 +26,9 @@ type maskedCase struct {
 	layers             int          // attentions in a row over the same mask and keys (0: one), each one's output the next one's queries
 	half               dtypes.DType // keys and values kept as float16 or bfloat16, as a half-precision cache (0: float32)
 	prefix, validQuery int          // causal masks: the keys before the chunk; queries of row 1 that are real
+	// sharedMask: the mask is given [b, 1, s, t] and broadcast to the heads in the graph, as
+	// layers.MaskBias builds it (the chain then reads it under the broadcast).
+	sharedMask bool
 }
 
 // causal: query q (at position prefix+q) sees the cached keys before the chunk and the chunk's
@@ -55,6 +58,12 @@ var maskedCases = []maskedCase{
 	{name: "decoding, float16 cache", b: 1, h: 6, kvh: 6, s: 1, t: 128, hd: 48, cacheLayout: true, prefix: 100, rewritten: true, half: dtypes.Float16},
 	{name: "decoding, keys by row", b: 1, h: 2, kvh: 1, s: 1, t: 30, hd: 8, prefix: 20, rewritten: true},
 	{name: "three queries, grouped", b: 1, h: 4, kvh: 2, s: 3, t: 50, hd: 8, cacheLayout: true, prefix: 40, rewritten: true},
+	// One sequence: the chain reads the mask under its broadcast (aliases.go). Two: the batch
+	// axis kept on both sides of the heads' makes no leaf, and the broadcast is computed.
+	{name: "one mask for every head", b: 1, h: 4, kvh: 2, s: 40, t: 64, hd: 8, cacheLayout: true, prefix: 10, bias: true, rewritten: true, sharedMask: true},
+	{name: "one mask for every head and layer", b: 1, h: 3, kvh: 3, s: 50, t: 80, hd: 8, cacheLayout: true, prefix: 30, rewritten: true, layers: 3, sharedMask: true},
+	{name: "decoding, one mask for every head", b: 1, h: 4, kvh: 2, s: 1, t: 64, hd: 16, cacheLayout: true, prefix: 37, rewritten: true, sharedMask: true},
+	{name: "ragged batch, one mask for every head", b: 2, h: 4, kvh: 2, s: 40, t: 64, hd: 8, cacheLayout: true, prefix: 10, validQuery: 30, rewritten: true, sharedMask: true},
 }
 
 // maskedInputs are a case's q [b, h, s, hd], keys and values (see cacheLayout), bias and mask
@@ -119,13 +128,26 @@ func (c maskedCase) run(t *testing.T, be *Backend, q, k, v, bias, mask []float32
 			if c.bias {
 				logits = Add(logits, bias)
 			}
-			q = layers.SoftmaxValues(Add(logits, mask), v, kAxis, c.kvh)
+			m := mask
+			if c.sharedMask {
+				m = BroadcastToDims(mask, c.b, c.h, c.s, c.t)
+			}
+			q = layers.SoftmaxValues(Add(logits, m), v, kAxis, c.kvh)
 		}
 		return q
 	})
+	maskT := tensors.FromFlatDataAndDimensions(mask, c.b, c.h, c.s, c.t)
+	if c.sharedMask {
+		// Every head's mask is the same (inputs): each row's first head's.
+		one := make([]float32, 0, c.b*c.s*c.t)
+		for bi := range c.b {
+			one = append(one, mask[bi*c.h*c.s*c.t:(bi*c.h+1)*c.s*c.t]...)
+		}
+		maskT = tensors.FromFlatDataAndDimensions(one, c.b, 1, c.s, c.t)
+	}
 	out := exe.MustExec(tensors.FromFlatDataAndDimensions(q, c.b, c.h, c.s, c.hd),
 		tensors.FromFlatDataAndDimensions(k, kvDims...), tensors.FromFlatDataAndDimensions(v, kvDims...),
-		tensors.FromFlatDataAndDimensions(bias, 1, c.h, c.s, c.t), tensors.FromFlatDataAndDimensions(mask, c.b, c.h, c.s, c.t))
+		tensors.FromFlatDataAndDimensions(bias, 1, c.h, c.s, c.t), maskT)
 	return tensors.MustCopyFlatData[float32](out[0])
 }
 
