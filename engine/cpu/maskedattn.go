@@ -391,7 +391,11 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 		c.run = c.task
 		if ma.spansFrom == nil {
 			c.spans = make([]int32, 2*ma.B*ma.M)
+			if ma.maskStrides != nil {
+				c.maskSpans = make([]int32, 2*(ma.mask.shape.Size()/ma.T))
+			}
 		}
+		c.findSpansRun = c.findSpans
 		return c
 	}
 	return func(f *frame) {
@@ -426,6 +430,16 @@ func lowerMaskedAttention(lw *lowering, ma *maskedAttention, slotOf []int) stepF
 		if ma.keepE {
 			c.dstE[0] = v(8)
 		}
+		if !c.found && c.maskSpans != nil {
+			n := (len(c.maskSpans)/2 + maskSpanRows - 1) / maskSpanRows
+			if serial {
+				for t := range n {
+					c.findSpans(t)
+				}
+			} else {
+				pool.run(n, c.findSpansRun)
+			}
+		}
 		if serial {
 			for t := range tasks {
 				c.task(t)
@@ -449,16 +463,19 @@ type maskedCall struct {
 	dstE                          [1][]float32 // the exponentials' tree writes l, or E's own bytes (keepE)
 	spans                         []int32      // each row's first visible key and one past its last
 	found                         bool         // spans hold this call's rows (an earlier chain's)
-	run                           func(task int)
+	maskSpans                     []int32      // a broadcast mask's rows' spans, each found once
+	run, findSpansRun             func(task int)
 }
 
 // visibleSpan returns the first visible key of a mask row and one past the last, or the whole
-// row when no key is visible. The hidden runs are skipped a vector's reach at a time.
+// row when no key is visible. The hidden runs are skipped a long stretch at a time, then a
+// vector's reach (a call of the max kernel costs about as much as 32 elements).
 func visibleSpan(row []float32) (lo, hi int) {
-	const step = 32
 	hidden := func(x []float32) bool { return kernels.Max(x) <= maskHides }
-	for lo+step <= len(row) && hidden(row[lo:lo+step]) {
-		lo += step
+	for _, step := range [...]int{256, 32} {
+		for lo+step <= len(row) && hidden(row[lo:lo+step]) {
+			lo += step
+		}
 	}
 	for lo < len(row) && row[lo] <= maskHides {
 		lo++
@@ -467,14 +484,29 @@ func visibleSpan(row []float32) (lo, hi int) {
 		return 0, len(row)
 	}
 	hi = len(row)
-	for hi-step > lo && hidden(row[hi-step:hi]) {
-		hi -= step
+	for _, step := range [...]int{256, 32} {
+		for hi-step > lo && hidden(row[hi-step:hi]) {
+			hi -= step
+		}
 	}
 	for row[hi-1] <= maskHides {
 		hi--
 	}
 	return lo, hi
 }
+
+// findSpans finds the visible spans of mask rows from task·maskSpanRows on (a task of the
+// step that precedes the chain's tasks when the mask is broadcast to the heads: each row once).
+func (c *maskedCall) findSpans(task int) {
+	T := c.ma.T
+	for m := task * maskSpanRows; m < min((task+1)*maskSpanRows, len(c.maskSpans)/2); m++ {
+		l, h := visibleSpan(c.mask[m*T : (m+1)*T])
+		c.maskSpans[2*m], c.maskSpans[2*m+1] = int32(l), int32(h)
+	}
+}
+
+// maskSpanRows is how many mask rows a task of findSpans takes.
+const maskSpanRows = 64
 
 // task computes one block of rows: batch item, head within the item, and block of queries,
 // the blocks nearest the end (which see the most keys) first.
@@ -492,10 +524,12 @@ func (c *maskedCall) task(task int) {
 	lo, hi := T, 0
 	for i := range rows {
 		if !c.found {
-			g := first + i
-			m := ma.maskRow(g)
-			l, h := visibleSpan(c.mask[m*T : (m+1)*T])
-			span[2*i], span[2*i+1] = int32(l), int32(h)
+			if m := ma.maskRow(first + i); c.maskSpans != nil {
+				span[2*i], span[2*i+1] = c.maskSpans[2*m], c.maskSpans[2*m+1]
+			} else {
+				l, h := visibleSpan(c.mask[m*T : (m+1)*T])
+				span[2*i], span[2*i+1] = int32(l), int32(h)
+			}
 		}
 		lo, hi = min(lo, int(span[2*i])), max(hi, int(span[2*i+1]))
 	}

@@ -275,10 +275,45 @@ func TestMaskedAttention(t *testing.T) {
 	}
 }
 
+// visibleSpan finds what a plain scan finds: the first and one past the last visible key, or
+// the whole row, on rows with hidden runs shorter and longer than its strides.
+func TestVisibleSpan(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range 2000 {
+		row := make([]float32, 1+r.IntN(700))
+		for i := range row {
+			if r.IntN(40) == 0 {
+				row[i] = -1e9
+			}
+		}
+		a, b := r.IntN(len(row)+1), r.IntN(len(row)+1)
+		for i := range row {
+			if i < min(a, b) || i >= max(a, b) || n%5 == 0 {
+				row[i] = -1e9 // hidden runs at both ends; every fifth row hidden whole
+			}
+		}
+		lo, hi := 0, len(row)
+		for lo < len(row) && row[lo] <= maskHides {
+			lo++
+		}
+		if lo == len(row) {
+			lo = 0
+		} else {
+			for row[hi-1] <= maskHides {
+				hi--
+			}
+		}
+		if l, h := visibleSpan(row); l != lo || h != hi {
+			t.Fatalf("row of %d, visible within [%d, %d): visibleSpan gives [%d, %d), want [%d, %d)", len(row), min(a, b), max(a, b), l, h, lo, hi)
+		}
+	}
+}
+
 // BenchmarkMaskedAttention is one layer's attention in a 512-token prefill of the 15M shape
-// (6 heads of 48 over a cache of 512 slots), computed over the visible keys and op by op.
+// (6 heads of 48 over a cache of 512 slots), computed over the visible keys and op by op, its
+// mask one for every head as layers.MaskBias builds it.
 func BenchmarkMaskedAttention(b *testing.B) {
-	c := maskedCase{b: 1, h: 6, kvh: 6, s: 512, t: 512, hd: 48, cacheLayout: true}
+	c := maskedCase{b: 1, h: 6, kvh: 6, s: 512, t: 512, hd: 48, cacheLayout: true, sharedMask: true}
 	be, err := New("")
 	if err != nil {
 		b.Fatal(err)
@@ -292,11 +327,11 @@ func BenchmarkMaskedAttention(b *testing.B) {
 			kvDims := []int{c.b, c.kvh, c.hd, c.t}
 			exe := MustNewExec(be, func(q, k, v, mask *Node) *Node {
 				logits := DotGeneral(q, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1})
-				return layers.SoftmaxValues(Add(MulScalar(logits, 0.125), mask), v, 3, c.kvh)
+				return layers.SoftmaxValues(Add(MulScalar(logits, 0.125), BroadcastToDims(mask, c.b, c.h, c.s, c.t)), v, 3, c.kvh)
 			})
 			ins := []any{tensors.FromFlatDataAndDimensions(q, c.b, c.h, c.s, c.hd),
 				tensors.FromFlatDataAndDimensions(k, kvDims...), tensors.FromFlatDataAndDimensions(v, kvDims...),
-				tensors.FromFlatDataAndDimensions(mask, c.b, c.h, c.s, c.t)}
+				tensors.FromFlatDataAndDimensions(mask[:c.s*c.t], c.b, 1, c.s, c.t)}
 			exe.MustExec(ins...)
 			b.ResetTimer()
 			for range b.N {
