@@ -272,8 +272,7 @@ func runFull(o options) error {
 		}
 		return "cpu:threads=" + strconv.Itoa(threads)
 	}
-	var bar *progress.Bar
-	var barMu sync.Mutex
+	bar := &waveBar{w: os.Stderr}
 	runner := &grid.Runner{
 		Out: o.out, Jobs: o.jobs, Cores: cores,
 		Train: grid.TrainWith(context.Background(), parseTrainArgs, logs, trainBar),
@@ -328,15 +327,7 @@ func runFull(o options) error {
 			rs, err := eval.Baselines(task, tasks.Version(task), cs, data.Train, L)
 			return eval.Stamp(rs, data.ID()), err
 		},
-		Progress: func(done, total float64, status string) {
-			barMu.Lock()
-			defer barMu.Unlock()
-			if bar == nil {
-				// Units are estimated one-core seconds of work, so the rate and ETA are in time.
-				bar = progress.New(os.Stderr, "bench --full", int(total))
-			}
-			bar.Set(int(done), status)
-		},
+		Progress: bar.Progress,
 	}
 	if o.within > 0 {
 		runner.Deadline = start.Add(o.within)
@@ -353,6 +344,7 @@ func runFull(o options) error {
 			break
 		}
 		runErr = runner.Run(grid.Order(wave, r.First))
+		bar.Finish()
 		// The report after each wave: a grid that runs for days shows what it has.
 		if err := writeGridReport(o, r, cells); err != nil && runErr == nil {
 			runErr = err
@@ -361,9 +353,6 @@ func runFull(o options) error {
 			break
 		}
 		cells = build()
-	}
-	if bar != nil {
-		bar.Finish()
 	}
 	if n := grid.Waiting(cells); n > 0 && runErr == nil && runner.Skipped == 0 {
 		fmt.Fprintf(os.Stderr, "bench: %d cells wait on a learning-rate sweep that did not finish (see -plan)\n", n)
@@ -416,4 +405,35 @@ func cloneCaps(caps map[string]int, steps int) map[string]int {
 		out[t] = steps
 	}
 	return out
+}
+
+// waveBar draws the grid's progress one wave at a time: each runner.Run reports the estimated
+// one-core seconds of its own cells, done of total, so every wave gets a bar of its own (one
+// bar for all of them would measure later waves against the first wave's total). Units are
+// seconds, so the rate and ETA are in time.
+type waveBar struct {
+	mu   sync.Mutex
+	w    io.Writer
+	bar  *progress.Bar
+	wave int
+}
+
+func (b *waveBar) Progress(done, total float64, status string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bar == nil {
+		b.wave++
+		b.bar = progress.New(b.w, fmt.Sprintf("bench --full, wave %d", b.wave), int(total))
+	}
+	b.bar.Set(int(done), status)
+}
+
+// Finish ends the current wave's bar; the next report starts the next wave's.
+func (b *waveBar) Finish() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bar != nil {
+		b.bar.Finish()
+		b.bar = nil
+	}
 }
