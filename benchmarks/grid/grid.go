@@ -167,9 +167,13 @@ func (r *Runner) Run(cells []Cell) error {
 			todo = append(todo, c)
 		}
 	}
+	// A resumed cell's steps trained before this run count neither in the total nor as done:
+	// the rate and ETA drawn from them are this run's.
+	left := make([]float64, len(todo))
 	total := 0.0
-	for _, c := range todo {
-		total += c.Seconds()
+	for i, c := range todo {
+		left[i] = c.Seconds() - trainedBefore(c)
+		total += left[i]
 	}
 	lanes := min(max(r.Jobs, 1), max(len(todo), 1))
 	procs := max(r.Cores/lanes, 1)
@@ -215,7 +219,7 @@ func (r *Runner) Run(cells []Cell) error {
 				if c := todo[i]; c.Init != "" && failed[c.Task+"/"+c.Init] {
 					started[i], failed[c.ID()] = true, true
 					failures = append(failures, fmt.Sprintf("%s: not started, %s/%s failed", c.ID(), c.Task, c.Init))
-					total -= c.Seconds()
+					total -= left[i]
 					continue
 				}
 				if c := todo[i]; !r.Deadline.IsZero() && (skipped[c.Task+"/"+c.Init] ||
@@ -223,7 +227,7 @@ func (r *Runner) Run(cells []Cell) error {
 					// It would not finish in time (or starts from a cell that will not run).
 					started[i], skipped[c.ID()] = true, true
 					r.Skipped++
-					total -= c.Seconds()
+					total -= left[i]
 					continue
 				}
 				if ready(todo[i]) {
@@ -270,7 +274,7 @@ func (r *Runner) Run(cells []Cell) error {
 				mu.Unlock()
 				err := r.runMarked(c, procs, func(frac float64, phase string) { // cells.go: under the cell's lock, a failure leaves a marker
 					mu.Lock()
-					running[id], status[id] = frac*c.Seconds(), id+" "+phase
+					running[id], status[id] = max(0, frac*c.Seconds()-(c.Seconds()-left[i])), id+" "+phase
 					tell()
 					mu.Unlock()
 				})
@@ -280,10 +284,10 @@ func (r *Runner) Run(cells []Cell) error {
 				if err != nil {
 					failed[id] = true
 					failures = append(failures, fmt.Sprintf("%s: %v", id, err))
-					total -= c.Seconds()
+					total -= left[i]
 				} else {
 					finished[id] = true
-					doneSec += c.Seconds()
+					doneSec += left[i]
 				}
 				tell()
 				cond.Broadcast()
@@ -520,6 +524,15 @@ func (b *stepBar) Finish() {
 	if b.log != nil {
 		b.log.Finish()
 	}
+}
+
+// trainedBefore is the estimated seconds of a cell's training already done: the steps its
+// checkpoint's loss.csv records, of its step cap.
+func trainedBefore(c Cell) float64 {
+	if c.Steps <= 0 {
+		return 0
+	}
+	return c.TrainSeconds * min(1, float64(LastStep(c.Dir))/float64(c.Steps))
 }
 
 // LastStep is the last step a run's loss.csv records (0 if none).

@@ -597,3 +597,42 @@ func TestTrainWithPanicIsAnError(t *testing.T) {
 		t.Errorf("log has no stack:\n%s", log)
 	}
 }
+
+// A cell resumed halfway through its training counts only what is left, in the total and as
+// done: the wave's rate and ETA are of this run's work.
+func TestRunCountsOnlyTheWorkLeftOfAResumedCell(t *testing.T) {
+	dir := t.TempDir()
+	var c Cell
+	for _, d := range grid(filepath.Join(dir, "weights")) {
+		if !d.Baseline && d.Init == "" {
+			c = d
+			break
+		}
+	}
+	os.MkdirAll(c.Dir, 0o755)
+	os.WriteFile(filepath.Join(c.Dir, "loss.csv"), []byte(fmt.Sprintf("step,train_loss\n%d,1.5\n", c.Steps/2)), 0o644)
+	f := newFake()
+	var dones, totals []float64
+	r := &Runner{Out: dir, Jobs: 1, Cores: 1, Evaluate: f.evaluate,
+		Train: func(m recipe.Model, resume bool, procs int, progress func(float64)) error {
+			progress(0.5) // where the checkpoint left it
+			progress(0.75)
+			return f.train(m, resume, procs, func(float64) { progress(1) })
+		},
+		Progress: func(done, tot float64, _ string) { dones, totals = append(dones, done), append(totals, tot) }}
+	if err := r.Run([]Cell{c}); err != nil {
+		t.Fatal(err)
+	}
+	wantTotal := c.Seconds() - c.TrainSeconds/2
+	for i := range dones {
+		if math.Abs(totals[i]-wantTotal) > 1e-6 || dones[i] < -1e-9 || dones[i] > totals[i]+1e-6 {
+			t.Fatalf("report %d: %g done of %g, want of %g (the half trained before not counted)", i, dones[i], totals[i], wantTotal)
+		}
+	}
+	if got := dones[1:3]; math.Abs(got[0]) > 1e-6 || math.Abs(got[1]-c.TrainSeconds/4) > 1e-6 {
+		t.Errorf("at the checkpoint and a quarter later: %v done, want [0 %g]", got, c.TrainSeconds/4)
+	}
+	if last := dones[len(dones)-1]; math.Abs(last-wantTotal) > 1e-6 {
+		t.Errorf("progress ended at %g of %g", last, wantTotal)
+	}
+}
