@@ -42,7 +42,7 @@ type ActRows struct {
 // ActRowsBytes is the scratch QuantizeActRows needs for m rows of k (a multiple of 32).
 func ActRowsBytes(m, k int) int {
 	mp := (m + 3) &^ 3
-	return align64(mp*k) + 3*align64(4*mp*k/32)
+	return align64(mp*k) + 4*align64(4*mp*k/32)
 }
 
 // QuantizeActRows quantizes the m rows of x (k values each, ldx apart) into buf
@@ -56,29 +56,45 @@ func QuantizeActRows(typ quant.Type, x []float32, m, k, ldx int, buf []byte) (Ac
 	a := ActRows{M: m, K: k, q: bytesAs[int8](buf[:mp*k])}
 	off := align64(mp * k)
 	a.d = bytesAs[float32](buf[off : off+4*mp*nb])
-	raw := bytesAs[float32](buf[off+align64(4*mp*nb) : off+align64(4*mp*nb)+4*mp*nb])
+	area := func(i int) []byte { return buf[off+i*align64(4*mp*nb) : off+i*align64(4*mp*nb)+4*mp*nb] }
+	raw := bytesAs[float32](area(1)) // the scales row by row, as quantized (rawS: the sums)
+	var rawS []int32
 	if typ == quant.Q4_0 || typ == quant.Q8_0 && vnniTiles() {
-		a.s = bytesAs[int32](buf[off+2*align64(4*mp*nb) : off+2*align64(4*mp*nb)+4*mp*nb])
+		a.s, rawS = bytesAs[int32](area(2)), bytesAs[int32](area(3))
 	}
 	asm := IntAsm()
 	for i := range m {
 		xi, qi, di := x[i*ldx:i*ldx+k], a.q[i*k:i*k+k], raw[i*nb:i*nb+nb]
+		var si []int32
+		if rawS != nil {
+			si = rawS[i*nb : i*nb+nb]
+		}
 		if asm {
-			quantizeRowAsm(xi, qi, di)
+			quantizeRowAsm(xi, qi, di, si)
 			continue
 		}
 		if err := quant.QuantizeSplit(quant.Q8_0, xi, buf[i*k:i*k+k], di); err != nil {
 			return a, fmt.Errorf("quantizing activations: %w", err)
 		}
+		for b := range si {
+			si[b] = 8 * blockSum(qi[32*b:])
+		}
 	}
 	clear(a.q[m*k:])
 	clear(raw[m*nb:])
+	if rawS != nil {
+		clear(rawS[m*nb:])
+	}
 	for g := 0; g < mp; g += 4 {
 		for b := range nb {
 			for r := range 4 {
 				a.d[g*nb+4*b+r] = raw[(g+r)*nb+b]
-				if a.s != nil {
-					a.s[g*nb+4*b+r] = 8 * blockSum(a.q[(g+r)*k+32*b:])
+			}
+		}
+		if rawS != nil {
+			for b := range nb {
+				for r := range 4 {
+					a.s[g*nb+4*b+r] = rawS[(g+r)*nb+b]
 				}
 			}
 		}

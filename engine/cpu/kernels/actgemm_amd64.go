@@ -53,16 +53,21 @@ func pairQ4Asm(q, q4 []int8, o []int16) {
 }
 
 //go:noescape
-func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
+func q8QuantizeAVX2(x *float32, q *int8, d *float32, s *int32, nb int)
 
-// quantizeRowAsm quantizes x (nb blocks) into q and d as quant.QuantizeSplit does.
-func quantizeRowAsm(x []float32, q []int8, d []float32) {
+// quantizeRowAsm quantizes x (nb blocks) into q and d as quant.QuantizeSplit does, and, when s
+// is not nil, writes 8·Σ of each block's values into s (blockSum's).
+func quantizeRowAsm(x []float32, q []int8, d []float32, s []int32) {
 	nb := len(d)
-	if len(x) < 32*nb || len(q) < 32*nb {
-		panic(fmt.Sprintf("quantizeRowAsm: %d blocks, got x of %d and q of %d", nb, len(x), len(q)))
+	if len(x) < 32*nb || len(q) < 32*nb || s != nil && len(s) < nb {
+		panic(fmt.Sprintf("quantizeRowAsm: %d blocks, got x of %d, q of %d and %d sums", nb, len(x), len(q), len(s)))
 	}
 	if nb > 0 {
-		q8QuantizeAVX2(&x[0], &q[0], &d[0], nb)
+		var sp *int32
+		if s != nil {
+			sp = &s[0]
+		}
+		q8QuantizeAVX2(&x[0], &q[0], &d[0], sp, nb)
 	}
 }
 

@@ -414,12 +414,14 @@ GLOBL actPerm<>(SB), RODATA|NOPTR, $32
 	VADDPS     Y8, Y6, Y6 \
 	VCVTTPS2DQ Y6, P
 
-// func q8QuantizeAVX2(x *float32, q *int8, d *float32, nb int)
-TEXT ·q8QuantizeAVX2(SB), NOSPLIT, $0-32
+// func q8QuantizeAVX2(x *float32, q *int8, d *float32, s *int32, nb int)
+TEXT ·q8QuantizeAVX2(SB), NOSPLIT, $0-40
 	MOVQ x+0(FP), SI
 	MOVQ q+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ nb+24(FP), CX
+	MOVQ s+24(FP), R8
+	MOVQ nb+32(FP), CX
+	BCAST($0x80808080, Y9, X9)
 	BCAST($0x7fffffff, Y15, X15)
 	BCAST($0x42fe0000, Y14, X14) // 127.0
 	BCAST($0x3f800000, Y13, X13) // 1.0
@@ -465,6 +467,24 @@ qblock:
 	VPACKSSWB    Y2, Y0, Y0
 	VPERMD       Y0, Y10, Y0
 	VMOVDQU      Y0, (DI)
+	TESTQ        R8, R8
+	JZ           qnext
+	// 8·Σq of the block (the offsets of Q4_0's nibbles and of VNNI's biased Q8_0 values):
+	// bytes made unsigned by adding 128, summed eight at a time by VPSADBW.
+	VPXOR        Y9, Y0, Y6
+	VPXOR        Y7, Y7, Y7
+	VPSADBW      Y7, Y6, Y6
+	VEXTRACTI128 $1, Y6, X7
+	VPADDQ       X7, X6, X6
+	VPSHUFD      $0x4e, X6, X7
+	VPADDQ       X7, X6, X6
+	VMOVD        X6, AX
+	SUBL         $4096, AX
+	SHLL         $3, AX
+	MOVL         AX, (R8)
+	ADDQ         $4, R8
+
+qnext:
 	ADDQ         $128, SI
 	ADDQ         $32, DI
 	ADDQ         $4, DX

@@ -24,7 +24,7 @@ func actGemm1(typ quant.Type, q []byte, d []float32, a *ActRow, y []float32, nb 
 	panic("no assembly")
 }
 
-func quantizeRowAsm(x []float32, q []int8, d []float32) { panic("no assembly") }
+func quantizeRowAsm(x []float32, q []int8, d []float32, s []int32) { panic("no assembly") }
 
 func pairQ4Asm(q, q4 []int8, o []int16) { panic("no assembly") }
 

@@ -101,7 +101,7 @@ func QuantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (ActRow, 
 		return a, nil
 	}
 	if IntAsm() {
-		quantizeRowAsm(x, a.q, a.d)
+		quantizeRowAsm(x, a.q, a.d, nil)
 		pairQ4Asm(a.q, a.q4, a.o)
 		return a, nil
 	}
