@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
+	"github.com/posformer/posformer/engine/cpu/kernels"
 )
 
 // mvStack: ranks up to this many axes use stack scratch space (no allocation per call).
@@ -871,9 +872,39 @@ func scatterWalk[R scatterRuns](operandDims []int, indices []int, indicesDims []
 				bases = append(bases, [2]int{o, u})
 			}
 		})
+		// Eight window elements at a time: eight indices whose slots are consecutive and whose
+		// updates are equally spaced (a prompt's tokens into empty slots) are an 8×8 block
+		// transposed in registers (kernels.TransposeAdd8); any other index's eight updates are
+		// one read, its eight rows of slots written side by side. One element at a time, every
+		// index's updates had been a line read again for each of its elements.
+		block := make([]bool, len(bases)) // bases i..i+7 make a block
+		for i := 0; i+8 <= len(bases); i++ {
+			b, u := bases[i], bases[i+1][1]-bases[i][1]
+			block[i] = u >= 8 && ai >= 8
+			for k := 1; k < 8 && block[i]; k++ {
+				block[i] = bases[i+k][0] == b[0]+k && bases[i+k][1] == b[1]+k*u
+			}
+		}
 		op, up := nr.operand, nr.updates
 		win.outer(0, 0, func(wo, wu int) {
-			for j := range n {
+			j := 0
+			for ; j+8 <= n; j += 8 {
+				oj, uj := wo+j*ai, wu+j
+				for i := 0; i < len(bases); {
+					b := bases[i]
+					if block[i] {
+						kernels.TransposeAdd8(op[b[0]+oj:], ai, up[b[1]+uj:], bases[i+1][1]-b[1])
+						i += 8
+						continue
+					}
+					u, o := up[b[1]+uj:b[1]+uj+8], b[0]+oj
+					for k, v := range u {
+						op[o+k*ai] += v
+					}
+					i++
+				}
+			}
+			for ; j < n; j++ {
 				oj, uj := wo+j*ai, wu+j
 				for _, b := range bases {
 					op[b[0]+oj] += up[b[1]+uj]

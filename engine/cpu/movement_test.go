@@ -596,25 +596,30 @@ type mvScatterSpec struct {
 	// is not the outermost, which simplego (v0.26.0) walks with the operand's extents instead of the
 	// window's, so only the naive reference applies.
 	simplegoWrong bool
+	// prompt: the indices are (row, slot) of tokens written to consecutive slots from a
+	// random start, as a prompt's keys are (a gap of two slots within row 1): the transposed
+	// 8×8 blocks of the float32 sum (kernels.TransposeAdd8).
+	prompt bool
 }
 
 func mvScatterSpecs() []mvScatterSpec {
 	return []mvScatterSpec{
-		{"rows", []int{10, 8}, []int{12, 1}, []int{12, 8}, 1, []int{1}, []int{0}, []int{0}, false},
-		{"rows batch", []int{6, 5}, []int{2, 3, 1}, []int{2, 3, 5}, 2, []int{2}, []int{0}, []int{0}, false},
-		{"kv cache row", []int{16, 32}, []int{1, 1}, []int{1, 32}, 1, []int{1}, []int{0}, []int{0}, false},
-		{"kv cache slot", []int{2, 3, 16, 4}, []int{1}, []int{2, 3, 1, 4}, 0, []int{0, 1, 2, 3}, nil, []int{2}, true},
+		{"rows", []int{10, 8}, []int{12, 1}, []int{12, 8}, 1, []int{1}, []int{0}, []int{0}, false, false},
+		{"rows batch", []int{6, 5}, []int{2, 3, 1}, []int{2, 3, 5}, 2, []int{2}, []int{0}, []int{0}, false, false},
+		{"kv cache row", []int{16, 32}, []int{1, 1}, []int{1, 32}, 1, []int{1}, []int{0}, []int{0}, false, false},
+		{"kv cache slot", []int{2, 3, 16, 4}, []int{1}, []int{2, 3, 1, 4}, 0, []int{0, 1, 2, 3}, nil, []int{2}, true, false},
 		// A prompt's keys [batch, heads, tokens, dim] into a cache kept [batch, heads, dim,
 		// slots] at (batch, slot) indices: the interchanged walk of the float32 sum.
-		{"kv cache prompt transposed", []int{2, 3, 16, 20}, []int{2, 10, 2}, []int{2, 3, 10, 16}, 2, []int{1, 3}, []int{0, 3}, []int{0, 3}, false},
-		{"elements", []int{9}, []int{14, 1}, []int{14}, 1, nil, []int{0}, []int{0}, false},
-		{"elements implicit vector", []int{9}, []int{14}, []int{14}, 1, nil, []int{0}, []int{0}, false},
-		{"full index", []int{3, 4, 5}, []int{10, 3}, []int{10}, 1, nil, []int{0, 1, 2}, []int{0, 1, 2}, false},
-		{"windows", []int{4, 7}, []int{5, 1}, []int{5, 4, 2}, 1, []int{1, 2}, nil, []int{1}, true},
-		{"windows outer", []int{7, 4}, []int{5, 1}, []int{5, 2, 4}, 1, []int{1, 2}, nil, []int{0}, false},
-		{"windows inserted middle", []int{3, 6, 4}, []int{4, 1}, []int{4, 3, 4}, 1, []int{1, 2}, []int{1}, []int{1}, false},
-		{"vector axis first", []int{5, 6}, []int{2, 7}, []int{7}, 0, nil, []int{0, 1}, []int{0, 1}, false},
-		{"swapped map", []int{5, 6}, []int{7, 2}, []int{7}, 1, nil, []int{0, 1}, []int{1, 0}, false},
+		{"kv cache prompt transposed", []int{2, 3, 16, 20}, []int{2, 10, 2}, []int{2, 3, 10, 16}, 2, []int{1, 3}, []int{0, 3}, []int{0, 3}, false, false},
+		{"kv cache prompt in consecutive slots", []int{2, 3, 20, 40}, []int{2, 19, 2}, []int{2, 3, 19, 20}, 2, []int{1, 3}, []int{0, 3}, []int{0, 3}, false, true},
+		{"elements", []int{9}, []int{14, 1}, []int{14}, 1, nil, []int{0}, []int{0}, false, false},
+		{"elements implicit vector", []int{9}, []int{14}, []int{14}, 1, nil, []int{0}, []int{0}, false, false},
+		{"full index", []int{3, 4, 5}, []int{10, 3}, []int{10}, 1, nil, []int{0, 1, 2}, []int{0, 1, 2}, false, false},
+		{"windows", []int{4, 7}, []int{5, 1}, []int{5, 4, 2}, 1, []int{1, 2}, nil, []int{1}, true, false},
+		{"windows outer", []int{7, 4}, []int{5, 1}, []int{5, 2, 4}, 1, []int{1, 2}, nil, []int{0}, false, false},
+		{"windows inserted middle", []int{3, 6, 4}, []int{4, 1}, []int{4, 3, 4}, 1, []int{1, 2}, []int{1}, []int{1}, false, false},
+		{"vector axis first", []int{5, 6}, []int{2, 7}, []int{7}, 0, nil, []int{0, 1}, []int{0, 1}, false, false},
+		{"swapped map", []int{5, 6}, []int{7, 2}, []int{7}, 1, nil, []int{0, 1}, []int{1, 0}, false, false},
 	}
 }
 
@@ -710,6 +715,23 @@ func mvScatterCase[T interface {
 		indices[i] = rng.IntN(hi + 1) // in range; repeats are likely
 		if outOfRange && rng.IntN(3) == 0 {
 			indices[i] = []int{-1, -5, hi + 1, hi + 7, sp.operandDims[a]}[rng.IntN(5)]
+		}
+	}
+	if sp.prompt {
+		tokens := sp.indicesDims[1]
+		for row := range sp.indicesDims[0] {
+			start := rng.IntN(sp.operandDims[3] - tokens - 2)
+			for i := range tokens {
+				slot := start + i
+				if row == 1 && i >= 11 {
+					slot += 2
+				}
+				x := 2 * (row*tokens + i)
+				if !outOfRange || indices[x] >= 0 && indices[x] < sp.operandDims[0] {
+					indices[x] = row
+				}
+				indices[x+1] = slot
+			}
 		}
 	}
 	what := fmt.Sprintf("scatter kind %d %s, indices %v", kind, sp.name, indices)

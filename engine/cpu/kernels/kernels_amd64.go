@@ -421,3 +421,14 @@ func packPairs2x8BF16(a []float32, lda int, dst []uint32, pstride, kp int) {
 	}
 	packAT16BF16(&a[0], lda, &dst[0], kp, pstride)
 }
+
+//go:noescape
+func transposeAdd8AVX2(dst *float32, ldd int, src *float32, lds int)
+
+func transposeAdd8(dst []float32, ldd int, src []float32, lds int) {
+	if level.Load() >= lvAVX2 {
+		transposeAdd8AVX2(&dst[0], ldd, &src[0], lds)
+		return
+	}
+	transposeAdd8Go(dst, ldd, src, lds)
+}

@@ -62,3 +62,7 @@ func packPairsBF16(a []float32, lda int, dst []uint32, width, kp int)  { panic("
 func packPairs2x8BF16(a []float32, lda int, dst []uint32, pstride, kp int) {
 	panic("unreachable")
 }
+
+func transposeAdd8(dst []float32, ldd int, src []float32, lds int) {
+	transposeAdd8Go(dst, ldd, src, lds)
+}
