@@ -705,6 +705,9 @@ func confCases() []confCase {
 	// Where and Clamp.
 	add(cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 5, 33), arg(f32, 5, 33).g(genSpecial), arg(f32, 5, 33)),
 		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 3, 70, 130), arg(i32, 3, 70, 130), arg(i32)),
+		// Two scalars chosen by a full condition (an attention mask's 0 and −1e9), large enough for the threads.
+		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 3, 170, 230), arg(f32), arg(f32).g(genSpecial)),
+		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 5, 33), arg(i32), arg(i32)),
 		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl), arg(f64, 7), arg(f64, 7)),
 		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 2, 3, 4, 5), arg(u8, 2, 3, 4, 5), arg(u8, 2, 3, 4, 5)),
 		cs("Where", tolExact, func(in []*Node) *Node { return Where(in[0], in[1], in[2]) }, arg(bl, 5, 33), arg(bl, 5, 33), arg(bl, 5, 33)),
@@ -748,6 +751,7 @@ func confCases() []confCase {
 		{arg(i32, 5, 33).g(genSpecial), u8},
 		{arg(u8, 5, 33), i32},
 		{arg(u8, 5, 33), f32},
+		{arg(i8, 5, 33).g(genWide), f32}, // quantized values, negative ones too
 		{arg(f32, 5, 33).g(genByte), u8},
 		{arg(bl, 3, 70, 130), f32},
 		{arg(bl, 5, 33), i32},

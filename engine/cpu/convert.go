@@ -41,6 +41,12 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 		return func(f *frame) { convertSlice(f.slots[ia][:count], typed[int32](f.slots[io])) }, nil
 	case from == dtypes.Int32 && to == dtypes.Float32:
 		return func(f *frame) { convertSlice(typed[int32](f.slots[ia])[:count], typed[float32](f.slots[io])) }, nil
+	// Quantized weights' values where a product does not read them itself: the embedding rows
+	// a prompt gathers (Q8_0's int8, Q4_0's nibble bytes).
+	case from == dtypes.Int8 && to == dtypes.Float32:
+		return func(f *frame) { convertSlice(typed[int8](f.slots[ia])[:count], typed[float32](f.slots[io])) }, nil
+	case from == dtypes.Uint8 && to == dtypes.Float32:
+		return func(f *frame) { convertSlice(f.slots[ia][:count], typed[float32](f.slots[io])) }, nil
 	// Positions to float64 and angles back (the sinusoidal schemes form angles in float64):
 	// Transformer-XL's [b, 1, s, d] sines and cosines took 3.7 ns an element the general way.
 	case from == dtypes.Int32 && to == dtypes.Float64:
@@ -88,7 +94,7 @@ func lowerConvert(lw *lowering) (stepFn, error) {
 }
 
 // convertSlice sets out[i] = T(in[i]); a bool is its byte, 0 or 1.
-func convertSlice[F uint8 | int32 | float32 | float64, T int32 | float32 | float64](in []F, out []T) {
+func convertSlice[F int8 | uint8 | int32 | float32 | float64, T int32 | float32 | float64](in []F, out []T) {
 	out = out[:len(in)]
 	for i, v := range in {
 		out[i] = T(v)

@@ -57,6 +57,20 @@ func whereRange[T any](p *pool, c []bool, t, fa, out []T, sc, st, sf int) {
 			}
 		}
 	}
+	if sc == 1 && st == 0 && sf == 0 {
+		// Two scalars chosen by a full condition (the attention mask's 0 and −1e9): a choice
+		// of two values held in registers, which the compiler makes without a branch.
+		tv, fv := t[0], fa[0]
+		run = func(lo, hi int) {
+			for i, ci := range c[lo:hi] {
+				v := fv
+				if ci {
+					v = tv
+				}
+				out[lo+i] = v
+			}
+		}
+	}
 	if len(out) < 4*elementwiseGrain {
 		run(0, len(out))
 		return
