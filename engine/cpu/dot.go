@@ -115,6 +115,11 @@ func lowerDot(lw *lowering) (stepFn, error) {
 	default:
 		attr = n.attr.(*dotAttr)
 	}
+	if half == dtypes.InvalidDType {
+		if sp := signPermOf(n, attr); sp != nil {
+			return lowerSignPerm(lw, sp), nil
+		}
+	}
 	ls, rs := n.inputs[0].shape, n.inputs[1].shape
 	B, M, N, K, lp, rp := planDot(n, attr)
 	// The right operand's natural layout is [B, N, K] (x·Wᵀ): trans means [B, K, N].
