@@ -115,7 +115,9 @@ func lowerDot(lw *lowering) (stepFn, error) {
 	default:
 		attr = n.attr.(*dotAttr)
 	}
-	if half == dtypes.InvalidDType {
+	// Not under bf16dot, whose products round their operands to bfloat16: there the selection
+	// would change a training step's values (the rotation's products, exact here, rounded there).
+	if half == dtypes.InvalidDType && !lw.e.backend.bf16dot {
 		if sp := signPermOf(n, attr); sp != nil {
 			return lowerSignPerm(lw, sp), nil
 		}
