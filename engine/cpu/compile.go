@@ -269,7 +269,7 @@ func (e *Executable) lowerSteps(nodes, outs []*node, live, fused []bool, fusions
 	for i := range e.slots {
 		e.slots[i].last = -1
 	}
-	sib := findSiblingDots(nodes, live, fused)
+	sib := findSiblingDots(nodes, live, fused, e.backend.actq8)
 	var att maskedAttentions
 	if e.backend.optimize {
 		att = findMaskedAttentions(nodes, outs, live, fusions)
