@@ -20,8 +20,8 @@ import (
 
 // With actq8=true, x·Wᵀ for Q8_0 and Q4_0 weights equals the int8 product ggml's formats define
 // (actCase.reference) for every row, with a few rows of x (decoding) and many (prefill, the
-// integer GEMM, whose rows go by fours and a rest); for bf16 it is the exact product, as without
-// the option. Under every kernel set.
+// integer GEMM, whose rows go by fours and a rest, quantized by the pool's threads when there
+// are many); for bf16 it is the exact product, as without the option. Under every kernel set.
 func TestActQ8Product(t *testing.T) {
 	be := mustBackend(t, "actq8=true")
 	r := rand.New(rand.NewPCG(9, 10))
@@ -36,7 +36,7 @@ func TestActQ8Product(t *testing.T) {
 				}
 				for _, typ := range []quant.Type{quant.BF16, quant.Q8_0, quant.Q4_0} {
 					parts, deq := quantParts(t, typ, wf, N, K)
-					for _, M := range []int{1, 3, 4, 7, 13} {
+					for _, M := range []int{1, 3, 4, 7, 13, 70} { // 70: x quantized by tasks of 32 rows
 						t.Run(fmt.Sprintf("%v/k=%d/m=%d", typ, K, M), func(t *testing.T) {
 							xf := make([]float32, M*K)
 							for i := range xf {

@@ -147,7 +147,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 	}
 	mk := func() any {
 		g := &siblingDotsCall{calls: make([]quantCall, len(plans)), first: first}
-		g.run = g.task
+		g.run, g.quant.run = g.task, g.quant.task
 		return g
 	}
 	pool := lws[0].e.backend.pool
@@ -166,8 +166,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 			p.bind(f, c, x)
 			switch {
 			case p.gemm && typeSrc[i] == i:
-				// Lengths are fixed at compile time, so quantizing cannot fail.
-				c.rowsQ, _ = kernels.QuantizeActRows(p.stored.typ, x, p.M, p.K, p.K, f.slots[p.sa])
+				c.rowsQ = g.quant.rows(pool, p.stored.typ, x, p.M, p.K, f.slots[p.sa])
 			case p.gemm:
 				c.rowsQ = g.calls[typeSrc[i]].rowsQ
 			case p.act:
@@ -185,6 +184,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 type siblingDotsCall struct {
 	calls []quantCall
 	first []int
+	quant actRowsJob
 	run   func(t int)
 }
 

@@ -37,6 +37,8 @@ type ActRows struct {
 	q    []int8
 	d    []float32
 	s    []int32
+	rawD []float32 // the scales row by row, as quantized, before interleaving
+	rawS []int32   // the sums likewise
 }
 
 // ActRowsBytes is the scratch QuantizeActRows needs for m rows of k (a multiple of 32).
@@ -49,21 +51,46 @@ func ActRowsBytes(m, k int) int {
 // (ActRowsBytes(m, k) bytes) with layers/quant's Q8_0 rounding, for ActGemm with typ weights
 // (Q4_0's also need the blocks' sums).
 func QuantizeActRows(typ quant.Type, x []float32, m, k, ldx int, buf []byte) (ActRows, error) {
-	if k%32 != 0 || len(buf) < ActRowsBytes(m, k) || (m > 0 && len(x) < (m-1)*ldx+k) {
-		return ActRows{}, fmt.Errorf("quantizing %d rows of %d: want k a multiple of 32, %d bytes of scratch and %d values, got %d and %d", m, k, ActRowsBytes(m, k), (m-1)*ldx+k, len(buf), len(x))
+	a, err := ActRowsView(typ, m, k, buf)
+	if err != nil {
+		return a, err
+	}
+	return a, a.QuantizeGroups(x, ldx, 0, a.Groups())
+}
+
+// ActRowsView lays out buf (ActRowsBytes(m, k) bytes) for m rows of k quantized for ActGemm with
+// typ weights; QuantizeGroups fills it.
+func ActRowsView(typ quant.Type, m, k int, buf []byte) (ActRows, error) {
+	if k%32 != 0 || len(buf) < ActRowsBytes(m, k) {
+		return ActRows{}, fmt.Errorf("quantizing %d rows of %d: want k a multiple of 32 and %d bytes of scratch, got %d", m, k, ActRowsBytes(m, k), len(buf))
 	}
 	nb, mp := k/32, (m+3)&^3
 	a := ActRows{M: m, K: k, q: bytesAs[int8](buf[:mp*k])}
 	off := align64(mp * k)
-	a.d = bytesAs[float32](buf[off : off+4*mp*nb])
 	area := func(i int) []byte { return buf[off+i*align64(4*mp*nb) : off+i*align64(4*mp*nb)+4*mp*nb] }
-	raw := bytesAs[float32](area(1)) // the scales row by row, as quantized (rawS: the sums)
-	var rawS []int32
+	a.d = bytesAs[float32](area(0))
+	a.rawD = bytesAs[float32](area(1)) // the scales row by row, as quantized (rawS: the sums)
 	if typ == quant.Q4_0 || typ == quant.Q8_0 && vnniTiles() {
-		a.s, rawS = bytesAs[int32](area(2)), bytesAs[int32](area(3))
+		a.s, a.rawS = bytesAs[int32](area(2)), bytesAs[int32](area(3))
 	}
+	return a, nil
+}
+
+// Groups is how many groups of four rows a holds (the last padded with rows of zeros).
+func (a *ActRows) Groups() int { return (a.M + 3) / 4 }
+
+// QuantizeGroups quantizes rows [4·g0, 4·g1) of x (K values each, ldx apart) into a. The groups
+// of four rows that ActGemm walks are independent of one another, so threads may quantize
+// groups of their own.
+func (a *ActRows) QuantizeGroups(x []float32, ldx, g0, g1 int) error {
+	k, nb := a.K, a.K/32
+	r0, r1 := 4*g0, min(4*g1, a.M)
+	if g0 < 0 || g1 > a.Groups() || r1 > r0 && len(x) < (r1-1)*ldx+k {
+		return fmt.Errorf("quantizing groups %d to %d of %d rows of %d: %d values, want %d", g0, g1, a.M, k, len(x), (r1-1)*ldx+k)
+	}
+	raw, rawS := a.rawD, a.rawS
 	asm := IntAsm()
-	for i := range m {
+	for i := r0; i < r1; i++ {
 		xi, qi, di := x[i*ldx:i*ldx+k], a.q[i*k:i*k+k], raw[i*nb:i*nb+nb]
 		var si []int32
 		if rawS != nil {
@@ -73,19 +100,21 @@ func QuantizeActRows(typ quant.Type, x []float32, m, k, ldx int, buf []byte) (Ac
 			quantizeRowAsm(xi, qi, di, si)
 			continue
 		}
-		if err := quant.QuantizeSplit(quant.Q8_0, xi, buf[i*k:i*k+k], di); err != nil {
-			return a, fmt.Errorf("quantizing activations: %w", err)
+		if err := quant.QuantizeSplit(quant.Q8_0, xi, unsafe.Slice((*byte)(unsafe.Pointer(&qi[0])), k), di); err != nil {
+			return fmt.Errorf("quantizing activations: %w", err)
 		}
 		for b := range si {
 			si[b] = 8 * blockSum(qi[32*b:])
 		}
 	}
-	clear(a.q[m*k:])
-	clear(raw[m*nb:])
-	if rawS != nil {
-		clear(rawS[m*nb:])
+	if pad := max(r1, r0); pad < 4*g1 { // the last group's rows past m
+		clear(a.q[pad*k : 4*g1*k])
+		clear(raw[pad*nb : 4*g1*nb])
+		if rawS != nil {
+			clear(rawS[pad*nb : 4*g1*nb])
+		}
 	}
-	for g := 0; g < mp; g += 4 {
+	for g := 4 * g0; g < 4*g1; g += 4 {
 		for b := range nb {
 			for r := range 4 {
 				a.d[g*nb+4*b+r] = raw[(g+r)*nb+b]
@@ -99,7 +128,7 @@ func QuantizeActRows(typ quant.Type, x []float32, m, k, ldx int, buf []byte) (Ac
 			}
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // blockSum is the sum of the 32 values of a block of x. Q4_0's weights are nibbles n with

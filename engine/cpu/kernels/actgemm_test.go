@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/posformer/posformer/layers/quant"
@@ -424,6 +425,47 @@ func TestBlockSum(t *testing.T) {
 		}
 		if got := blockSum(q[:]); got != want {
 			t.Fatalf("blockSum(%v) = %d, want %d", q, got, want)
+		}
+	}
+}
+
+// Rows quantized a few groups at a time, in any order (as threads take them), are the rows
+// quantized at once, padding rows included, on every kernel path and for both weight types.
+func TestQuantizeGroupsInPieces(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const m, k = 19, 96 // five groups, the last with one real row
+	x := make([]float32, m*k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	saved := Path()
+	defer SetPath(saved)
+	for _, p := range Paths() {
+		if SetPath(p) != nil {
+			continue
+		}
+		for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+			whole := make([]byte, ActRowsBytes(m, k))
+			want, err := QuantizeActRows(typ, x, m, k, k, whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pieces := make([]byte, ActRowsBytes(m, k))
+			for i := range pieces {
+				pieces[i] = 0xa5 // what a reused scratch holds
+			}
+			got, err := ActRowsView(typ, m, k, pieces)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, g := range [][2]int{{3, 5}, {0, 1}, {1, 3}} {
+				if err := got.QuantizeGroups(x, k, g[0], g[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(got.q, want.q) || !slices.Equal(got.d, want.d) || !slices.Equal(got.s, want.s) {
+				t.Errorf("%s, %v: the rows quantized in pieces differ from the rows at once", p, typ)
+			}
 		}
 	}
 }
