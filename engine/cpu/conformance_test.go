@@ -653,6 +653,12 @@ func confCases() []confCase {
 			}
 		}
 	}
+	// An operand broadcast along leading axes, which the op reads in place (aliases.go): alone,
+	// and as a leaf of a fused tree.
+	add(cs("Add", tolExact, func(in []*Node) *Node { return Add(in[0], BroadcastToDims(in[1], 4, 3, 70, 13)) },
+		arg(f32, 4, 3, 70, 13).g(genSpecial), arg(f32, 1, 1, 70, 13).g(genSpecial)).labeled("leading broadcast"),
+		cs("Sub", tolElem, func(in []*Node) *Node { return Exp(Sub(BroadcastToDims(in[1], 4, 3, 70, 13), Mul(in[0], in[0]))) },
+			arg(f32, 4, 3, 70, 13), arg(f32, 1, 1, 70, 13)).labeled("leading broadcast in a fused tree"))
 	// Comparisons: on specials (NaN compares false, ±0 equal), on integers with ties.
 	cmps := []binaryOp{
 		{"Equal", tolExact, Equal}, {"NotEqual", tolExact, NotEqual}, {"LessThan", tolExact, LessThan},
