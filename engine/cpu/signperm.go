@@ -79,30 +79,46 @@ func lowerSignPerm(lw *lowering, sp *signPerm) stepFn {
 	M, K := sp.M, sp.K
 	return func(f *frame) {
 		x, out := typed[float32](f.slots[ia])[:M*K], typed[float32](f.slots[io])[:M*K]
-		if sp.pairs {
-			pool.parallelFor(M*K/2, elementwiseGrain, func(lo, hi int) {
-				x, out := x[2*lo:2*hi], out[2*lo:2*hi]
-				for j := 0; j+1 < len(x); j += 2 {
-					a, b := x[j], x[j+1]
-					out[j], out[j+1] = -b, a
-				}
-			})
+		if M*K < 2*elementwiseGrain {
+			// On the caller's thread, with no closure made (decoding: two calls a layer).
+			sp.apply(x, out, 0, M)
 			return
 		}
-		pool.parallelFor(M, max(1, elementwiseGrain/K), func(lo, hi int) {
-			for m := lo; m < hi; m++ {
-				row, o := x[m*K:(m+1)*K], out[m*K:(m+1)*K]
-				for i, s := range sp.sign {
-					switch s {
-					case 1:
-						o[i] = row[sp.src[i]]
-					case -1:
-						o[i] = -row[sp.src[i]]
-					default:
-						o[i] = 0
-					}
-				}
+		if sp.pairs {
+			pool.parallelFor(M*K/2, elementwiseGrain, func(lo, hi int) { swapPairs(x[2*lo:2*hi], out[2*lo:2*hi]) })
+			return
+		}
+		pool.parallelFor(M, max(1, elementwiseGrain/K), func(lo, hi int) { sp.apply(x, out, lo, hi) })
+	}
+}
+
+// apply computes rows [lo, hi) of out from those of x.
+func (sp *signPerm) apply(x, out []float32, lo, hi int) {
+	K := sp.K
+	if sp.pairs {
+		swapPairs(x[lo*K:hi*K], out[lo*K:hi*K])
+		return
+	}
+	for m := lo; m < hi; m++ {
+		row, o := x[m*K:(m+1)*K], out[m*K:(m+1)*K]
+		for i, s := range sp.sign {
+			switch s {
+			case 1:
+				o[i] = row[sp.src[i]]
+			case -1:
+				o[i] = -row[sp.src[i]]
+			default:
+				o[i] = 0
 			}
-		})
+		}
+	}
+}
+
+// swapPairs sets out[2k] = −x[2k+1] and out[2k+1] = x[2k].
+func swapPairs(x, out []float32) {
+	out = out[:len(x)]
+	for j := 0; j+1 < len(x); j += 2 {
+		a, b := x[j], x[j+1]
+		out[j], out[j+1] = -b, a
 	}
 }
