@@ -429,12 +429,7 @@ func (j *actRowsJob) rows(pool *pool, typ quant.Type, x []float32, M, K int, buf
 	// Lengths are fixed at compile time, so the view and the quantizing cannot fail.
 	j.a, _ = kernels.ActRowsView(typ, M, K, buf)
 	j.x = x
-	tasks := (j.a.Groups() + actRowsPerTask - 1) / actRowsPerTask
-	if pool.threads() == 1 || tasks < 2 {
-		j.a.QuantizeGroups(x, K, 0, j.a.Groups())
-	} else {
-		pool.run(tasks, j.run)
-	}
+	pool.run((j.a.Groups()+actRowsPerTask-1)/actRowsPerTask, j.run) // one task, or one thread: on the caller's
 	j.x = nil
 	return j.a
 }
