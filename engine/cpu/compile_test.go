@@ -260,24 +260,6 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
-// A task that panics on a worker goroutine reaches the caller as a panic there (which Execute
-// turns into an error), instead of ending the process.
-func TestPoolPanicReachesCaller(t *testing.T) {
-	p := newPool(2)
-	defer p.close()
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "task 5") {
-			t.Errorf("recovered %v, want the panic of task 5", r)
-		}
-	}()
-	p.run(8, func(i int) {
-		if i == 5 {
-			panic(fmt.Sprintf("task %d", i))
-		}
-	})
-	t.Error("run returned normally")
-}
-
 // A product with many rows split over weight columns (x packed once, runSharedA, where Sgemm
 // packs A) gives what a
 // float64 product gives, with the weight stored [n, k] (x·Wᵀ) or [k, n].

@@ -25,6 +25,37 @@ type job struct {
 	next  atomic.Int64
 	done  atomic.Int64
 	fault atomic.Pointer[any] // the first panic of a task, re-raised in the caller
+	// ranges, in runRanges' jobs: each thread's own run of tasks (nil: every thread claims
+	// from next). inline holds them for small pools, so that a job stays one allocation.
+	ranges []taskRange
+	inline [4]taskRange
+}
+
+// taskRange is a run of tasks [front, back) not yet claimed, packed in one word (front in the
+// high half) so that its owner claiming from the front and a thief from the back agree on each
+// task; alone on its cache line, which stays with its owner until someone steals.
+type taskRange struct {
+	fb atomic.Uint64
+	_  [56]byte
+}
+
+// claim takes the task at the front (or, for a thief, at the back) of the range, or returns -1
+// when none is left.
+func (r *taskRange) claim(back bool) int64 {
+	for {
+		v := r.fb.Load()
+		f, b := v>>32, v&0xffffffff
+		if f >= b {
+			return -1
+		}
+		next, task := (f+1)<<32|b, f
+		if back {
+			next, task = f<<32|(b-1), b-1
+		}
+		if r.fb.CompareAndSwap(v, next) {
+			return int64(task)
+		}
+	}
 }
 
 type pool struct {
@@ -36,6 +67,7 @@ type pool struct {
 }
 
 type worker struct {
+	id     int // its thread number in a job (the caller is 0)
 	parked atomic.Bool
 	wake   chan struct{}
 }
@@ -43,8 +75,8 @@ type worker struct {
 // newPool starts threads-1 workers (the caller is the last thread).
 func newPool(threads int) *pool {
 	p := &pool{}
-	for range max(threads-1, 0) {
-		w := &worker{wake: make(chan struct{}, 1)}
+	for i := range max(threads-1, 0) {
+		w := &worker{id: i + 1, wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, w)
 		go p.loop(w)
 	}
@@ -55,7 +87,18 @@ func newPool(threads int) *pool {
 func (p *pool) threads() int { return len(p.workers) + 1 }
 
 // run calls fn(i) for every i in [0, n) across the pool and returns when all are done.
-func (p *pool) run(n int, fn func(task int)) {
+func (p *pool) run(n int, fn func(task int)) { p.start(n, fn, false) }
+
+// runRanges is run for tasks that stream memory in order, a decoding step's rows of weights:
+// each thread takes its own contiguous run of the tasks, front to back, and then steals from the
+// back of the others' runs. Its reads stay one stream, and the counters it claims on stay in its
+// own cache, where with one shared counter every task moved that line between the cores (110M
+// Q4_0 decoding: 310-324 tokens a second with 8 tasks a product claimed from one counter,
+// 336-357 with one task a thread). A thread that is descheduled still loses its run to the
+// others, task by task, as with run.
+func (p *pool) runRanges(n int, fn func(task int)) { p.start(n, fn, true) }
+
+func (p *pool) start(n int, fn func(task int), ranged bool) {
 	if n <= 0 {
 		return
 	}
@@ -67,6 +110,9 @@ func (p *pool) run(n int, fn func(task int)) {
 	}
 	defer p.busy.Unlock()
 	j := &job{fn: fn, n: int64(n)}
+	if ranged {
+		j.split(p.threads())
+	}
 	p.current.Store(j)
 	p.gen.Add(1)
 	for _, w := range p.workers {
@@ -74,7 +120,7 @@ func (p *pool) run(n int, fn func(task int)) {
 			w.wake <- struct{}{}
 		}
 	}
-	j.work()
+	j.work(0)
 	for spins := 0; j.done.Load() < j.n; spins++ {
 		if spins > 64 {
 			runtime.Gosched()
@@ -85,8 +131,12 @@ func (p *pool) run(n int, fn func(task int)) {
 	}
 }
 
-// work pulls tasks until none is left.
-func (j *job) work() {
+// work pulls tasks until none is left; id is the thread's number.
+func (j *job) work(id int) {
+	if j.ranges != nil {
+		j.workRanges(id)
+		return
+	}
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {
@@ -94,6 +144,40 @@ func (j *job) work() {
 		}
 		j.task(int(i))
 		j.done.Add(1)
+	}
+}
+
+// split gives each of t threads its own run of the job's tasks, in order.
+func (j *job) split(t int) {
+	j.ranges = j.inline[:0]
+	if t > len(j.inline) {
+		j.ranges = make([]taskRange, 0, t)
+	}
+	j.ranges = j.ranges[:t]
+	n := uint64(j.n)
+	for i := range uint64(t) {
+		j.ranges[i].fb.Store(n*i/uint64(t)<<32 | n*(i+1)/uint64(t))
+	}
+}
+
+// workRanges runs the tasks of thread id's own range, then steals from the back of the others'.
+func (j *job) workRanges(id int) {
+	t := len(j.ranges)
+	id %= t
+	done := int64(0)
+	for k := range t {
+		r := &j.ranges[(id+k)%t]
+		for {
+			i := r.claim(k > 0)
+			if i < 0 {
+				break
+			}
+			j.task(int(i))
+			done++
+		}
+	}
+	if done > 0 {
+		j.done.Add(done)
 	}
 }
 
@@ -115,7 +199,7 @@ func (p *pool) loop(w *worker) {
 		if g := p.gen.Load(); g != seen {
 			seen = g
 			if j := p.current.Load(); j != nil {
-				j.work()
+				j.work(w.id)
 			}
 			continue
 		}

@@ -388,7 +388,7 @@ func runQuantTasks(pool *pool, macs, n int, fn func(t int)) {
 		}
 		return
 	}
-	pool.run(n, fn)
+	pool.runRanges(n, fn)
 }
 
 // quantCall is one call of a quantized product: its operands, and run, its task method bound
