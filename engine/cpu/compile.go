@@ -90,7 +90,8 @@ type Executable struct {
 	inPlace     []inPlace
 	arenaSize   int
 	framesMu    sync.Mutex
-	frames      []*frame // idle frames, kept across garbage collections (as the freelist package explains)
+	frames      []*frame          // idle frames, kept across garbage collections (as the freelist package explains)
+	prefetches  []*weightPrefetch // decoding's quantized products in step order (prefetch.go)
 }
 
 var _ backends.Executable = (*Executable)(nil)
@@ -365,6 +366,7 @@ func (e *Executable) lowerSteps(nodes, outs []*node, live, fused []bool, fusions
 			}
 		}
 	}
+	e.linkPrefetches()
 	return nil
 }
 

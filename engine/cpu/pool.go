@@ -29,6 +29,8 @@ type job struct {
 	// from next). inline holds them for small pools, so that a job stays one allocation.
 	ranges []taskRange
 	inline [4]taskRange
+	// prefetch, in a hint's job (hint): what the workers fetch; such a job has no tasks.
+	prefetch prefetchWork
 }
 
 // taskRange is a run of tasks [front, back) not yet claimed, packed in one word (front in the
@@ -131,6 +133,19 @@ func (p *pool) start(n int, fn func(task int), ranged bool) {
 	}
 }
 
+// hint hands the spinning workers a job without tasks whose prefetch they run until the next
+// job comes (prefetch.go); the caller goes on at once. Parked workers are left parked, and a
+// pool busy with another caller's job is left alone. It reports whether it handed the job over.
+func (p *pool) hint(j *job) bool {
+	if len(p.workers) == 0 || !p.busy.TryLock() {
+		return false
+	}
+	p.current.Store(j)
+	p.gen.Add(1)
+	p.busy.Unlock()
+	return true
+}
+
 // work pulls tasks until none is left; id is the thread's number.
 func (j *job) work(id int) {
 	if j.ranges != nil {
@@ -199,6 +214,9 @@ func (p *pool) loop(w *worker) {
 		if g := p.gen.Load(); g != seen {
 			seen = g
 			if j := p.current.Load(); j != nil {
+				if j.prefetch.tasks > 0 {
+					j.prefetch.run(w.id, p.threads(), func() bool { return p.gen.Load() != g })
+				}
 				j.work(w.id)
 			}
 			continue

@@ -153,6 +153,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 	pool := lws[0].e.backend.pool
 	step := lws[0].step
 	total := first[len(plans)]
+	pf := lws[0].e.registerPrefetch(plans, first)
 	return func(f *frame) {
 		g := f.stepState(step, mk).(*siblingDotsCall)
 		x := plans[0].x(f) // the same x for all (the later members' own scratch for it stays unused)
@@ -177,6 +178,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 			}
 		}
 		runQuantTasks(pool, macs, total, g.run)
+		pf.hintNext(pool, f)
 	}, nil
 }
 

@@ -1,0 +1,126 @@
+package cpu
+
+// Weights fetched ahead while decoding. A decoding step alternates products that stream their
+// weights from memory, split over the threads, with short serial stretches on the calling
+// thread (norms, x quantized, the cache write), during which the other threads wait and the
+// memory bus idles. After each quantized product, the workers are handed a hint: each starts
+// fetching into its cache the rows of the next quantized product that its own run of tasks
+// (pool.runRanges) will read, and stops at the next job. The calling thread does not wait
+// for them, and nothing is computed: only when the data arrives changes.
+
+import (
+	"sync/atomic"
+
+	"github.com/posformer/posformer/engine/cpu/kernels"
+)
+
+// prefetchBudget bounds what a worker fetches for one product (with its L2 of about 1 MB, more
+// would evict the start before the product reads it).
+const prefetchBudget = 384 << 10
+
+// prefetchChunk is how much a worker fetches between looks for the next job.
+const prefetchChunk = 4 << 10
+
+// weightPrefetch is a quantized product step (one product, or a group of siblings) as the step
+// before it prefetches for it: its members' plans and each one's first task.
+type weightPrefetch struct {
+	plans []*quantDotPlan
+	first []int // each member's first task, then the total
+	next  *weightPrefetch
+}
+
+// registerPrefetch records a decoding-sized product step (x of at most four rows, large enough
+// for the pool) in step order, so that Compile can link each to the next one (linkPrefetches).
+func (e *Executable) registerPrefetch(plans []*quantDotPlan, first []int) *weightPrefetch {
+	macs := 0
+	for _, p := range plans {
+		if p.M > 4 || p.gemm {
+			return nil
+		}
+		macs += p.M * p.N * p.K
+	}
+	if macs < minParallelQuantMACs {
+		return nil // run on the calling thread: the workers' caches do not serve it
+	}
+	w := &weightPrefetch{plans: plans, first: first}
+	e.prefetches = append(e.prefetches, w)
+	return w
+}
+
+// linkPrefetches points each registered step at the next one.
+func (e *Executable) linkPrefetches() {
+	for i := 0; i+1 < len(e.prefetches); i++ {
+		e.prefetches[i].next = e.prefetches[i+1]
+	}
+}
+
+// prefetchHints counts the hints handed to a pool so far (for tests).
+var prefetchHints atomic.Int64
+
+// hintNext hands the pool's workers the next product's weights, if w has a next and the pool
+// has workers.
+func (w *weightPrefetch) hintNext(pool *pool, f *frame) {
+	if w == nil || w.next == nil || len(pool.workers) == 0 {
+		return
+	}
+	nx := w.next
+	j := &job{}
+	h := &j.prefetch
+	h.tasks = nx.first[len(nx.first)-1]
+	for i, p := range nx.plans[:min(len(nx.plans), len(h.members))] {
+		m := &h.members[i]
+		m.q = f.slots[p.iq]
+		if p.id >= 0 {
+			m.d = f.slots[p.id]
+		}
+		m.first, m.tasks, m.rows, m.n = nx.first[i], p.tasks, p.rows, p.N
+		h.count++
+	}
+	if pool.hint(j) {
+		prefetchHints.Add(1)
+	}
+}
+
+// prefetchWork is what a hint job fetches: the members' bytes of weights and of scales, and how
+// their rows are cut into tasks.
+type prefetchWork struct {
+	members [3]prefetchMember
+	count   int
+	tasks   int
+	fetch   func(b []byte) // kernels.Prefetch where nil (tests record the ranges)
+}
+
+type prefetchMember struct {
+	q, d                  []byte // the matrix's values and scales ([rows, ...] each)
+	first, tasks, rows, n int    // its first task in the job, its tasks, rows per task, rows
+}
+
+// run fetches what thread id of threads will read first, until stop reports a new job.
+func (h *prefetchWork) run(id, threads int, stop func() bool) {
+	lo, hi := h.tasks*id/threads, h.tasks*(id+1)/threads
+	fetch := h.fetch
+	if fetch == nil {
+		fetch = kernels.Prefetch
+	}
+	budget := prefetchBudget
+	for i := range h.count {
+		m := &h.members[i]
+		t0, t1 := max(lo, m.first), min(hi, m.first+m.tasks)
+		if t0 >= t1 {
+			continue
+		}
+		r0, r1 := (t0-m.first)*m.rows, min(m.n, (t1-m.first)*m.rows)
+		qRow, dRow := len(m.q)/m.n, len(m.d)/m.n
+		for r := r0; r < r1 && budget > 0; {
+			rows := max(1, prefetchChunk/qRow)
+			rows = min(rows, r1-r)
+			fetch(m.q[r*qRow : (r+rows)*qRow])
+			fetch(m.d[r*dRow : (r+rows)*dRow])
+			budget -= rows * (qRow + dRow)
+			r += rows
+			if stop() {
+				return
+			}
+		}
+	}
+}
