@@ -26,11 +26,17 @@ type job struct {
 	done  atomic.Int64
 	fault atomic.Pointer[any] // the first panic of a task, re-raised in the caller
 	// ranges, in runRanges' jobs: each thread's own run of tasks (nil: every thread claims
-	// from next). inline holds them for small pools, so that a job stays one allocation.
+	// from next).
 	ranges []taskRange
-	inline [4]taskRange
 	// prefetch, in a hint's job (hint): what the workers fetch; such a job has no tasks.
-	prefetch prefetchWork
+	prefetch *prefetchWork
+}
+
+// rangedJob is a job with room for the ranges of a small pool, so that it stays one
+// allocation; the other jobs stay small (a decoding step makes about a hundred).
+type rangedJob struct {
+	job
+	inline [4]taskRange
 }
 
 // taskRange is a run of tasks [front, back) not yet claimed, packed in one word (front in the
@@ -111,9 +117,13 @@ func (p *pool) start(n int, fn func(task int), ranged bool) {
 		return
 	}
 	defer p.busy.Unlock()
-	j := &job{fn: fn, n: int64(n)}
+	var j *job
 	if ranged {
-		j.split(p.threads())
+		rj := &rangedJob{job: job{fn: fn, n: int64(n)}}
+		j = &rj.job
+		j.split(p.threads(), rj.inline[:])
+	} else {
+		j = &job{fn: fn, n: int64(n)}
 	}
 	p.current.Store(j)
 	p.gen.Add(1)
@@ -162,10 +172,11 @@ func (j *job) work(id int) {
 	}
 }
 
-// split gives each of t threads its own run of the job's tasks, in order.
-func (j *job) split(t int) {
-	j.ranges = j.inline[:0]
-	if t > len(j.inline) {
+// split gives each of t threads its own run of the job's tasks, in order, in room if it holds
+// them.
+func (j *job) split(t int, room []taskRange) {
+	j.ranges = room[:0]
+	if t > len(room) {
 		j.ranges = make([]taskRange, 0, t)
 	}
 	j.ranges = j.ranges[:t]
@@ -214,7 +225,7 @@ func (p *pool) loop(w *worker) {
 		if g := p.gen.Load(); g != seen {
 			seen = g
 			if j := p.current.Load(); j != nil {
-				if j.prefetch.tasks > 0 {
+				if j.prefetch != nil {
 					j.prefetch.run(w.id, p.threads(), func() bool { return p.gen.Load() != g })
 				}
 				j.work(w.id)

@@ -35,7 +35,7 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 func TestRangedJobOrder(t *testing.T) {
 	var order []int
 	j := &job{fn: func(i int) { order = append(order, i) }, n: 10}
-	j.split(3) // [0, 3), [3, 6), [6, 10)
+	j.split(3, make([]taskRange, 4)) // [0, 3), [3, 6), [6, 10)
 	j.work(1)
 	if want := []int{3, 4, 5, 9, 8, 7, 6, 2, 1, 0}; !slices.Equal(order, want) {
 		t.Errorf("order %v, want %v", order, want)
@@ -50,7 +50,7 @@ func TestRangedJobOrder(t *testing.T) {
 	}
 	var big job
 	big.n = 7
-	big.split(6) // more threads than the inline ranges hold
+	big.split(6, make([]taskRange, 4)) // more threads than the room holds
 	got := 0
 	for i := range big.ranges {
 		v := big.ranges[i].fb.Load()

@@ -64,8 +64,9 @@ func (w *weightPrefetch) hintNext(pool *pool, f *frame) {
 		return
 	}
 	nx := w.next
-	j := &job{}
-	h := &j.prefetch
+	hj := &hintJob{}
+	j, h := &hj.job, &hj.work
+	j.prefetch = h
 	h.tasks = nx.first[len(nx.first)-1]
 	for i, p := range nx.plans[:min(len(nx.plans), len(h.members))] {
 		m := &h.members[i]
@@ -79,6 +80,12 @@ func (w *weightPrefetch) hintNext(pool *pool, f *frame) {
 	if pool.hint(j) {
 		prefetchHints.Add(1)
 	}
+}
+
+// hintJob is a hint's job and its work, one allocation.
+type hintJob struct {
+	job
+	work prefetchWork
 }
 
 // prefetchWork is what a hint job fetches: the members' bytes of weights and of scales, and how
@@ -111,6 +118,9 @@ func (h *prefetchWork) run(id, threads int, stop func() bool) {
 		}
 		r0, r1 := (t0-m.first)*m.rows, min(m.n, (t1-m.first)*m.rows)
 		qRow, dRow := len(m.q)/m.n, len(m.d)/m.n
+		if qRow == 0 {
+			continue
+		}
 		for r := r0; r < r1 && budget > 0; {
 			rows := max(1, prefetchChunk/qRow)
 			rows = min(rows, r1-r)

@@ -118,7 +118,7 @@ func TestPoolHintStopsAtTheNextJob(t *testing.T) {
 			t.Fatal("the hint never ran")
 		}
 		p.run(2, func(int) {})
-		p.hint(&job{prefetch: *w})
+		p.hint(&job{prefetch: w})
 		time.Sleep(20 * time.Millisecond)
 	}
 	counts := make([]atomic.Int32, 64)
