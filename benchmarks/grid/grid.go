@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -342,14 +343,26 @@ func (r *Runner) runCell(c Cell, procs int, progress func(frac float64, phase st
 		os.Remove(filepath.Join(c.Dir, train.StateFile))
 	}
 	progress(trainShare, "eval")
+	// The evaluation runs on this goroutine: locked to its thread, that thread's CPU time is its
+	// cost on one core, whatever time the process spent waiting.
+	runtime.LockOSThread()
 	start := time.Now()
-	if rs, err = r.Evaluate(c.Model, procs, func(f float64) { progress(trainShare+(1-trainShare)*f, "eval") }); err != nil {
+	cpuStart, cpuOK := train.ThreadCPU()
+	rs, err = r.Evaluate(c.Model, procs, func(f float64) { progress(trainShare+(1-trainShare)*f, "eval") })
+	cpuEnd, _ := train.ThreadCPU()
+	wall := time.Since(start)
+	runtime.UnlockOSThread()
+	if err != nil {
 		return err
 	}
 	if err := keepCurve(r.Out, c); err != nil {
 		return err
 	}
-	if err := writeEvalTime(r.Out, c, time.Since(start), procs); err != nil {
+	cpu := time.Duration(-1)
+	if cpuOK {
+		cpu = cpuEnd - cpuStart
+	}
+	if err := writeEvalTime(r.Out, c, wall, cpu, procs); err != nil {
 		return err
 	}
 	if c.Ship != "" {
@@ -436,8 +449,12 @@ func EvalTimePath(out string, c Cell) string {
 	return strings.TrimSuffix(CurvePath(out, c), ".loss.csv") + ".eval.json"
 }
 
-func writeEvalTime(out string, c Cell, d time.Duration, threads int) error {
-	data, err := json.Marshal(report.EvalTime{Seconds: math.Round(d.Seconds()*10) / 10, Threads: threads})
+func writeEvalTime(out string, c Cell, d, cpu time.Duration, threads int) error {
+	et := report.EvalTime{Seconds: math.Round(d.Seconds()*10) / 10, Threads: threads}
+	if cpu >= 0 {
+		et.ThreadCPU = math.Round(cpu.Seconds()*10) / 10
+	}
+	data, err := json.Marshal(et)
 	if err != nil {
 		return err
 	}
@@ -657,7 +674,7 @@ func atPace(out string, cells []Cell, finished map[string]bool) (secs float64, n
 			}
 		}
 		info := infos[c.Task][c.Name]
-		if wall := info.WallSeconds; wall > 0 && c.TrainSeconds > 0 {
+		if wall, _ := info.CoreSeconds(); wall > 0 && c.TrainSeconds > 0 {
 			add(&all, wall, c.TrainSeconds)
 			add(perTask[c.Task], wall, c.TrainSeconds)
 			if info.MicroBatch > 0 && info.MicroBatch < info.Batch {

@@ -636,3 +636,38 @@ func TestRunCountsOnlyTheWorkLeftOfAResumedCell(t *testing.T) {
 		t.Errorf("progress ended at %g of %g", last, wantTotal)
 	}
 }
+
+// The pace counts a model's training thread's CPU time where train.json records it on one
+// thread, not its wall time, which also counts the time the grid was stopped: here each finished
+// model waited five times its estimate and computed for half of it.
+func TestPaceCountsThreadCPUTime(t *testing.T) {
+	out := t.TempDir()
+	var cells []Cell
+	for _, m := range recipe.V2.Models(filepath.Join(out, "w"), []string{"copy"}, []string{"rope", "alibi"}, 2) {
+		cells = append(cells, Cell{Model: m})
+	}
+	finished := map[string]bool{}
+	for _, c := range cells[:3] {
+		for path, data := range map[string]string{
+			CellPath(out, c): "task,model\n",
+			filepath.Join(out, "results", "curves", c.Task, c.Name+".train.json"): fmt.Sprintf(
+				`{"wall_seconds": %g, "thread_cpu_seconds": %g, "gomaxprocs": 1, "batch": 32}`, c.TrainSeconds*5, c.TrainSeconds*0.5),
+		} {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		finished[c.ID()] = true
+	}
+	var want float64
+	for _, c := range cells[3:] {
+		want += c.TrainSeconds*0.5 + c.EvalSeconds
+	}
+	got, n, _, ratio := atPace(out, cells, finished)
+	if n != 3 || math.Abs(got-want) > 1e-6*want || math.Abs(ratio-0.5) > 1e-9 {
+		t.Errorf("atPace: %g s from %d models at %.3f of the estimate, want %g s from 3 at 0.5", got, n, ratio, want)
+	}
+}

@@ -29,6 +29,7 @@ type TrainInfo struct {
 	SeqLen          int            `json:"seq_len"`
 	Seed            int            `json:"seed"`
 	WallSeconds     float64        `json:"wall_seconds"`
+	ThreadCPU       float64        `json:"thread_cpu_seconds"` // the training thread's CPU time (0: not measured)
 	GOMAXPROCS      int            `json:"gomaxprocs"`
 	MicroBatch      int            `json:"micro_batch"` // sequences a pass (0 or Batch: one pass); of the last run, if resumed
 	FinalLoss       Loss           `json:"final_loss"`
@@ -82,6 +83,16 @@ func (l *Loss) UnmarshalJSON(b []byte) error {
 	}
 	*l = Loss(f)
 	return nil
+}
+
+// CoreSeconds is what training the model cost in seconds of one core: the training thread's CPU
+// time where it trained on one thread and the whole run was measured (true), else its wall time,
+// which also counts any time the process waited: stopped, or its core shared.
+func (t TrainInfo) CoreSeconds() (float64, bool) {
+	if t.ThreadCPU > 0 && t.GOMAXPROCS == 1 {
+		return t.ThreadCPU, true
+	}
+	return t.WallSeconds, false
 }
 
 // ReadTrainInfo reads dir/train.json; a checkpoint without one was not trained to the end.

@@ -153,3 +153,21 @@ func TestTrainInfo(t *testing.T) {
 		t.Errorf("no train.json: %v", err)
 	}
 }
+
+// A model's cost on one core is its training thread's CPU time where it trained on one thread
+// and the time was measured; otherwise its wall time.
+func TestCoreSeconds(t *testing.T) {
+	for _, c := range []struct {
+		ti   TrainInfo
+		want float64
+		cpu  bool
+	}{
+		{TrainInfo{WallSeconds: 900, ThreadCPU: 300, GOMAXPROCS: 1}, 300, true},
+		{TrainInfo{WallSeconds: 900, ThreadCPU: 300, GOMAXPROCS: 2}, 900, false}, // the other threads' work is not in it
+		{TrainInfo{WallSeconds: 900, GOMAXPROCS: 1}, 900, false},                 // trained before it was recorded
+	} {
+		if got, cpu := c.ti.CoreSeconds(); got != c.want || cpu != c.cpu {
+			t.Errorf("%+v: %g, %v; want %g, %v", c.ti, got, cpu, c.want, c.cpu)
+		}
+	}
+}

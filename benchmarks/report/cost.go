@@ -64,7 +64,8 @@ func taskCost(rs []Result, cs []Curve) cost {
 			r = &rec{}
 			byLabel[c.Label] = r
 		}
-		r.train, all.train = append(r.train, c.Info.WallSeconds), append(all.train, c.Info.WallSeconds)
+		secs, _ := c.Info.CoreSeconds()
+		r.train, all.train = append(r.train, secs), append(all.train, secs)
 		if !math.IsNaN(c.EvalSeconds) {
 			r.eval, all.eval = append(r.eval, c.EvalSeconds), append(all.eval, c.EvalSeconds)
 		}
@@ -86,7 +87,8 @@ func taskCost(rs []Result, cs []Curve) cost {
 		out.models++
 		c, ok := recorded[modelKey(r.Label(), r.Seed)]
 		if ok {
-			out.train += c.Info.WallSeconds
+			secs, _ := c.Info.CoreSeconds()
+			out.train += secs
 		} else {
 			out.noTrain++
 			out.train += fill(r.Label(), func(r *rec) []float64 { return r.train })

@@ -26,14 +26,24 @@ type Curve struct {
 	Info        recipe.TrainInfo
 	Steps       []float64
 	Eval        []float64 // held-out loss at L, nats per scored token
-	EvalSeconds float64   // the model's evaluation wall time; NaN where not recorded (no eval.json)
+	EvalSeconds float64   // the model's evaluation time on one core (EvalTime.CoreSeconds); NaN where not recorded (no eval.json)
 }
 
-// EvalTime is a model's evaluation wall time, kept by the grid beside its curve as
+// EvalTime is a model's evaluation time, kept by the grid beside its curve as
 // <name>.eval.json: a grid's time is its models' training (train.json) and this.
 type EvalTime struct {
-	Seconds float64 `json:"eval_seconds"`
-	Threads int     `json:"threads"`
+	Seconds   float64 `json:"eval_seconds"`
+	Threads   int     `json:"threads"`
+	ThreadCPU float64 `json:"thread_cpu_seconds,omitempty"` // the evaluating thread's CPU time (0: not measured)
+}
+
+// CoreSeconds is the evaluation's cost in seconds of one core: the thread's CPU time where it ran
+// on one thread and was measured, else its wall time.
+func (et EvalTime) CoreSeconds() float64 {
+	if et.ThreadCPU > 0 && et.Threads == 1 {
+		return et.ThreadCPU
+	}
+	return et.Seconds
 }
 
 // ReadCurves reads a task's kept curves (none if the folder is absent: a report of v1, or a grid
@@ -87,7 +97,7 @@ func ReadCurves(out, task string) ([]Curve, error) {
 			if err := json.Unmarshal(data, &et); err != nil {
 				return nil, fmt.Errorf("reading %s: %w", evalPath, err)
 			}
-			c.EvalSeconds = et.Seconds
+			c.EvalSeconds = et.CoreSeconds()
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
@@ -122,7 +132,7 @@ func trainedModels(rs []Result) []Result {
 }
 
 // TrainingSection is a task's "training" subsection: per label, how the seeds stopped, their
-// steps, final held-out loss and wall time; the models that reached the cap by name; the models
+// steps, final held-out loss and time on one core; the models that reached the cap by name; the models
 // of the results whose curves were not kept. rs are the task's results (for that last list).
 // It is empty for a task with nothing trained (baselines only).
 func TrainingSection(task string, cs []Curve, rs []Result, plotName string) string {
@@ -146,8 +156,9 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	}
 	if len(cs) > 0 {
 		b.WriteString("Held-out loss at L (nats per scored token) at the last evaluation. Stopped by the plateau rule or at the step cap " +
-			"(fine-tunes run a fixed number of steps, at their own length); wall time on one core of two, both busy.\n\n")
-		b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | wall min | eval min |\n| --- | ---: | ---: | --- | --- | ---: | ---: |\n")
+			"(fine-tunes run a fixed number of steps, at their own length); time on one core of two, both busy: the thread's CPU " +
+			"time where train.json and eval.json record it, else wall time.\n\n")
+		b.WriteString("| model | seeds | stopped by the plateau | steps | held-out loss | train min | eval min |\n| --- | ---: | ---: | --- | --- | ---: | ---: |\n")
 	}
 	byLabel := map[string][]Curve{}
 	var labels []string
@@ -170,10 +181,11 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			case strings.HasPrefix(c.Info.Stop, "step cap"):
 				capped = append(capped, fmt.Sprintf("`%s` seed %d (%s)", l, c.Info.Seed, Num(float64(c.Info.FinalEvalLoss))))
 			} // else a fixed number of steps (a fine-tune): neither
-			total += c.Info.WallSeconds
+			secs, _ := c.Info.CoreSeconds()
+			total += secs
 			steps = append(steps, strconv.Itoa(c.Info.Steps))
 			loss = append(loss, float64(c.Info.FinalEvalLoss))
-			wall = append(wall, c.Info.WallSeconds/60)
+			wall = append(wall, secs/60)
 			if !math.IsNaN(c.EvalSeconds) {
 				eval = append(eval, c.EvalSeconds/60)
 				evalTotal, evalN = evalTotal+c.EvalSeconds, evalN+1
@@ -188,7 +200,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			fmtSummary(stats.Summarize(loss)), stats.Summarize(wall).Mean, evalText)
 	}
 	if len(cs) > 0 {
-		fmt.Fprintf(&b, "\n%d models, %.1f h of training wall time in all.", len(cs), total/3600)
+		fmt.Fprintf(&b, "\n%d models, %.1f h of training on one core in all.", len(cs), total/3600)
 		if evalN > 0 {
 			fmt.Fprintf(&b, " Evaluation (every length and row of the tables above, where an eval.json records it; \"eval min\", mean over the timed seeds): %d models, %s, %.1f min a model.", evalN, duration(evalTotal), evalTotal/60/float64(evalN))
 		}

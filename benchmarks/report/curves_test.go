@@ -32,9 +32,10 @@ func TestTrainingSection(t *testing.T) {
 	write("rope-seed2", "rope", 2, "step cap 3000", 0.2)
 	write("alibi", "alibi", 1, "plateau at step 600, cool-down to 700", 0.05)
 	write("rope-pi4", "rope", 1, "-steps 1000", 0.3) // a fine-tune: neither plateau nor cap
-	// Evaluation times kept for the two rope seeds (90 and 150 s), not for the others.
+	// Evaluation times kept for the two rope seeds (90 s, and 150 s of CPU time in 400 of wall
+	// time: the CPU time counts), not for the others.
 	os.WriteFile(filepath.Join(dir, "rope.eval.json"), []byte(`{"eval_seconds": 90, "threads": 1}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "rope-seed2.eval.json"), []byte(`{"eval_seconds": 150, "threads": 1}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "rope-seed2.eval.json"), []byte(`{"eval_seconds": 400, "threads": 1, "thread_cpu_seconds": 150}`), 0o644)
 	cs, err := ReadCurves(out, "copy")
 	if err != nil || len(cs) != 4 {
 		t.Fatalf("read %d curves (%v), want 4", len(cs), err)
@@ -57,7 +58,7 @@ func TestTrainingSection(t *testing.T) {
 	}
 	for _, want := range []string{"| `rope` | 2 | 1 of 2 | 1100, 1100 | 0.150 ± 0.635 | 10 | 2.0 |", "| `alibi` | 1 | 1 of 1 |",
 		"| 10 | — |", "Evaluation (every length", "2 models, 4 min, 2.0 min a model",
-		"`rope` seed 2 (0.200)", "not kept", "4 models, 0.7 h of training wall time", "`none` seed 1.", "results/copy-curves.png"} {
+		"`rope` seed 2 (0.200)", "not kept", "4 models, 0.7 h of training on one core", "`none` seed 1.", "results/copy-curves.png"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("section lacks %q:\n%s", want, s)
 		}

@@ -136,7 +136,7 @@ func LRTable(rows []LRRow) string {
 }
 
 // KeptCost is the "Cost" table: per task, hours of one core spent training (every kept
-// train.json's wall_seconds, the sweeps' other rates included) and evaluating (eval.json).
+// train.json's CoreSeconds, the sweeps' other rates included) and evaluating (eval.json).
 func KeptCost(curves map[string][]Curve, taskNames []string) string {
 	var b strings.Builder
 	b.WriteString("| task | models | training h | evaluation h | models without an eval.json |\n| --- | ---: | ---: | ---: | ---: |\n")
@@ -150,7 +150,8 @@ func KeptCost(curves map[string][]Curve, taskNames []string) string {
 		var tr, ev float64
 		ne := 0
 		for _, c := range cs {
-			tr += c.Info.WallSeconds
+			secs, _ := c.Info.CoreSeconds()
+			tr += secs
 			if math.IsNaN(c.EvalSeconds) {
 				ne++
 			} else {

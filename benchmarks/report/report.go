@@ -198,7 +198,7 @@ func WriteReport(out string) error {
 	allCurves := map[string][]Curve{} // with the sweeps' other rates, for the cost
 	var lrRows []LRRow
 	if keptCurves {
-		n, secs := 0, 0.0
+		n, nCPU, secs := 0, 0, 0.0
 		for _, task := range tasks.Names() {
 			cs, err := ReadCurves(out, task)
 			if err != nil {
@@ -215,18 +215,22 @@ func WriteReport(out string) error {
 			}
 			curves[task] = cs
 			for _, c := range allCurves[task] {
-				n, secs = n+1, secs+c.Info.WallSeconds
+				one, cpu := c.Info.CoreSeconds()
+				n, secs = n+1, secs+one
+				if cpu {
+					nCPU++
+				}
 			}
 		}
 		switch {
 		case n > 0 && v3:
-			fmt.Fprintf(&b, "Training: %d models with kept curves (the learning-rate sweeps' included), %.1f h of wall time on one core "+
-				"each; the grid trains two at a time on 2 cores, so about %.1f h of the machine (\"Cost\", at the end, adds evaluation).\n\n",
-				n, secs/3600, secs/3600/2)
+			fmt.Fprintf(&b, "Training: %d models with kept curves (the learning-rate sweeps' included), %.1f h on one core "+
+				"each (%s); the grid trains two at a time on 2 cores, so about %.1f h of the machine (\"Cost\", at the end, adds evaluation).\n\n",
+				n, secs/3600, cpuShare(nCPU, n), secs/3600/2)
 		case n > 0:
-			fmt.Fprintf(&b, "Training: %d models with kept curves, %.1f h of wall time on one core each; the grid trains two at a "+
+			fmt.Fprintf(&b, "Training: %d models with kept curves, %.1f h on one core each (%s); the grid trains two at a "+
 				"time on 2 cores, so about %.1f h of the machine (each task's training table has its share; \"What the grid took\", "+
-				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, secs/3600/2)
+				"at the end, adds evaluation and the models without a kept curve).\n\n", n, secs/3600, cpuShare(nCPU, n), secs/3600/2)
 		}
 	}
 	if v3 {
@@ -333,3 +337,15 @@ const costAbout = "Wall time on one core of two, both busy, summed over the trai
 	"did. This is the grid as it ran, across machines and versions of the engine that made training faster\n" +
 	"(`benchmarks/README.md`), not what a run from scratch takes today: `go run ./cmd/bench --full -plan`\n" +
 	"estimates that."
+
+// cpuShare says how the training times were measured: the training thread's CPU time (which does
+// not count the time the grid waited, stopped or sharing its cores) or the wall time.
+func cpuShare(cpu, n int) string {
+	switch cpu {
+	case n:
+		return "the training thread's CPU time"
+	case 0:
+		return "wall time"
+	}
+	return fmt.Sprintf("the training thread's CPU time for %d of them, wall time for the others", cpu)
+}

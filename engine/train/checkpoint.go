@@ -40,6 +40,10 @@ const stepKey = "step"
 // several saves before.
 const secondsKey = "seconds"
 
+// cpuSecondsKey is the state file's metadata key of the training thread's CPU time up to the
+// save (ThreadCPU), absent where it was not measured over the whole run so far.
+const cpuSecondsKey = "cpu_seconds"
+
 // setFiles are the files of a checkpoint, in the order save writes them.
 var setFiles = []string{models.WeightsFile, models.ConfigFile, StateFile}
 
@@ -48,7 +52,7 @@ var runFiles = append(append([]string(nil), setFiles...), CurveFile, InfoFile, i
 
 // save writes the checkpoint of step to dir, trained for seconds of wall time so far, first
 // removing the temporary files of writes that a killed run left there.
-func save(dir string, cfg models.Config, ctx *context.Context, step int, seconds float64) error {
+func save(dir string, cfg models.Config, ctx *context.Context, step int, seconds, cpuSeconds float64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
 	}
@@ -62,6 +66,9 @@ func save(dir string, cfg models.Config, ctx *context.Context, step int, seconds
 	var ts []safetensors.Tensor
 	// The other keys are variables, whose names start with "/".
 	meta := map[string]string{stepKey: stamp, secondsKey: strconv.FormatFloat(seconds, 'f', 1, 64)}
+	if cpuSeconds >= 0 {
+		meta[cpuSecondsKey] = strconv.FormatFloat(cpuSeconds, 'f', 1, 64)
+	}
 	for v := range ctx.IterVariables() {
 		if strings.HasPrefix(v.Scope(), "/"+models.Scope) {
 			continue
@@ -132,6 +139,12 @@ func savedStep(path string) (step int, ok bool, err error) {
 // records none (saved before the time was recorded).
 func savedSeconds(path string) (seconds float64, ok bool, err error) {
 	return savedNumber(path, secondsKey, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+// savedCPUSeconds is the training thread's CPU time a state file records; ok is false for a
+// file that records none.
+func savedCPUSeconds(path string) (seconds float64, ok bool, err error) {
+	return savedNumber(path, cpuSecondsKey, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 }
 
 // savedNumber parses the metadata entry key of the safetensors file at path; ok is false for a

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/posformer/posformer/models"
 	"github.com/posformer/posformer/models/safetensors"
@@ -256,24 +259,7 @@ func TestResumeCountsSavedWallTime(t *testing.T) {
 	if s, ok, err := savedSeconds(state); err != nil || !ok || s < 0 || s > 600 {
 		t.Fatalf("the state records %g s (%v, %v); want the run's few seconds", s, ok, err)
 	}
-	f, err := safetensors.Open(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ts []safetensors.Tensor
-	for _, info := range f.Infos() {
-		data, err := f.ReadFloat32(info.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, safetensors.Tensor{Name: info.Name, Shape: info.Shape, Data: data})
-	}
-	meta := f.Metadata()
-	f.Close()
-	meta[secondsKey] = "1000"
-	if err := safetensors.Write(state, ts, meta); err != nil {
-		t.Fatal(err)
-	}
+	editMetadata(t, state, func(meta map[string]string) { meta[secondsKey] = "1000" })
 	resumed := tinyRun(dir, 4)
 	resumed.Resume = true
 	r := mustRun(t, resumed)
@@ -290,4 +276,104 @@ func TestResumeCountsSavedWallTime(t *testing.T) {
 	if s, _, _ := savedSeconds(state); s < 1000 {
 		t.Errorf("the resumed run's checkpoint records %g s, want at least 1,000", s)
 	}
+}
+
+// editMetadata rewrites the metadata of the safetensors file at path with edit.
+func editMetadata(t *testing.T, path string, edit func(meta map[string]string)) {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, info := range f.Infos() {
+		data, err := f.ReadFloat32(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, safetensors.Tensor{Name: info.Name, Shape: info.Shape, Data: data})
+	}
+	meta := f.Metadata()
+	f.Close()
+	edit(meta)
+	if err := safetensors.Write(path, ts, meta); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ThreadCPU counts the thread's work and not its waiting: 50 ms asleep add (almost) nothing,
+// 50 ms of spinning add about 50.
+func TestThreadCPUCountsWorkNotWaiting(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0, ok := ThreadCPU()
+	if !ok {
+		t.Skip("no per-thread CPU clock on this system")
+	}
+	time.Sleep(50 * time.Millisecond)
+	t1, _ := ThreadCPU()
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	t2, _ := ThreadCPU()
+	if slept := t1 - t0; slept > 10*time.Millisecond {
+		t.Errorf("50 ms asleep took %v of CPU", slept)
+	}
+	if spun := t2 - t1; spun < 25*time.Millisecond || spun > 80*time.Millisecond {
+		t.Errorf("50 ms of spinning took %v of CPU", spun)
+	}
+}
+
+// train.json records the training thread's CPU time, summed over resumptions from the state
+// file's record (set by hand here), and not at all when an earlier part of the run was not
+// measured (a state saved without the record).
+func TestTrainRecordsThreadCPUTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model")
+	}
+	if _, ok := ThreadCPU(); !ok {
+		t.Skip("no per-thread CPU clock on this system")
+	}
+	dir := t.TempDir()
+	r := mustRun(t, tinyRun(dir, 2))
+	state := filepath.Join(dir, StateFile)
+	s, ok, err := savedCPUSeconds(state)
+	if err != nil || !ok || s < 0 || s > r.WallSeconds+0.5 {
+		t.Fatalf("the state records %g s of CPU (%v, %v); want the run's, at most its wall time %g s", s, ok, err, r.WallSeconds)
+	}
+	info := readInfo(t, dir)
+	if cpu, ok := info["thread_cpu_seconds"].(float64); !ok || cpu < 0 || cpu > math.Round(r.WallSeconds)+1 {
+		t.Errorf("train.json's thread_cpu_seconds %v, want the run's (wall %g s)", info["thread_cpu_seconds"], r.WallSeconds)
+	}
+
+	editMetadata(t, state, func(meta map[string]string) { meta[cpuSecondsKey] = "500" })
+	resumed := tinyRun(dir, 4)
+	resumed.Resume = true
+	mustRun(t, resumed)
+	if cpu, _ := readInfo(t, dir)["thread_cpu_seconds"].(float64); cpu < 500 || cpu > 600 {
+		t.Errorf("resumed run's thread_cpu_seconds %g, want 500 and this run's", cpu)
+	}
+
+	dir = t.TempDir()
+	mustRun(t, tinyRun(dir, 2))
+	editMetadata(t, filepath.Join(dir, StateFile), func(meta map[string]string) { delete(meta, cpuSecondsKey) })
+	resumed = tinyRun(dir, 4)
+	resumed.Resume = true
+	mustRun(t, resumed)
+	if cpu, ok := readInfo(t, dir)["thread_cpu_seconds"]; ok {
+		t.Errorf("a run resumed from a state without its CPU time records %v", cpu)
+	}
+}
+
+// readInfo is the train.json in dir.
+func readInfo(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]any
+	if err := json.Unmarshal(data, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info
 }

@@ -401,14 +401,35 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if len(curve) > 0 {
 		prevSeconds = curve[len(curve)-1].Seconds
 	}
+	// The training thread's CPU time, which unlike the wall clock does not count the time the
+	// process waited (stopped, or its cores busy with other work): with one backend thread, what
+	// the model cost. The steps run on this goroutine, locked to its thread meanwhile.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpuStart, cpuKnown := ThreadCPU()
+	prevCPU := 0.0
 	if o.Resume {
 		// The checkpoint's own record, when it has one: the steps after the last evaluation
 		// took time too.
-		if s, ok, err := savedSeconds(filepath.Join(o.Out, StateFile)); err != nil {
+		state := filepath.Join(o.Out, StateFile)
+		if s, ok, err := savedSeconds(state); err != nil {
 			return Result{}, err
 		} else if ok {
 			prevSeconds = s
 		}
+		s, ok, err := savedCPUSeconds(state)
+		if err != nil {
+			return Result{}, err
+		}
+		prevCPU, cpuKnown = s, cpuKnown && ok // an earlier part not measured: the total unknown
+	}
+	// cpuSeconds is the CPU time over resumptions so far, -1 where unknown.
+	cpuSeconds := func() float64 {
+		now, ok := ThreadCPU()
+		if !cpuKnown || !ok {
+			return -1
+		}
+		return prevCPU + (now - cpuStart).Seconds()
 	}
 	var bar Bar = noBar{}
 	if o.Bar != nil {
@@ -477,7 +498,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 		}
 		if done%o.SaveEvery == 0 || done == end {
-			if err := save(o.Out, cfg, mctx, done, prevSeconds+time.Since(start).Seconds()); err != nil {
+			if err := save(o.Out, cfg, mctx, done, prevSeconds+time.Since(start).Seconds(), cpuSeconds()); err != nil {
 				return Result{}, err
 			}
 		}
@@ -495,6 +516,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	bar.Finish()
 	// Over resumptions, as loss.csv counts it: the wall time of the steps this model kept.
 	wall := prevSeconds + time.Since(start).Seconds()
+	cpu := cpuSeconds()
 	stop := fmt.Sprintf("-steps %d", o.Steps)
 	if plat != nil {
 		stop = plat.stopReason()
@@ -541,6 +563,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"go_version":         val.goVersion, // the standard library the texts come from ("" with -data)
 		"validation_sha256":  val.sha256,
 		"nope_layers":        cfg.NoPELayers,
+	}
+	if cpu >= 0 {
+		summary["thread_cpu_seconds"] = math.Round(cpu) // the training thread's, over resumptions
 	}
 	if text != nil {
 		// Only for token runs: a byte run's train.json stays as it was.
