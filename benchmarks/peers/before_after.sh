@@ -9,7 +9,8 @@
 # PEERS holds llamacpp_decode and node_modules/ (README.md here) and the GGUF files
 # r15M-{f32,q8_0}.gguf and r110M-{f32,q8_0}.gguf: random llama2.c models of the 15M shape
 # (-dim 288 -hidden 768 -layers 6 -heads 6 -vocab 32000 -seq 256) and the 110M shape (-dim 768
-# -hidden 2048 -layers 12 -heads 12 -vocab 32000 -seq 1024) written by go run ./cmd/bench
+# -hidden 2048 -layers 12 -heads 12 -vocab 32000 -seq 1024), and for MODELS=42M r42M-*.gguf of
+# the shape between (-dim 512 -hidden 1376 -layers 8 -heads 8 -vocab 32000 -seq 1024), written by go run ./cmd/bench
 # -make-llama2c and exported with go run ./cmd/export --type f32|q8_0|q4_0. REPS (5) sets the
 # repetitions, MODELS ("15M 110M") the shapes, TYPES ("f32 q8_0") the weights, THREADS (2) the
 # threads of every engine, STEPS the tokens generated (default 256 for 15M, 128 for 110M).
@@ -62,6 +63,7 @@ echo "| model, weights ($THREADS threads, greedy from BOS) | steps | bound tok/s
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for m in $MODELS; do
 	n=256 layers=6 dim=288
+	[ $m = 42M ] && n=128 layers=8 dim=512
 	[ $m = 110M ] && n=128 layers=12 dim=768
 	n=${STEPS:-$n}
 	for q in $TYPES; do
