@@ -55,21 +55,23 @@ func newPrefetchWork(n, rows, qRow, dRow int) *prefetchWork {
 	return w
 }
 
-// Each thread fetches the rows of its own run of tasks (as pool.runRanges splits them), values
-// and scales, in order, nothing else, and no more than the budget.
+// Each worker fetches the rows of its own run of tasks (as pool.runRanges splits them), then
+// those of the calling thread's run, values and scales, nothing else, and no more than the
+// budget.
 func TestPrefetchFetchesEachThreadsOwnRows(t *testing.T) {
 	w := newPrefetchWork(500, 48, 128, 16) // 11 tasks a matrix, 33 in all
 	for _, threads := range []int{2, 3} {
-		for id := range threads {
+		for id := 1; id < threads; id++ {
 			rec := &fetchRecorder{ws: w, rows: map[[2]int]int{}}
 			w.fetch = rec.fetch
 			w.run(id, threads, func() bool { return false })
 			lo, hi := w.tasks*id/threads, w.tasks*(id+1)/threads
+			hi0 := w.tasks / threads // the caller's run: [0, hi0)
 			for i := range 3 {
 				for row := range 500 {
 					task := i*11 + row/48
 					want := 0
-					if task >= lo && task < hi {
+					if task >= lo && task < hi || task < hi0 {
 						want = 144
 					}
 					if got := rec.rows[[2]int{i, row}]; got != want {
@@ -87,9 +89,21 @@ func TestPrefetchFetchesEachThreadsOwnRows(t *testing.T) {
 	if rec.bytes > prefetchBudget+prefetchChunk+prefetchChunk/8 || rec.bytes < prefetchBudget {
 		t.Errorf("fetched %d bytes, want the budget of %d", rec.bytes, prefetchBudget)
 	}
-	// Thread 1 of 2 starts at task 24 of 48: matrix 1, row 2048.
-	if rec.rows[[2]int{1, 2048}] == 0 || rec.rows[[2]int{1, 2047}] != 0 || rec.rows[[2]int{0, 4095}] != 0 {
-		t.Errorf("the fetch did not start at the thread's first row")
+	// Thread 1 of 2 starts at task 24 of 48: matrix 1, row 2048; the caller at matrix 0, row 0.
+	// Half the budget each: neither run is fetched to its end.
+	if rec.rows[[2]int{1, 2048}] == 0 || rec.rows[[2]int{1, 2047}] != 0 || rec.rows[[2]int{0, 0}] == 0 || rec.rows[[2]int{0, 4095}] != 0 {
+		t.Errorf("the fetch did not start at the worker's and the caller's first rows")
+	}
+	own, caller := 0, 0
+	for k, b := range rec.rows {
+		if k[0] == 1 && k[1] >= 2048 || k[0] == 2 {
+			own += b
+		} else {
+			caller += b
+		}
+	}
+	if own < prefetchBudget/2 || own > prefetchBudget/2+2*prefetchChunk || caller < prefetchBudget/2-2*prefetchChunk {
+		t.Errorf("fetched %d bytes of the worker's run and %d of the caller's, want half the budget each", own, caller)
 	}
 	// A new job stops it after the chunk in flight.
 	rec = &fetchRecorder{ws: w, rows: map[[2]int]int{}}
