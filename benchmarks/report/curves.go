@@ -173,7 +173,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 	for _, l := range labels {
 		var plateau int
 		var steps []string
-		var loss, wall, eval []float64
+		var loss, train, eval []float64
 		for _, c := range byLabel[l] {
 			switch {
 			case c.Info.Plateaued():
@@ -185,7 +185,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			total += secs
 			steps = append(steps, strconv.Itoa(c.Info.Steps))
 			loss = append(loss, float64(c.Info.FinalEvalLoss))
-			wall = append(wall, secs/60)
+			train = append(train, secs/60)
 			if !math.IsNaN(c.EvalSeconds) {
 				eval = append(eval, c.EvalSeconds/60)
 				evalTotal, evalN = evalTotal+c.EvalSeconds, evalN+1
@@ -197,7 +197,7 @@ func TrainingSection(task string, cs []Curve, rs []Result, plotName string) stri
 			evalText = fmt.Sprintf("%.1f", stats.Summarize(eval).Mean)
 		}
 		fmt.Fprintf(&b, "| `%s` | %d | %d of %d | %s | %s | %.0f | %s |\n", l, n, plateau, n, strings.Join(steps, ", "),
-			fmtSummary(stats.Summarize(loss)), stats.Summarize(wall).Mean, evalText)
+			fmtSummary(stats.Summarize(loss)), stats.Summarize(train).Mean, evalText)
 	}
 	if len(cs) > 0 {
 		fmt.Fprintf(&b, "\n%d models, %.1f h of training on one core in all.", len(cs), total/3600)

@@ -330,7 +330,8 @@ const lrAbout = "Seed 1 of every scheme trained on lm and on copy at each rate; 
 	"(marked) trains every other model of the scheme (lm's choice for lm and mlm, copy's for the synthetic tasks), and its\n" +
 	"seed-1 model is the tables' row. The other rates' models appear only here."
 
-const costAbout = "Wall time on one core of two, both busy, summed over the trained models (RoPE-scaling rows, capped FIRE\n" +
+const costAbout = "Time on one core of two, both busy (the thread's CPU time where `train.json` or `eval.json` records it, else\n" +
+	"wall time), summed over the trained models (RoPE-scaling rows, capped FIRE\n" +
 	"and the sliding window are evaluated from their model's checkpoint and count in its evaluation). Training is\n" +
 	"each model's `train.json`, evaluation (every length and row of the tables) its `eval.json`; a model without a\n" +
 	"record counts at its label's mean, or its task's where no seed of the label has one, and the table says how many\n" +
