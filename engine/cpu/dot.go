@@ -378,7 +378,11 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 // sharesA reports whether run packs op(A) once for all the tasks (runSharedA).
 func (mm *matmul) sharesA() bool {
 	// bf16: there is no packed-A form of SgemmBF16; each task packs its own copy.
-	return !mm.bf16 && kernels.PacksA() && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || !ntDepth(mm.K))
+	lda := mm.K
+	if mm.transA {
+		lda = mm.M
+	}
+	return !mm.bf16 && kernels.PacksA(mm.transA, lda) && mm.B == 1 && mm.mt == 1 && mm.nt > 1 && mm.M > 4 && mm.K > 1 && mm.M*mm.nSize*mm.K > smallGemmMACs && (mm.transA || !mm.transB || mm.M > maxNTRows || !ntDepth(mm.K))
 }
 
 // widensPerTask reports whether run's tasks take B a batch item at a time (task), so that

@@ -6,11 +6,13 @@ import (
 )
 
 // trainShapes: the products of a v2 training step (dim 128, hidden 512, 2048 tokens): x·Wᵀ,
-// the weight gradient (A transposed) and the input gradient, against 512³.
+// the weight gradient (A transposed) and the input gradient, against 512³; then one head's
+// attention products at 128 tokens and head size 32: p·v, q·kᵀ and the values' gradient pᵀ·dO.
 var trainShapes = []struct {
 	m, n, k int
 	ta, tb  bool
-}{{512, 512, 512, false, false}, {2048, 512, 128, false, true}, {512, 128, 2048, true, false}, {2048, 128, 512, false, false}, {2048, 128, 128, false, true}}
+}{{512, 512, 512, false, false}, {2048, 512, 128, false, true}, {512, 128, 2048, true, false}, {2048, 128, 512, false, false}, {2048, 128, 128, false, true},
+	{128, 32, 128, false, false}, {128, 128, 32, false, true}, {128, 32, 128, true, false}}
 
 // benchTrainShapes runs gemm (Sgemm's signature) on every training shape, in GFLOP/s.
 func benchTrainShapes(b *testing.B, gemm func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)) {

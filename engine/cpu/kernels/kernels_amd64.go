@@ -266,24 +266,35 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 	}
 }
 
-// directA reports whether Sgemm reads A in place under kernel set lv (gemmDirect) instead of
-// packing it: on AVX2, whose 6-row panels have no vector packing routine.
-func directA(lv int32) bool { return lv == lvAVX2 }
+// directA reports whether Sgemm reads op(A) in place under kernel set lv (gemmDirect) instead
+// of packing it: always on AVX2, whose 6-row panels have no vector packing routine; on AVX-512
+// except for a transposed A whose rows lie a multiple of 2 KB apart. Read in place, the K slice
+// of such an A falls on two of L1's 64 sets and evicts itself (the weight gradient x·dy with
+// 512 features: 68-81 GFLOP/s in place against 67-81 packed, where every other product of a
+// training step gains, attention's most: BenchmarkSgemmTrainShapes).
+func directA(lv int32, transA bool, lda int) bool {
+	return lv == lvAVX2 || lv == lvAVX512 && !(transA && lda%512 == 0)
+}
 
-// PacksA reports whether Sgemm packs A under the kernel set in use, so that packing it once
-// (PackA) for several products saves work; where it reads A in place there is nothing to share.
-func PacksA() bool { return !directA(level.Load()) }
+// PacksA reports whether Sgemm packs op(A) (A transposed or not, its row stride lda) under the
+// kernel set in use, so that packing it once (PackA) for several products saves work; where it
+// reads A in place there is nothing to share.
+func PacksA(transA bool, lda int) bool { return !directA(level.Load(), transA, lda) }
 
 // microKernelDirect is microKernel with A read in place: element (i, p) of the tile's rows at
 // a[i·rs+p·cs].
 func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32, ldc int, accumulate bool) {
 	mr, nr := tileOf(lv)
-	if !(lv == lvAVX2 && k >= 1 && rs >= 0 && cs >= 0 && len(a) > (mr-1)*rs+(k-1)*cs && len(b) >= nr*k && ldc >= nr && len(c) >= (mr-1)*ldc+nr) {
+	if !((lv == lvAVX2 || lv == lvAVX512) && k >= 1 && rs >= 0 && cs >= 0 && len(a) > (mr-1)*rs+(k-1)*cs && len(b) >= nr*k && ldc >= nr && len(c) >= (mr-1)*ldc+nr) {
 		fail("Sgemm: direct micro-kernel operands out of bounds")
 	}
 	acc := 0
 	if accumulate {
 		acc = 1
+	}
+	if lv == lvAVX512 {
+		gemmDirect8x32AVX512(k, ptr(a), rs, cs, ptr(b), ptr(c), ldc, acc)
+		return
 	}
 	gemmDirect6x16AVX2(k, ptr(a), rs, cs, ptr(b), ptr(c), ldc, acc)
 }

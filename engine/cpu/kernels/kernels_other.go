@@ -29,10 +29,10 @@ func microKernel(lv int32, k int, a, b, c []float32, ldc int, accumulate bool) {
 	gemm4x4Go(k, a, b, c, ldc, accumulate)
 }
 
-func directA(lv int32) bool { return false }
+func directA(lv int32, transA bool, lda int) bool { return false }
 
 // PacksA reports whether Sgemm packs A: always, off amd64.
-func PacksA() bool { return true }
+func PacksA(transA bool, lda int) bool { return true }
 
 func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32, ldc int, accumulate bool) {
 	fail("Sgemm: no direct micro-kernel off amd64")

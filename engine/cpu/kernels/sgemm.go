@@ -68,7 +68,7 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	sp := getScratch()
 	defer putScratch(sp)
 	ap, bp, edge := scratchParts(sp)
-	if alpha == 1 && directA(lv) {
+	if alpha == 1 && directA(lv, transA, lda) {
 		blockedDirect(lv, transA, m, n, k, a, lda, b, ldb, transB, beta, c, ldc, ap, bp, edge)
 		return
 	}

@@ -210,3 +210,46 @@ func TestSgemmConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// A transposed A is read in place or packed depending on its row stride (directA): both sides
+// of the rule, and an untransposed A at the same strides, give the float64 product.
+func TestSgemmStrideRule(t *testing.T) {
+	forEachPath(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		const m, n, k = 40, 37, 300
+		for _, lda := range []int{512, 513, 1024, 1030} {
+			for _, transA := range []bool{true, false} {
+				aRows := m
+				if transA {
+					aRows = k
+				}
+				a := make([]float32, aRows*lda)
+				for i := range a {
+					a[i] = float32(r.NormFloat64())
+				}
+				b := make([]float32, k*n)
+				for i := range b {
+					b[i] = float32(r.NormFloat64())
+				}
+				c := make([]float32, m*n)
+				Sgemm(transA, false, m, n, k, 1, a, lda, b, n, 0, c, n)
+				for i := range m {
+					for j := range n {
+						var want, mag float64
+						for p := range k {
+							x := float64(a[i*lda+p])
+							if transA {
+								x = float64(a[p*lda+i])
+							}
+							want += x * float64(b[p*n+j])
+							mag += math.Abs(x * float64(b[p*n+j]))
+						}
+						if got := float64(c[i*n+j]); math.Abs(got-want) > 1e-5*mag {
+							t.Fatalf("transA %v, lda %d: C[%d, %d] = %g, want %g (directA %v)", transA, lda, i, j, got, want, directA(level.Load(), transA, lda))
+						}
+					}
+				}
+			}
+		}
+	})
+}

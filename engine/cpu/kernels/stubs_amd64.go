@@ -281,6 +281,12 @@ func gemm6x16AVX2(k int, a *float32, b *float32, c *float32, ldc int, accumulate
 //go:noescape
 func gemmDirect6x16AVX2(k int, a *float32, rs int, cs int, b *float32, c *float32, ldc int, accumulate int)
 
+// gemmDirect8x32AVX512 computes the 8×32 tile T = Σ_p a[i·rs+p·cs]·b[p·32+j] over p < k (k >= 1)
+// and sets c[i·ldc+j] = T[i, j], or adds T to it if accumulate != 0.
+//
+//go:noescape
+func gemmDirect8x32AVX512(k int, a *float32, rs int, cs int, b *float32, c *float32, ldc int, accumulate int)
+
 // gemm8x32BF16 computes the 8×32 tile T = Σ_q Σ_h bf16(a[q·8+i], h)·bf16(b[q·32+j], h)
 // over q < k2 (k2 >= 1) and both halves h of each 32-bit pair, and sets c[i·ldc+j] = T[i, j],
 // or adds T to it if accumulate != 0 (AVX512_BF16: VDPBF16PS).

@@ -51,11 +51,11 @@ func gemm(s isa, mr, nv int) {
 // are both walked in place. Packing A costs a pass over it per product, as much time as the
 // multiply itself when n is small (attention's products with n = head dim) and the pack is
 // scalar; the broadcasts need no contiguous panel, only mr addresses per step. Rows go through
-// two base pointers three rows apart (x86 scales an index by 1, 2, 4 or 8, so rows 0-2 and
-// 3-5 are base+{0,1,2}·rs). mr is at most 6.
+// a base pointer every three rows (x86 scales an index by 1, 2, 4 or 8, so rows 3q to 3q+2 are
+// base_q+{0,1,2}·rs). mr is at most 9.
 func gemmDirect(s isa, mr, nv int) {
-	if mr > 6 {
-		panic("gemmDirect: at most 6 rows")
+	if mr > 9 {
+		panic("gemmDirect: at most 9 rows")
 	}
 	nr := nv * s.lanes
 	name := fmt.Sprintf("gemmDirect%dx%d%s", mr, nr, s.name)
@@ -64,21 +64,22 @@ func gemmDirect(s isa, mr, nv int) {
 	Doc(fmt.Sprintf("%s computes the %d×%d tile T = Σ_p a[i·rs+p·cs]·b[p·%d+j] over p < k (k >= 1)", name, mr, nr, nr),
 		"and sets c[i·ldc+j] = T[i, j], or adds T to it if accumulate != 0.")
 	k := loadGP("k")
-	a0 := loadGP("a")
 	rs := loadGP("rs")
 	SHLQ(U8(2), rs)
 	cs := loadGP("cs")
 	SHLQ(U8(2), cs)
-	a3 := GP64()
-	LEAQ(Mem{Base: a0, Index: rs, Scale: 2}, a3)
-	ADDQ(rs, a3)
+	bases := []GPVirtual{loadGP("a")}
+	for len(bases)*3 < mr {
+		next := GP64()
+		prev := bases[len(bases)-1]
+		LEAQ(Mem{Base: prev, Index: rs, Scale: 2}, next)
+		ADDQ(rs, next)
+		bases = append(bases, next)
+	}
 	b := mem("b")
 	rows := make([]Mem, mr)
 	for i := range rows {
-		base := a0
-		if i >= 3 {
-			base = a3
-		}
+		base := bases[i/3]
 		switch i % 3 {
 		case 0:
 			rows[i] = Mem{Base: base}
@@ -102,8 +103,9 @@ func gemmDirect(s isa, mr, nv int) {
 			VFMADD231PS(bv[v], t, acc[i*nv+v])
 		}
 	}
-	ADDQ(cs, a0)
-	ADDQ(cs, a3)
+	for _, base := range bases {
+		ADDQ(cs, base)
+	}
 	ADDQ(U32(4*nr), b.Base)
 	DECQ(k)
 	JNZ(LabelRef("step"))

@@ -192,6 +192,7 @@ func main() {
 	gemm(avx512, 8, 2) // 16 accumulators, 2 B vectors, broadcasts of A
 	gemm(avx2, 6, 2)   // 12 accumulators, 2 B vectors, 2 broadcasts: all 16 registers
 	gemmDirect(avx2, 6, 2)
+	gemmDirect(avx512, 8, 2)
 	pairData()
 	// bf16: an 8×32 tile (12×32 and 6×64 ran the kernel alone at the same rate, and 8 rows
 	// share pack8's transpose), and the packing into its panels.
