@@ -24,12 +24,20 @@ var signPermsCompiled atomic.Int64
 // signPerm is a product x·W with W a signed permutation: output i of a row is sign[i] · x[src[i]]
 // (sign 0: the output is 0, a pass-through dimension of a partial rotation). pairs: the
 // rotation of adjacent pairs over whole rows (out[2k] = −x[2k+1], out[2k+1] = x[2k]), done over
-// the whole array at once.
+// the whole array at once. Otherwise a row is copied a run at a time: the rotation of halves
+// (out[:h] = −x[h:], out[h:] = x[:h], Hugging Face's rotate_half) is two runs.
 type signPerm struct {
 	M, K  int
 	src   []int
 	sign  []float32
 	pairs bool
+	runs  []permRun
+}
+
+// permRun is n consecutive outputs from dst on, sign · the inputs from src on.
+type permRun struct {
+	dst, src, n int
+	sign        float32
 }
 
 // signPermOf returns the signed permutation n multiplies its left operand by, or nil: a float32
@@ -69,6 +77,13 @@ func signPermOf(n *node, attr *dotAttr) *signPerm {
 		}
 		sp.pairs = sp.pairs && sp.src[i] == want && sp.sign[i] == sign
 	}
+	for i := range N {
+		if r := len(sp.runs) - 1; r >= 0 && sp.runs[r].sign == sp.sign[i] && (sp.sign[i] == 0 || sp.src[i] == sp.src[i-1]+1) {
+			sp.runs[r].n++
+			continue
+		}
+		sp.runs = append(sp.runs, permRun{dst: i, src: sp.src[i], n: 1, sign: sp.sign[i]})
+	}
 	return sp
 }
 
@@ -101,14 +116,17 @@ func (sp *signPerm) apply(x, out []float32, lo, hi int) {
 	}
 	for m := lo; m < hi; m++ {
 		row, o := x[m*K:(m+1)*K], out[m*K:(m+1)*K]
-		for i, s := range sp.sign {
-			switch s {
+		for _, r := range sp.runs {
+			dst := o[r.dst : r.dst+r.n]
+			switch r.sign {
 			case 1:
-				o[i] = row[sp.src[i]]
+				copy(dst, row[r.src:r.src+r.n])
 			case -1:
-				o[i] = -row[sp.src[i]]
+				for j, v := range row[r.src : r.src+r.n] {
+					dst[j] = -v
+				}
 			default:
-				o[i] = 0
+				clear(dst)
 			}
 		}
 	}
