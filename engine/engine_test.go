@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
@@ -17,6 +18,22 @@ func tinyConfig(kind string, layers int, pe map[string]any) models.Config {
 		MaxSeqLen: 64, Positional: pe,
 	}
 }
+
+// wideHeads is cfg with heads of 64 values, whose cache keeps each key a row
+// (layers.BlockConfig.CacheSlotAxis 2), where tinyConfig's heads of 8 keep it transposed.
+func wideHeads(cfg models.Config) models.Config {
+	cfg.Dim = 64 * cfg.NumHeads
+	if cfg.Block().CacheSlotAxis() != 2 {
+		panic("wideHeads: heads of 64 no longer keep a key a row; widen them")
+	}
+	return cfg
+}
+
+// cacheLayouts are tinyConfig-shaped configurations in both cache layouts.
+var cacheLayouts = []struct {
+	name string
+	of   func(models.Config) models.Config
+}{{"heads of 8", func(c models.Config) models.Config { return c }}, {"heads of 64", wideHeads}}
 
 // schemeOptions are the options a scheme needs beyond its defaults in these tiny models.
 var schemeOptions = map[string]map[string]any{
@@ -77,6 +94,19 @@ func testSchemes(t *testing.T, kind string) []models.Config {
 	mixed := tinyConfig(kind, layers, map[string]any{"name": "rope"})
 	mixed.NoPELayers = []int{0}
 	return append(out, mixed)
+}
+
+// inBothLayouts is cfgs followed by each of them with heads of 64 (wideHeads), whose cache
+// has the other layout, where such a model can be made (LongRoPE's factors are one per pair of
+// the small heads).
+func inBothLayouts(cfgs []models.Config) []models.Config {
+	out := slices.Clone(cfgs)
+	for _, cfg := range cfgs {
+		if _, err := models.New(wideHeads(cfg)); err == nil {
+			out = append(out, wideHeads(cfg))
+		}
+	}
+	return out
 }
 
 func newTestEngine(t testing.TB, cfg models.Config) *Engine {
@@ -140,7 +170,7 @@ func maxAbsDiff(a, b []float32) float64 {
 func TestCachedEqualsFull(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, kind := range []string{models.Decoder, models.Encoder} {
-		for _, cfg := range testSchemes(t, kind) {
+		for _, cfg := range inBothLayouts(testSchemes(t, kind)) {
 			pe := cfg.Positional
 			e := newTestEngine(t, cfg)
 			for _, n := range []int{1, 4, 9, 23} {
@@ -168,7 +198,7 @@ func TestCachedEqualsFull(t *testing.T) {
 					got = out[0][0]
 				}
 				if d := maxAbsDiff(got, want); d > 1e-4 {
-					t.Errorf("%s %v n=%d: cached vs full last-token logits differ by %g", kind, pe, n, d)
+					t.Errorf("%s %v, heads of %d, n=%d: cached vs full last-token logits differ by %g", kind, pe, cfg.Dim/cfg.NumHeads, n, d)
 				}
 			}
 		}

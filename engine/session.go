@@ -12,9 +12,10 @@ import (
 	"github.com/gomlx/gomlx/pkg/core/shapes"
 )
 
-// Session is the state of a batch of sequences being decoded: a KV cache (keys and values
-// [batch, kvHeads, headDim, window] per layer, slots last so that attention reads them in rows,
-// plus each slot's position and validity), so that every step runs one already-compiled graph.
+// Session is the state of a batch of sequences being decoded: a KV cache (keys and values per
+// layer, [batch, kvHeads, window, headDim] or for small heads [batch, kvHeads, headDim, window]:
+// layers.BlockConfig.CacheSlotAxis; plus each slot's position and validity), so that every step
+// runs one already-compiled graph.
 //
 // The cache holds window slots, not the full context: attention costs O(window), so a short
 // sequence does not pay for the whole context. The window doubles (copying the cache) up to the
@@ -63,10 +64,9 @@ func (e *Engine) cacheShapes(batch, window int) []shapes.Shape {
 	b := c.Block()
 	out := []shapes.Shape{shapes.Make(dtypes.Int32, batch, window), shapes.Make(dtypes.Bool, batch, window)}
 	kt, vt := e.CacheTypes()
+	dims := b.CacheDims(batch, window)
 	for range c.NumLayers {
-		out = append(out,
-			shapes.Make(kt, batch, b.NumKVHeads, b.HeadDim, window),
-			shapes.Make(vt, batch, b.NumKVHeads, b.HeadDim, window))
+		out = append(out, shapes.Make(kt, dims...), shapes.Make(vt, dims...))
 	}
 	return out
 }
@@ -100,12 +100,25 @@ func (e *Engine) SessionBytes(batch int) int64 {
 	}
 }
 
-// slotAxis is the axis of cache tensor i that runs over slots.
-func slotAxis(i int) int {
-	if i < 2 {
-		return 1 // pos, valid [b, c]
+// slotRuns describes one row of cache tensor i (shape sh) as runs of slots: runs runs, each of
+// the window's slots in turn, a slot being unit consecutive values. Positions and validity
+// [b, w] are one run of single values; keys and values [b, kvh, w, hd] kvh runs of hd-value
+// slots, and [b, kvh, hd, w] kvh·hd runs of single values.
+func (e *Engine) slotRuns(i int, sh shapes.Shape) (runs, unit int) {
+	axis := 1 // pos, valid [b, w]
+	if i >= 2 {
+		axis = e.Model.Config.Block().CacheSlotAxis()
 	}
-	return 3 // keys and values [b, kvh, hd, c]
+	runs, unit = 1, 1
+	for a, d := range sh.Dimensions {
+		switch {
+		case a > 0 && a < axis:
+			runs *= d
+		case a > axis:
+			unit *= d
+		}
+	}
+	return runs, unit
 }
 
 // zeroBuffer is a zeroed backend buffer of shape sh: made in memory the backend shares with the
@@ -267,16 +280,9 @@ func (s *Session) grow(window int) error {
 	}
 	if prev != nil {
 		for i, sh := range s.e.cacheShapes(s.batch, window) {
-			axis := slotAxis(i)
-			outer, inner := 1, 1
-			for a, d := range sh.Dimensions {
-				if a < axis {
-					outer *= d
-				} else if a > axis {
-					inner *= d
-				}
-			}
-			from, to := s.window*inner, window*inner
+			runs, unit := s.e.slotRuns(i, sh)
+			outer := s.batch * runs
+			from, to := s.window*unit, window*unit
 			esize := sh.DType.Size()
 			var readErr error
 			buf, err := s.e.withBytes(next[i], true, func(dst []byte) {

@@ -24,7 +24,11 @@ func TestCachedEqualsFullAcrossWindows(t *testing.T) {
 		{"name": "rope", "layout": "interleaved"}, {"name": "alibi"}, {"name": "shaw"}, {"name": "t5"}, {"name": "rope"},
 	} {
 		reserve := i == 4
-		e := newTestEngine(t, windowConfig(pe))
+		cfg := windowConfig(pe)
+		if i%2 == 1 {
+			cfg = wideHeads(cfg) // the other cache layout
+		}
+		e := newTestEngine(t, cfg)
 		if got := e.window(1); got != 64 {
 			t.Fatalf("first window is %d slots, want 64", got)
 		}
@@ -51,7 +55,7 @@ func TestCachedEqualsFullAcrossWindows(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d := maxAbsDiff(got, full[0][n-1]); d > 1e-4 {
-				t.Errorf("%v row %d, %d tokens (window %d): cached vs full logits differ by %g", pe, row, n, s.window, d)
+				t.Errorf("%v, heads of %d, row %d, %d tokens (window %d): cached vs full logits differ by %g", pe, cfg.Dim/cfg.NumHeads, row, n, s.window, d)
 			}
 		}
 		check(0, lens[0], last[0])
@@ -298,7 +302,7 @@ func TestChunkedPrefillEqualsFull(t *testing.T) {
 		t.Fatalf("prefillChunks(130) = %v, want [0 128] [128 130]", got)
 	}
 	r := rand.New(rand.NewPCG(23, 24))
-	for _, cfg := range testSchemes(t, models.Decoder) {
+	for _, cfg := range inBothLayouts(testSchemes(t, models.Decoder)) {
 		cfg.MaxSeqLen = 200
 		if pe := cfg.Positional; pe["name"] == "learned" {
 			pe["max_positions"] = 200

@@ -60,11 +60,11 @@ func (s *Session) CopyRow(from int, dst *Session, to int) error {
 			return fmt.Errorf("copying row %d: %w", from, err)
 		}
 	}
-	// Every cache tensor is [rows, ..., window] with the slots last: a row is runs of window
-	// slots, of which the first used ones are filled (slots fill in order from 0).
+	// A row of every cache tensor is runs of window slots (slotRuns), of which the first used
+	// ones are filled (slots fill in order from 0).
 	for i, sh := range s.e.cacheShapes(s.batch, s.window) {
-		size := sh.DType.Size()
-		runs := sh.Size() / s.batch / s.window
+		runs, unit := s.e.slotRuns(i, sh)
+		size := sh.DType.Size() * unit
 		var readErr error
 		buf, err := s.e.withBytes(dst.cache[i], true, func(out []byte) {
 			_, readErr = s.e.withBytes(s.cache[i], false, func(in []byte) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/posformer/posformer/models"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -15,8 +16,12 @@ import (
 // session must agree to rounding (batched products may sum in another order).
 func TestFreeRowRefillEqualsFresh(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	for _, pe := range []map[string]any{{"name": "rope"}, {"name": "alibi"}, {"name": "shaw"}} {
-		e := newTestEngine(t, windowConfig(pe))
+	for i, pe := range []map[string]any{{"name": "rope"}, {"name": "alibi"}, {"name": "shaw"}, {"name": "rope"}} {
+		cfg := windowConfig(pe)
+		if i == 3 {
+			cfg = wideHeads(cfg) // the other cache layout
+		}
+		e := newTestEngine(t, cfg)
 		old := [][]int{randomTokens(r, 90), randomTokens(r, 80), randomTokens(r, 30)}
 		fresh := randomTokens(r, 40) // row 1's new sequence
 		used := e.NewSession(3)
@@ -102,8 +107,14 @@ func TestSequenceLimit(t *testing.T) {
 // A row copied into a session of the same shape computes exactly what the original computes:
 // CopyRow moves every slot's key, value, position and validity.
 func TestCopyRowExact(t *testing.T) {
+	for _, l := range cacheLayouts {
+		t.Run(l.name, func(t *testing.T) { testCopyRowExact(t, l.of) })
+	}
+}
+
+func testCopyRowExact(t *testing.T, layout func(models.Config) models.Config) {
 	r := rand.New(rand.NewPCG(51, 52))
-	e := newTestEngine(t, windowConfig(map[string]any{"name": "rope"}))
+	e := newTestEngine(t, layout(windowConfig(map[string]any{"name": "rope"})))
 	seqs := [][]int{randomTokens(r, 120), randomTokens(r, 120), randomTokens(r, 120)}
 	lens := []int{70, 9, 33}
 	a := e.NewSession(3)
@@ -145,8 +156,12 @@ func TestCopyRowExact(t *testing.T) {
 // giving the logits of recomputing their sequence from scratch, across window growths.
 func TestCopyRowAcrossSessions(t *testing.T) {
 	r := rand.New(rand.NewPCG(53, 54))
-	for _, pe := range []map[string]any{{"name": "rope"}, {"name": "alibi"}} {
-		e := newTestEngine(t, windowConfig(pe))
+	for i, pe := range []map[string]any{{"name": "rope"}, {"name": "alibi"}, {"name": "rope"}} {
+		cfg := windowConfig(pe)
+		if i == 2 {
+			cfg = wideHeads(cfg) // the other cache layout
+		}
+		e := newTestEngine(t, cfg)
 		seqs := [][]int{randomTokens(r, 150), randomTokens(r, 150), randomTokens(r, 150), randomTokens(r, 150)}
 		lens := []int{100, 20, 50, 60}
 		a := e.NewSession(4)

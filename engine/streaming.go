@@ -122,8 +122,8 @@ func (s *Session) Shift(row, keep, discard int) error {
 	w := s.window
 	from, to := make([]int32, s.batch*w), make([]int32, s.batch*w)
 	for i, sh := range e.cacheShapes(s.batch, w) {
-		size := sh.DType.Size()
-		runs := sh.Size() / s.batch / w
+		runs, unit := e.slotRuns(i, sh)
+		size := sh.DType.Size() * unit
 		var err error
 		s.cache[i], err = e.withBytes(s.cache[i], true, func(b []byte) {
 			for r := range runs {
@@ -194,6 +194,7 @@ func (e *Engine) shifterFor(batch, window int) (sh *shifter, err error) {
 	posShape := shapes.Make(dtypes.Int32, batch, window)
 	from, to := Parameter(g, "from", posShape), Parameter(g, "to", posShape)
 	keyShape := e.cacheShapes(batch, window)[2]
+	transposed := e.Model.Config.Block().CacheSlotAxis() == 3
 	sh = &shifter{g: g}
 	var outs []*Node
 	for l := range e.Model.Config.NumLayers {
@@ -201,11 +202,18 @@ func (e *Engine) shifterFor(batch, window int) (sh *shifter, err error) {
 			continue
 		}
 		k := Parameter(g, fmt.Sprintf("k%d", l), keyShape)
-		// The cache holds keys as [b, kvh, hd, slots]; the hook takes [b, kvh, slots, hd], in
-		// float32 (a half-precision cache is widened, and the rotated keys rounded back: a key
-		// that does not move keeps its value).
-		shifted := hook.ShiftKeys(l, TransposeAllAxes(ConvertDType(k, dtypes.Float32), 0, 1, 3, 2), from, to)
-		outs = append(outs, ConvertDType(TransposeAllAxes(shifted, 0, 1, 3, 2), keyShape.DType))
+		// The hook takes keys [b, kvh, slots, hd] in float32: a cache of small heads, stored
+		// [b, kvh, hd, slots], is transposed there and back, and a half-precision one widened
+		// and the rotated keys rounded back (a key that does not move keeps its value).
+		keys := ConvertDType(k, dtypes.Float32)
+		if transposed {
+			keys = TransposeAllAxes(keys, 0, 1, 3, 2)
+		}
+		shifted := hook.ShiftKeys(l, keys, from, to)
+		if transposed {
+			shifted = TransposeAllAxes(shifted, 0, 1, 3, 2)
+		}
+		outs = append(outs, ConvertDType(shifted, keyShape.DType))
 		sh.layers = append(sh.layers, l)
 	}
 	g.Compile(outs...)

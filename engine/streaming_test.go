@@ -25,11 +25,15 @@ var shiftSchemes = []map[string]any{
 	{"name": "xpos", "scale_base": 16.0}, // a strong decay: ζ^(-n/B) over several B
 }
 
-// shiftEngine is a decoder of the given depth whose context holds capacity tokens.
-func shiftEngine(t *testing.T, layers int, pe map[string]any, capacity int) *Engine {
+// shiftEngine is a decoder of the given depth whose context holds capacity tokens, its cache in
+// the layout of tinyConfig's small heads or (wide) of heads of 32.
+func shiftEngine(t *testing.T, layers int, pe map[string]any, capacity int, wide ...bool) *Engine {
 	t.Helper()
 	cfg := tinyConfig(models.Decoder, layers, pe)
 	cfg.MaxSeqLen = capacity
+	if len(wide) > 0 && wide[0] {
+		cfg = wideHeads(cfg)
+	}
 	return newTestEngine(t, cfg)
 }
 
@@ -89,8 +93,8 @@ func fillAndShift(t *testing.T, e *Engine, toks []int, keep, discard int) (*Sess
 // dropped tokens they attended to, as in llama.cpp and the paper).
 func TestShiftEqualsRecomputation(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, pe := range shiftSchemes {
-		e := shiftEngine(t, 1, pe, 48)
+	for i, pe := range shiftSchemes {
+		e := shiftEngine(t, 1, pe, 48, i%2 == 1)
 		toks := randomTokens(r, 48)
 		s, kept := fillAndShift(t, e, toks, 4, 22)
 		next := randomTokens(r, 3)
@@ -156,8 +160,8 @@ func TestShiftedKeysEqualPrefill(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	// The schemes that rotate cached keys: RoPE (plain, and interleaved, partial and scaled) and
 	// xPos.
-	for _, pe := range append(slices.Clone(shiftSchemes[:2]), shiftSchemes[len(shiftSchemes)-1]) {
-		e := shiftEngine(t, 2, pe, 64)
+	for i, pe := range append(slices.Clone(shiftSchemes[:2]), shiftSchemes[0], shiftSchemes[len(shiftSchemes)-1]) {
+		e := shiftEngine(t, 2, pe, 64, i >= 2) // the last two in the other cache layout
 		toks := randomTokens(r, 60)
 		s, kept := fillAndShift(t, e, toks, 4, 28)
 		fresh := e.NewSession(1)

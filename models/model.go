@@ -40,9 +40,10 @@ func New(cfg Config) (*Model, error) {
 // Scope is the context scope that holds the model's variables; optimizers keep theirs elsewhere.
 const Scope = "model"
 
-// Cache is the graph-side KV cache: one LayerCache per block (keys [batch, kvHeads, capacity,
-// headDim], values transposed [batch, kvHeads, headDim, capacity]), plus the positions and
-// validity of every slot, and the slots the current chunk writes to.
+// Cache is the graph-side KV cache: one LayerCache per block (keys and values [batch, kvHeads,
+// capacity, headDim], or transposed [batch, kvHeads, headDim, capacity] for heads of fewer than
+// 64 values: layers.BlockConfig.CacheSlotAxis), plus the positions and validity of every slot,
+// and the slots the current chunk writes to.
 type Cache struct {
 	Layers []layers.LayerCache
 	Pos    *Node // [batch, capacity] int32
