@@ -312,6 +312,19 @@ func pack8(a []float32, lda int, dst []float32, n16 int) bool {
 	return true
 }
 
+// pack8x32 is pack8 into a panel of 32 columns: dst[p·32+i] = a[i·lda+p] for i < 8 and
+// p < 16·n16, eight columns of a transposed B's panel (packB).
+func pack8x32(a []float32, lda int, dst []float32, n16 int) bool {
+	if level.Load() != lvAVX512 || n16 == 0 {
+		return false
+	}
+	if !(lda >= 16*n16 && len(a) >= 7*lda+16*n16 && len(dst) >= (16*n16-1)*32+8) {
+		fail("pack8x32: 8 rows of %d (stride %d) into %d floats, from %d", 16*n16, lda, len(dst), len(a))
+	}
+	pack8x32AVX512(&a[0], lda, &dst[0], n16)
+	return true
+}
+
 // bf16Ready reports whether SgemmBF16 runs the VDPBF16PS micro-kernel under kernel set lv.
 func bf16Ready(lv int32) bool { return lv == lvAVX512 && hasBF16 }
 

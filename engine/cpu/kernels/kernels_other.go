@@ -40,6 +40,8 @@ func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32,
 
 func pack8(a []float32, lda int, dst []float32, n16 int) bool { return false }
 
+func pack8x32(a []float32, lda int, dst []float32, n16 int) bool { return false }
+
 func bf16Ready(lv int32) bool { return false }
 
 func tileBF16(lv int32) (mr, nr int) { return 4, 4 }

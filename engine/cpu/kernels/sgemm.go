@@ -388,10 +388,15 @@ func packB(dst, b []float32, ldb int, trans bool, pc, kc, jc, nc, nr int) {
 		}
 		// Blocks of 8 rows × 8 values of the stored [n, k] matrix, transposed in registers:
 		// each row is read 32 bytes at a time and each panel row written 32 bytes at a time.
+		// With AVX-512, 8 rows × 16 values at a time (pack8x32), the rest as here.
 		j := 0
 		p8 := kc &^ 7
 		for ; j+8 <= cols; j += 8 {
-			for p := 0; p < p8; p += 8 {
+			done := 0
+			if nr == 32 && pack8x32(b[(j0+j)*ldb+pc:], ldb, pan[j:], kc/16) {
+				done = kc / 16 * 16
+			}
+			for p := done; p < p8; p += 8 {
 				base := (j0+j)*ldb + pc + p
 				s0 := b[base:][:8]
 				s1 := b[base+ldb:][:8]

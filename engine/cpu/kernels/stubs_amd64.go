@@ -263,6 +263,11 @@ func mmnt8AVX2(x *float32, ldx int, w *float32, ldw int, y *float32, ldy int, n 
 //go:noescape
 func pack8AVX512(a *float32, lda int, dst *float32, n16 int)
 
+// pack8x32AVX512 writes dst[p·32+i] = a[i·lda+p] for i < 8 and p < 16·n16 (AVX-512 only).
+//
+//go:noescape
+func pack8x32AVX512(a *float32, lda int, dst *float32, n16 int)
+
 // gemm8x32AVX512 computes the 8×32 tile T = Σ_p a[p·8+i]·b[p·32+j] over p < k (k >= 1)
 // and sets c[i·ldc+j] = T[i, j], or adds T to it if accumulate != 0.
 //

@@ -188,7 +188,8 @@ func main() {
 			mmnt1Stream(s)
 		}
 	}
-	pack8()
+	pack8("pack8AVX512", 8)
+	pack8("pack8x32AVX512", 32)
 	gemm(avx512, 8, 2) // 16 accumulators, 2 B vectors, broadcasts of A
 	gemm(avx2, 6, 2)   // 12 accumulators, 2 B vectors, 2 broadcasts: all 16 registers
 	gemmDirect(avx2, 6, 2)

@@ -3,17 +3,22 @@ package main
 // The packing of A for Sgemm's AVX-512 micro-kernel: 8 rows of A become a panel of k columns
 // of 8 floats. In Go that gather costs about a nanosecond a float, an eighth of a training
 // step's time; in registers it is an 8×16 transpose per 16 columns: 32 shuffles for 128 floats.
+// The same transpose packs a transposed B (stored [n, k]) into the micro-kernel's panels of 32
+// columns, 8 rows of it at a time into a quarter of each panel row.
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-func pack8() {
-	TEXT("pack8AVX512", NOSPLIT, "func(a *float32, lda int, dst *float32, n16 int)")
+// pack8 generates name, which writes row p of the transpose of 8 rows of a, ldd floats apart.
+func pack8(name string, ldd int) {
+	TEXT(name, NOSPLIT, "func(a *float32, lda int, dst *float32, n16 int)")
 	Pragma("noescape")
-	Doc("pack8AVX512 writes dst[p·8+i] = a[i·lda+p] for i < 8 and p < 16·n16 (AVX-512 only).")
+	Doc(fmt.Sprintf("%s writes dst[p·%d+i] = a[i·lda+p] for i < 8 and p < 16·n16 (AVX-512 only).", name, ldd))
 	a, lda, dst, n := loadGP("a"), loadGP("lda"), loadGP("dst"), loadGP("n16")
 	SHLQ(U8(2), lda)             // bytes
 	rows, b := eightRows(a, lda) // b: row 4, advanced with a
@@ -25,10 +30,10 @@ func pack8() {
 		r[i] = ZMM()
 		VMOVUPS(rows[i], r[i])
 	}
-	transpose8x16(r, dst, 4*8)
+	transpose8x16(r, dst, 4*ldd)
 	ADDQ(U32(64), a)
 	ADDQ(U32(64), b)
-	ADDQ(U32(512), dst)
+	ADDQ(U32(16*4*ldd), dst)
 	DECQ(n)
 	JNZ(LabelRef("loop"))
 	Label("done")
