@@ -19,12 +19,12 @@ func tinyConfig(kind string, layers int, pe map[string]any) models.Config {
 	}
 }
 
-// wideHeads is cfg with heads of 64 values, whose cache keeps each key a row
+// wideHeads is cfg with heads of 32 values, whose cache keeps each key a row
 // (layers.BlockConfig.CacheSlotAxis 2), where tinyConfig's heads of 8 keep it transposed.
 func wideHeads(cfg models.Config) models.Config {
-	cfg.Dim = 64 * cfg.NumHeads
+	cfg.Dim = 32 * cfg.NumHeads
 	if cfg.Block().CacheSlotAxis() != 2 {
-		panic("wideHeads: heads of 64 no longer keep a key a row; widen them")
+		panic("wideHeads: heads of 32 no longer keep a key a row; widen them")
 	}
 	return cfg
 }
@@ -33,7 +33,7 @@ func wideHeads(cfg models.Config) models.Config {
 var cacheLayouts = []struct {
 	name string
 	of   func(models.Config) models.Config
-}{{"heads of 8", func(c models.Config) models.Config { return c }}, {"heads of 64", wideHeads}}
+}{{"heads of 8", func(c models.Config) models.Config { return c }}, {"heads of 32", wideHeads}}
 
 // schemeOptions are the options a scheme needs beyond its defaults in these tiny models.
 var schemeOptions = map[string]map[string]any{
@@ -96,7 +96,7 @@ func testSchemes(t *testing.T, kind string) []models.Config {
 	return append(out, mixed)
 }
 
-// inBothLayouts is cfgs followed by each of them with heads of 64 (wideHeads), whose cache
+// inBothLayouts is cfgs followed by each of them with heads of 32 (wideHeads), whose cache
 // has the other layout, where such a model can be made (LongRoPE's factors are one per pair of
 // the small heads).
 func inBothLayouts(cfgs []models.Config) []models.Config {

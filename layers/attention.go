@@ -27,21 +27,20 @@ type LayerCache struct {
 }
 
 // cacheBySlotHeadDim is the smallest head size whose cache keeps each key (and value) a row.
-const cacheBySlotHeadDim = 64
+const cacheBySlotHeadDim = 32
 
 // CacheSlotAxis is the axis of a layer's cached keys and values that runs over slots.
 //
-// 2, for heads of 64 values or more: [batch, kvHeads, capacity, headDim]. A head's visible keys
+// 2, for heads of 32 values or more: [batch, kvHeads, capacity, headDim]. A head's visible keys
 // are one contiguous block, so decoding's q·k and p·v each read one stream, and a token's write
-// is one row a head instead of a value in each of 64 rows of slots. On the 110M shape (heads
-// of 64) decoding's attention took 13% less time and its cache writes half (Q4_0, 200 tokens).
+// is one row a head instead of a value in each of headDim rows of slots. Decoding's attention
+// took 13% less time and its cache writes half on the 110M shape (heads of 64, Q4_0, 200
+// tokens), and the 15M shape's (heads of 48) tokens 15% less time (Q8_0, step timers).
 //
 // 3, for smaller heads: [batch, kvHeads, headDim, capacity]. With 8 or 16 values a key, one
 // dot product per key is mostly a horizontal sum; as rows of capacity keys, q·k multiplies a
 // few rows of q by rows of keys and p·v contracts the last axis, vector operations along the
-// keys (2-3x faster in cache for stories260K's heads of 8). Heads of 48 (the 15M shape) decode
-// faster a key a row too, but a 512-token prefill's q·kᵀ, whose keys the GEMM then packs
-// transposed, took 13% longer: they stay here.
+// keys (2-3x faster in cache for stories260K's heads of 8).
 func (c BlockConfig) CacheSlotAxis() int {
 	if c.HeadDim >= cacheBySlotHeadDim {
 		return 2

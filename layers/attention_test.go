@@ -115,7 +115,7 @@ func testCacheWrite(t *testing.T, axis int) {
 // Small heads keep the transposed cache, larger ones a key a row, and CacheDims puts the slots
 // on the axis CacheSlotAxis names.
 func TestCacheLayout(t *testing.T) {
-	for _, c := range []struct{ hd, axis int }{{8, 3}, {16, 3}, {48, 3}, {63, 3}, {64, 2}, {128, 2}} {
+	for _, c := range []struct{ hd, axis int }{{8, 3}, {16, 3}, {31, 3}, {32, 2}, {48, 2}, {64, 2}, {128, 2}} {
 		cfg := BlockConfig{NumKVHeads: 3, HeadDim: c.hd}
 		if got := cfg.CacheSlotAxis(); got != c.axis {
 			t.Fatalf("heads of %d: slot axis %d, want %d", c.hd, got, c.axis)

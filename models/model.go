@@ -42,7 +42,7 @@ const Scope = "model"
 
 // Cache is the graph-side KV cache: one LayerCache per block (keys and values [batch, kvHeads,
 // capacity, headDim], or transposed [batch, kvHeads, headDim, capacity] for heads of fewer than
-// 64 values: layers.BlockConfig.CacheSlotAxis), plus the positions and validity of every slot,
+// 32 values: layers.BlockConfig.CacheSlotAxis), plus the positions and validity of every slot,
 // and the slots the current chunk writes to.
 type Cache struct {
 	Layers []layers.LayerCache

@@ -57,8 +57,8 @@ var maskedCases = []maskedCase{
 	{name: "decoding, grouped queries", b: 2, h: 4, kvh: 2, s: 1, t: 64, hd: 16, cacheLayout: true, prefix: 37, validQuery: 1, rewritten: true},
 	{name: "decoding, float16 cache", b: 1, h: 6, kvh: 6, s: 1, t: 128, hd: 48, cacheLayout: true, prefix: 100, rewritten: true, half: dtypes.Float16},
 	{name: "decoding, keys by row", b: 1, h: 2, kvh: 1, s: 1, t: 30, hd: 8, prefix: 20, rewritten: true},
-	// The cache of heads of 64 or more keeps a key a row (layers.BlockConfig.CacheSlotAxis).
-	{name: "cache by row, empty slots", b: 1, h: 2, kvh: 2, s: 70, t: 160, hd: 64, prefix: 30, rewritten: true},
+	// The cache of heads of 32 or more keeps a key a row (layers.BlockConfig.CacheSlotAxis).
+	{name: "cache by row, empty slots", b: 1, h: 2, kvh: 2, s: 70, t: 160, hd: 32, prefix: 30, rewritten: true},
 	{name: "decoding, cache by row, grouped queries", b: 2, h: 4, kvh: 2, s: 1, t: 128, hd: 64, prefix: 90, validQuery: 1, rewritten: true},
 	{name: "decoding, float16 cache by row", b: 1, h: 6, kvh: 6, s: 1, t: 128, hd: 48, prefix: 100, rewritten: true, half: dtypes.Float16},
 	{name: "three queries, cache by row", b: 1, h: 4, kvh: 2, s: 3, t: 96, hd: 64, prefix: 60, rewritten: true},
