@@ -19,7 +19,7 @@ type maskedCase struct {
 	name               string
 	b, h, kvh, s, t    int
 	hd                 int
-	cacheLayout        bool // keys and values stored [b, kvh, hd, t], as the KV cache keeps them
+	cacheLayout        bool // keys and values stored [b, kvh, hd, t], as the KV cache keeps small heads
 	bias               bool // a bias [1, h, s, t] added before the mask (ALiBi's place)
 	mask               func(r *rand.Rand, bi, q, key int) bool
 	rewritten          bool         // the chain is expected to be computed as one step
