@@ -180,10 +180,16 @@ func (j *job) split(t int, room []taskRange) {
 		j.ranges = make([]taskRange, 0, t)
 	}
 	j.ranges = j.ranges[:t]
-	n := uint64(j.n)
-	for i := range uint64(t) {
-		j.ranges[i].fb.Store(n*i/uint64(t)<<32 | n*(i+1)/uint64(t))
+	for i := range t {
+		lo, hi := threadRun(int(j.n), i, t)
+		j.ranges[i].fb.Store(uint64(lo)<<32 | uint64(hi))
 	}
+}
+
+// threadRun is thread id's own run [lo, hi) of n tasks split over t threads in order: what
+// runRanges hands it first, and what a hint fetches for it (prefetch.go).
+func threadRun(n, id, t int) (lo, hi int) {
+	return n * id / t, n * (id + 1) / t
 }
 
 // workRanges runs the tasks of thread id's own range, then steals from the back of the others'.

@@ -42,7 +42,7 @@ func (e *Executable) registerPrefetch(plans []*quantDotPlan, first []int) *weigh
 		}
 		macs += p.M * p.N * p.K
 	}
-	if macs < minParallelQuantMACs {
+	if quantOnCaller(e.backend.pool, macs) {
 		return nil // run on the calling thread: the workers' caches do not serve it
 	}
 	w := &weightPrefetch{plans: plans, first: first}
@@ -124,7 +124,7 @@ func (h *prefetchWork) run(id, threads int, stop func() bool) {
 
 // runFor fetches up to budget bytes of thread id's run, in order; false if stop said to stop.
 func (h *prefetchWork) runFor(id, threads, budget int, stop func() bool) bool {
-	lo, hi := h.tasks*id/threads, h.tasks*(id+1)/threads
+	lo, hi := threadRun(h.tasks, id, threads)
 	fetch := h.fetch
 	if fetch == nil {
 		fetch = kernels.Prefetch

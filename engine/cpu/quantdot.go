@@ -382,9 +382,9 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 }
 
 // runQuantTasks runs fn for each of n tasks of a quantized step doing macs multiply-adds: on the
-// caller's thread below minParallelQuantMACs (or with one thread), else across the pool.
+// caller's thread (quantOnCaller), else across the pool in runs of tasks.
 func runQuantTasks(pool *pool, macs, n int, fn func(t int)) {
-	if macs < minParallelQuantMACs || pool.threads() == 1 {
+	if quantOnCaller(pool, macs) {
 		for t := range n {
 			fn(t)
 		}
@@ -468,6 +468,12 @@ func (c *quantCall) task(t int) {
 		}
 	}
 	panels.Put(panel)
+}
+
+// quantOnCaller reports whether a quantized step doing macs multiply-adds runs on the calling
+// thread alone: below minParallelQuantMACs, or with one thread.
+func quantOnCaller(pool *pool, macs int) bool {
+	return macs < minParallelQuantMACs || pool.threads() == 1
 }
 
 // minParallelQuantMACs is the least work worth splitting over threads for a quantized product:
