@@ -89,10 +89,17 @@ func (l *Loss) UnmarshalJSON(b []byte) error {
 // time where it trained on one thread and the whole run was measured (true), else its wall time,
 // which also counts any time the process waited: stopped, or its core shared.
 func (t TrainInfo) CoreSeconds() (float64, bool) {
-	if t.ThreadCPU > 0 && t.GOMAXPROCS == 1 {
-		return t.ThreadCPU, true
+	return CoreSeconds(t.ThreadCPU, t.WallSeconds, t.GOMAXPROCS)
+}
+
+// CoreSeconds is a run's cost in seconds of one core from its thread's CPU time (0: not
+// measured), its wall time and its threads: the CPU time where it ran on one thread and was
+// measured (true), else the wall time.
+func CoreSeconds(threadCPU, wall float64, threads int) (float64, bool) {
+	if threadCPU > 0 && threads == 1 {
+		return threadCPU, true
 	}
-	return t.WallSeconds, false
+	return wall, false
 }
 
 // ReadTrainInfo reads dir/train.json; a checkpoint without one was not trained to the end.

@@ -40,10 +40,8 @@ type EvalTime struct {
 // CoreSeconds is the evaluation's cost in seconds of one core: the thread's CPU time where it ran
 // on one thread and was measured, else its wall time.
 func (et EvalTime) CoreSeconds() float64 {
-	if et.ThreadCPU > 0 && et.Threads == 1 {
-		return et.ThreadCPU
-	}
-	return et.Seconds
+	secs, _ := recipe.CoreSeconds(et.ThreadCPU, et.Seconds, et.Threads)
+	return secs
 }
 
 // ReadCurves reads a task's kept curves (none if the folder is absent: a report of v1, or a grid
