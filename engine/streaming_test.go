@@ -27,11 +27,11 @@ var shiftSchemes = []map[string]any{
 
 // shiftEngine is a decoder of the given depth whose context holds capacity tokens, its cache in
 // the layout of tinyConfig's small heads or (wide) of heads of 32.
-func shiftEngine(t *testing.T, layers int, pe map[string]any, capacity int, wide ...bool) *Engine {
+func shiftEngine(t *testing.T, layers int, pe map[string]any, capacity int, wide bool) *Engine {
 	t.Helper()
 	cfg := tinyConfig(models.Decoder, layers, pe)
 	cfg.MaxSeqLen = capacity
-	if len(wide) > 0 && wide[0] {
+	if wide {
 		cfg = wideHeads(cfg)
 	}
 	return newTestEngine(t, cfg)
@@ -41,7 +41,7 @@ func shiftEngine(t *testing.T, layers int, pe map[string]any, capacity int, wide
 func TestShiftNotFullChangesNothing(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, pe := range shiftSchemes[:3] {
-		e := shiftEngine(t, 2, pe, 64)
+		e := shiftEngine(t, 2, pe, 64, false)
 		prompt := randomTokens(r, 10)
 		run := func(shift *ContextShift) ([]int, Stats) {
 			sm, err := NewSampler(Sampling{Temp: 0.8, Seed: 7})
@@ -190,7 +190,7 @@ func TestShiftedKeysEqualPrefill(t *testing.T) {
 
 // Generating far past the context shifts again and again; with the shift off it stops there.
 func TestGenerateShiftingPastContext(t *testing.T) {
-	e := shiftEngine(t, 2, map[string]any{"name": "rope"}, 64)
+	e := shiftEngine(t, 2, map[string]any{"name": "rope"}, 64, false)
 	sm, err := NewSampler(Sampling{Temp: 0.8, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestGenerateShiftingPastContext(t *testing.T) {
 // settings are refused too.
 func TestShiftRefusals(t *testing.T) {
 	for _, pe := range []map[string]any{{"name": "sinusoidal"}, {"name": "learned", "max_positions": 64}, {"name": "multiplicative"}} {
-		e := shiftEngine(t, 1, pe, 64)
+		e := shiftEngine(t, 1, pe, 64, false)
 		sm, _ := NewSampler(Sampling{})
 		_, err := e.GenerateShifting([]int{1, 2}, 5, sm, nil, ContextShift{Keep: 4}, func(int) {})
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "context-shift") {
@@ -224,7 +224,7 @@ func TestShiftRefusals(t *testing.T) {
 			t.Errorf("%v: StreamLogProbs accepted a scheme that cannot shift", pe)
 		}
 	}
-	e := shiftEngine(t, 1, map[string]any{"name": "rope"}, 64)
+	e := shiftEngine(t, 1, map[string]any{"name": "rope"}, 64, false)
 	sm, _ := NewSampler(Sampling{})
 	if _, err := e.GenerateShifting([]int{1, 2}, 5, sm, nil, ContextShift{Keep: 63}, func(int) {}); err == nil {
 		t.Error("--keep 63 of a 64-slot cache was accepted")

@@ -102,7 +102,7 @@ func TestSgemmBF16(t *testing.T) {
 					continue // half the combinations for the big ones: time
 				}
 				v := ab[(i+tr)%len(ab)]
-				runGemmBF16(t, r, gemmCase{d.m, d.n, d.k, tr&1 != 0, tr&2 != 0, v[0], v[1], false})
+				runGemmBF16(t, r, gemmCase{d.m, d.n, d.k, tr&1 != 0, tr&2 != 0, v[0], v[1], false, 0})
 			}
 		}
 	})
