@@ -299,29 +299,21 @@ func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32,
 	gemmDirect6x16AVX2(k, ptr(a), rs, cs, ptr(b), ptr(c), ldc, acc)
 }
 
-// pack8 packs the first 16·n16 columns of 8 rows of A (a[i·lda+p]) into dst[p·8+i] with the
-// AVX-512 transpose, and reports false (doing nothing) on the other kernel sets.
-func pack8(a []float32, lda int, dst []float32, n16 int) bool {
+// pack8 packs the first 16·n16 columns of 8 rows of A (a[i·lda+p]) into dst[p·ldd+i] with the
+// AVX-512 transpose, and reports false (doing nothing) on the other kernel sets. ldd is 8 (A's
+// panels) or 32 (eight columns of a transposed B's panel, packB).
+func pack8(a []float32, lda int, dst []float32, ldd, n16 int) bool {
 	if level.Load() != lvAVX512 || n16 == 0 {
 		return false
 	}
-	if !(lda >= 16*n16 && len(a) >= 7*lda+16*n16 && len(dst) >= 128*n16) {
-		fail("pack8: 8 rows of %d (stride %d) into %d floats, from %d", 16*n16, lda, len(dst), len(a))
+	if !((ldd == 8 || ldd == 32) && lda >= 16*n16 && len(a) >= 7*lda+16*n16 && len(dst) >= (16*n16-1)*ldd+8) {
+		fail("pack8: 8 rows of %d (stride %d) into %d floats %d apart, from %d", 16*n16, lda, len(dst), ldd, len(a))
 	}
-	pack8AVX512(&a[0], lda, &dst[0], n16)
-	return true
-}
-
-// pack8x32 is pack8 into a panel of 32 columns: dst[p·32+i] = a[i·lda+p] for i < 8 and
-// p < 16·n16, eight columns of a transposed B's panel (packB).
-func pack8x32(a []float32, lda int, dst []float32, n16 int) bool {
-	if level.Load() != lvAVX512 || n16 == 0 {
-		return false
+	if ldd == 8 {
+		pack8AVX512(&a[0], lda, &dst[0], n16)
+	} else {
+		pack8x32AVX512(&a[0], lda, &dst[0], n16)
 	}
-	if !(lda >= 16*n16 && len(a) >= 7*lda+16*n16 && len(dst) >= (16*n16-1)*32+8) {
-		fail("pack8x32: 8 rows of %d (stride %d) into %d floats, from %d", 16*n16, lda, len(dst), len(a))
-	}
-	pack8x32AVX512(&a[0], lda, &dst[0], n16)
 	return true
 }
 

@@ -38,9 +38,7 @@ func microKernelDirect(lv int32, k int, a []float32, rs, cs int, b, c []float32,
 	fail("Sgemm: no direct micro-kernel off amd64")
 }
 
-func pack8(a []float32, lda int, dst []float32, n16 int) bool { return false }
-
-func pack8x32(a []float32, lda int, dst []float32, n16 int) bool { return false }
+func pack8(a []float32, lda int, dst []float32, ldd, n16 int) bool { return false }
 
 func bf16Ready(lv int32) bool { return false }
 

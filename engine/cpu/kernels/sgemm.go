@@ -309,7 +309,7 @@ func packA(dst, a []float32, lda int, trans bool, pc, kc, ic, mc, mr int, alpha 
 			s7 := a[base+7*lda:][:kc]
 			if alpha == 1 {
 				done := 0
-				if pack8(a[base:], lda, pan, kc/16) {
+				if pack8(a[base:], lda, pan, 8, kc/16) {
 					done = kc / 16 * 16
 				}
 				for p := done; p < kc; p++ {
@@ -388,12 +388,12 @@ func packB(dst, b []float32, ldb int, trans bool, pc, kc, jc, nc, nr int) {
 		}
 		// Blocks of 8 rows × 8 values of the stored [n, k] matrix, transposed in registers:
 		// each row is read 32 bytes at a time and each panel row written 32 bytes at a time.
-		// With AVX-512, 8 rows × 16 values at a time (pack8x32), the rest as here.
+		// With AVX-512, 8 rows × 16 values at a time (pack8), the rest as here.
 		j := 0
 		p8 := kc &^ 7
 		for ; j+8 <= cols; j += 8 {
 			done := 0
-			if nr == 32 && pack8x32(b[(j0+j)*ldb+pc:], ldb, pan[j:], kc/16) {
+			if nr == 32 && pack8(b[(j0+j)*ldb+pc:], ldb, pan[j:], 32, kc/16) {
 				done = kc / 16 * 16
 			}
 			for p := done; p < p8; p += 8 {
