@@ -187,6 +187,10 @@ func lowerDot(lw *lowering) (stepFn, error) {
 		}, nil
 	}
 	step := lw.step
+	var pf *weightPrefetch
+	if rp.perm == nil && mm.streamsRows() {
+		pf = lw.e.registerPrefetch([]prefetchSource{{values: ib, scales: -1, tasks: mm.nt, rows: mm.nSize, n: N}})
+	}
 	return func(f *frame) {
 		// The call's operands live in the frame, with the task bound once (see quantCall).
 		call := f.stepState(step, newDotCall).(*dotCall)
@@ -199,7 +203,16 @@ func lowerDot(lw *lowering) (stepFn, error) {
 			call.b = loadB(f)
 		}
 		call.c = typed[float32](f.slots[io])
-		mm.run(call)
+		if pf == nil {
+			mm.run(call)
+			return
+		}
+		run := call.run
+		if call.bh != nil {
+			run = call.runHalf
+		}
+		pool.runRanges(mm.nt, run)
+		pf.hintNext(pool, f)
 	}, nil
 }
 
@@ -373,6 +386,14 @@ func newMatmul(p *pool, B, M, N, K int, transA, transB bool) *matmul {
 	}
 	mm.mt = (M + mm.mSize - 1) / mm.mSize
 	return mm
+}
+
+// streamsRows reports whether the product is decoding's x·Wᵀ for a few rows of x, its tasks
+// runs of W's rows across the pool: a stream of weights from memory that the step before can
+// have the workers fetch ahead (prefetch.go), each the rows its own run of tasks will read.
+func (mm *matmul) streamsRows() bool {
+	return mm.B == 1 && mm.M <= 4 && mm.transB && !mm.transA && mm.mt == 1 && mm.nt > 1 && mm.kt <= 1 &&
+		!mm.sharesA() && mm.M*mm.N*mm.K >= minParallelMACs
 }
 
 // sharesA reports whether run packs op(A) once for all the tasks (runSharedA).

@@ -3,11 +3,12 @@ package cpu
 // Weights fetched ahead while decoding. A decoding step alternates products that stream their
 // weights from memory, split over the threads, with short serial stretches on the calling
 // thread (norms, x quantized, the cache write), during which the other threads wait and the
-// memory bus idles. After each quantized product, the workers are handed a hint: each starts
-// fetching into its cache the rows of the next quantized product that its own run of tasks
-// (pool.runRanges) will read, then those the calling thread's run will, and stops at the next
-// job. The calling thread does not wait for them, and nothing is computed: only when the data
-// arrives changes.
+// memory bus idles. After each such product (quantized or float32), the workers are handed a
+// hint: each starts fetching into its cache the rows of the next product that its own run of
+// tasks (pool.runRanges) will read, then those the calling thread's run will, and stops at the
+// next job. The calling thread does not wait for them, and nothing is computed: only when the
+// data arrives changes. For float32 weights the gain is small: decoding 1.02-1.03x faster
+// (110M and 15M shapes, the median of 18 pairs of runs alternated in one process).
 
 import (
 	"sync/atomic"
@@ -24,17 +25,34 @@ const prefetchBudget = 1 << 20
 // prefetchChunk is how much a worker fetches between looks for the next job.
 const prefetchChunk = 4 << 10
 
-// weightPrefetch is a quantized product step (one product, or a group of siblings) as the step
-// before it prefetches for it: its members' plans and each one's first task.
+// weightPrefetch is a decoding-sized product step (one product, or a group of siblings) as the
+// step before it prefetches for it: where its members' weights lie and how its tasks cut them.
 type weightPrefetch struct {
-	plans []*quantDotPlan
-	first []int // each member's first task, then the total
-	next  *weightPrefetch
+	sources []prefetchSource
+	tasks   int // the step's tasks, all members together
+	next    *weightPrefetch
 }
 
-// registerPrefetch records a decoding-sized product step (x of at most four rows, large enough
-// for the pool) in step order, so that Compile can link each to the next one (linkPrefetches).
-func (e *Executable) registerPrefetch(plans []*quantDotPlan, first []int) *weightPrefetch {
+// prefetchSource is one member of a product step as a hint fetches it: the slots of its
+// weights' values and scales (-1: none, as float32 weights have), its first task in the step and
+// its tasks, and its n rows cut rows a task.
+type prefetchSource struct {
+	values, scales        int
+	first, tasks, rows, n int
+}
+
+// registerPrefetch records a decoding-sized product step that runs its tasks across the pool
+// with runRanges, in step order, so that Compile can link each to the next one (linkPrefetches).
+func (e *Executable) registerPrefetch(sources []prefetchSource) *weightPrefetch {
+	last := sources[len(sources)-1]
+	w := &weightPrefetch{sources: sources, tasks: last.first + last.tasks}
+	e.prefetches = append(e.prefetches, w)
+	return w
+}
+
+// quantPrefetch registers a step of quantized products with the tasks first[i] to first[i+1]
+// for plans[i], when it is decoding-sized (x of at most four rows) and runs across the pool.
+func (e *Executable) quantPrefetch(plans []*quantDotPlan, first []int) *weightPrefetch {
 	macs := 0
 	for _, p := range plans {
 		if p.M > 4 || p.gemm {
@@ -45,9 +63,11 @@ func (e *Executable) registerPrefetch(plans []*quantDotPlan, first []int) *weigh
 	if quantOnCaller(e.backend.pool, macs) {
 		return nil // run on the calling thread: the workers' caches do not serve it
 	}
-	w := &weightPrefetch{plans: plans, first: first}
-	e.prefetches = append(e.prefetches, w)
-	return w
+	sources := make([]prefetchSource, len(plans))
+	for i, p := range plans {
+		sources[i] = prefetchSource{values: p.iq, scales: p.id, first: first[i], tasks: p.tasks, rows: p.rows, n: p.N}
+	}
+	return e.registerPrefetch(sources)
 }
 
 // linkPrefetches points each registered step at the next one.
@@ -70,14 +90,14 @@ func (w *weightPrefetch) hintNext(pool *pool, f *frame) {
 	hj := &hintJob{}
 	j, h := &hj.job, &hj.work
 	j.prefetch = h
-	h.tasks = nx.first[len(nx.first)-1]
-	for i, p := range nx.plans[:min(len(nx.plans), len(h.members))] {
+	h.tasks = nx.tasks
+	for i, src := range nx.sources[:min(len(nx.sources), len(h.members))] {
 		m := &h.members[i]
-		m.q = f.slots[p.iq]
-		if p.id >= 0 {
-			m.d = f.slots[p.id]
+		m.q = f.slots[src.values]
+		if src.scales >= 0 {
+			m.d = f.slots[src.scales]
 		}
-		m.first, m.tasks, m.rows, m.n = nx.first[i], p.tasks, p.rows, p.N
+		m.first, m.tasks, m.rows, m.n = src.first, src.tasks, src.rows, src.n
 		h.count++
 	}
 	if pool.hint(j) {
@@ -101,7 +121,7 @@ type prefetchWork struct {
 }
 
 type prefetchMember struct {
-	q, d                  []byte // the matrix's values and scales ([rows, ...] each)
+	q, d                  []byte // the matrix's values and scales ([rows, ...] each; d may be empty)
 	first, tasks, rows, n int    // its first task in the job, its tasks, rows per task, rows
 }
 

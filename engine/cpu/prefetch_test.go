@@ -199,3 +199,73 @@ func TestPrefetchLinksDecodingProducts(t *testing.T) {
 		}
 	}
 }
+
+// Float32 products of one row of x are linked into the same chain as quantized ones, each
+// member its own runs of rows: a chain of float32, Q4_0 and float32 products hands the workers
+// two hints a call, and every product's rows are computed whole on one thread or two alike, and
+// as a float64 product gives them.
+func TestPrefetchLinksFloat32Products(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	const N, K = 768, 512 // above minParallelMACs for one row of x
+	x := make([]float32, K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	ws := make([][]float32, 3)
+	for i := range ws {
+		ws[i] = make([]float32, N*K)
+		for j := range ws[i] {
+			ws[i][j] = float32(r.NormFloat64()) / 16
+		}
+	}
+	_, deq := quantParts(t, quant.Q4_0, ws[1], N, K)
+	args := func() []any { // tensors for one backend
+		qparts, _ := quantParts(t, quant.Q4_0, ws[1], N, K)
+		a := []any{tensors.FromFlatDataAndDimensions(x, 1, K), tensors.FromFlatDataAndDimensions(ws[0], N, K)}
+		a = append(a, anySlice(qparts)...)
+		return append(a, tensors.FromFlatDataAndDimensions(ws[2], N, K))
+	}
+	graph := func(in []*Node) *Node {
+		h := MulScalar(in[0], 1)
+		h = layers.QuantizedWeight(quant.F32, N, K, in[1]).MulT(h)
+		h = Slice(h, AxisRange(), AxisRange(0, K))
+		h = layers.QuantizedWeight(quant.Q4_0, N, K, in[2:4]...).MulT(h)
+		h = Slice(h, AxisRange(), AxisRange(0, K))
+		return layers.QuantizedWeight(quant.F32, N, K, in[4]).MulT(h)
+	}
+	// The float64 reference, through the Q4_0 weights as dequantized.
+	h := make([]float64, K)
+	for i, v := range x {
+		h[i] = float64(v)
+	}
+	var want []float64
+	for i, w := range [][]float32{ws[0], deq, ws[2]} {
+		y := make([]float64, N)
+		for n := range N {
+			for k := range K {
+				y[n] += float64(w[n*K+k]) * h[k]
+			}
+		}
+		if i < 2 {
+			h = y[:K]
+		}
+		want = y
+	}
+	var outs [2][]float32
+	for i, config := range []string{"threads=1,actq8=false", "threads=2,actq8=false"} {
+		before := prefetchHints.Load()
+		be := mustBackend(t, config)
+		outs[i] = tensors.MustCopyFlatData[float32](MustNewExec(be, graph).MustExec(args()...)[0])
+		if n, want := prefetchHints.Load()-before, int64(2*i); n != want {
+			t.Errorf("%s: %d hints, want %d (three products in a row; none without workers)", config, n, want)
+		}
+	}
+	for k := range outs[0] {
+		if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
+			t.Fatalf("y[%d] = %g on two threads, %g on one", k, outs[1][k], outs[0][k])
+		}
+		if d := math.Abs(float64(outs[1][k]) - want[k]); d > 1e-4*(1+math.Abs(want[k])) {
+			t.Fatalf("y[%d] = %g, want %g", k, outs[1][k], want[k])
+		}
+	}
+}

@@ -357,7 +357,7 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 	pool := lw.e.backend.pool
 	M, N, K, tasks := p.M, p.N, p.K, p.tasks
 	step := lw.step
-	pf := lw.e.registerPrefetch([]*quantDotPlan{p}, []int{0, tasks})
+	pf := lw.e.quantPrefetch([]*quantDotPlan{p}, []int{0, tasks})
 	return func(f *frame) {
 		// The call's state lives in the frame, made once: a closure over it, handed to the
 		// pool, would be a heap object per call, and decoding's garbage costs page faults.

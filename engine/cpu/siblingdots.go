@@ -153,7 +153,7 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 	pool := lws[0].e.backend.pool
 	step := lws[0].step
 	total := first[len(plans)]
-	pf := lws[0].e.registerPrefetch(plans, first)
+	pf := lws[0].e.quantPrefetch(plans, first)
 	return func(f *frame) {
 		g := f.stepState(step, mk).(*siblingDotsCall)
 		x := plans[0].x(f) // the same x for all (the later members' own scratch for it stays unused)
