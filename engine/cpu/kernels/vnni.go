@@ -49,6 +49,7 @@ func VNNI() bool { return haveVNNIAsm && vnniCPU && quantKernels() == quantAVX51
 type ActRow struct {
 	q  []int8
 	d  []float32
+	s  []int32 // Σ q over each block, for the row-group kernels (group.go)
 	q4 []int8
 	o  []int16
 	vq []int8
@@ -63,7 +64,7 @@ func actPairs(k int) int { return (k/32 + 1) / 2 }
 // part keeps the 64-byte alignment of the slot it starts in.
 func ActRowBytes(k int) int {
 	np := actPairs(k)
-	return max(align64(k)+align64(4*k/32)+align64(64*np)+align64(32*np), 3*64*np)
+	return max(align64(k)+2*align64(4*k/32)+align64(64*np)+align64(32*np), 3*64*np)
 }
 
 func align64(n int) int { return (n + 63) &^ 63 }
@@ -82,6 +83,7 @@ func ActView(buf []byte, k int, layout bool) ActRow {
 	} else {
 		a.q = bytesAs[int8](take(k))
 		a.d = bytesAs[float32](take(4 * k / 32))
+		a.s = bytesAs[int32](take(4 * k / 32))
 		a.q4 = bytesAs[int8](take(64 * actPairs(k)))
 		a.o = bytesAs[int16](take(32 * actPairs(k)))
 	}
@@ -103,12 +105,13 @@ func QuantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (ActRow, 
 	if IntAsm() {
 		quantizeRowAsm(x, a.q, a.d, nil)
 		pairQ4Asm(a.q, a.q4, a.o)
-		return a, nil
+	} else {
+		if err := quant.QuantizeSplit(quant.Q8_0, x, bytesAs[byte](buf[:k]), a.d); err != nil {
+			return a, fmt.Errorf("quantizing activations: %w", err)
+		}
+		pairQ4(a.q, a.q4, a.o)
 	}
-	if err := quant.QuantizeSplit(quant.Q8_0, x, bytesAs[byte](buf[:k]), a.d); err != nil {
-		return a, fmt.Errorf("quantizing activations: %w", err)
-	}
-	pairQ4(a.q, a.q4, a.o)
+	blockSums(a.q, a.s)
 	return a, nil
 }
 

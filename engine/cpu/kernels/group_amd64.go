@@ -1,0 +1,9 @@
+package kernels
+
+// Go declarations of group_amd64.s.
+
+//go:noescape
+func q4GroupDotVNNI(gq *uint8, gd *uint16, xq *int8, xs *int32, xd *float32, y *float32, groups int, nb int)
+
+//go:noescape
+func q8GroupDotVNNI(gq *int8, gd *uint16, xq *int8, xs *int32, xd *float32, y *float32, groups int, nb int)

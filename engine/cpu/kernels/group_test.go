@@ -1,0 +1,119 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/posformer/posformer/layers/quant"
+)
+
+// groupCase is an actCase's matrix in row groups, its scales rounded to half floats first (a
+// raw case's random scales are not).
+func groupCase(t testing.TB, c *actCase) ([]byte, []uint16) {
+	for i, v := range c.d {
+		c.d[i] = quant.F16ToF32(quant.F32ToF16(v))
+	}
+	gq, gd := make([]byte, len(c.q)), make([]uint16, len(c.d))
+	if err := quant.Group(c.typ, c.q, c.d, c.rows, c.k/32, gq, gd); err != nil {
+		t.Fatal(err)
+	}
+	return gq, gd
+}
+
+// On every kernel path, rows in groups give what ggml's formats give in float64 (to 1e-5 of
+// Σ|terms|: the integer sums are exact, the float ones are not summed in the same order), and
+// exact zeros for a row of x of zeros; every byte of every row counts (raw Q8_0 bytes reach
+// −128 and 127), odd and even block counts, one group and many.
+func TestGroupDotRows(t *testing.T) {
+	for _, p := range Paths() {
+		t.Run(p, func(t *testing.T) {
+			withKernels(t, p)
+			r := rand.New(rand.NewPCG(21, 22))
+			for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+				for _, k := range actDepths {
+					for _, rows := range []int{16, 48} {
+						for _, raw := range []bool{false, true} {
+							if raw && typ != quant.Q8_0 {
+								continue
+							}
+							for _, xs := range []float64{1, 0, 1e-30} {
+								c := newActCase(r, typ, k, rows, raw, xs)
+								gq, gd := groupCase(t, &c)
+								a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
+								if err != nil {
+									t.Fatal(err)
+								}
+								got := make([]float32, rows)
+								GroupDotRows(typ, gq, gd, k, &a, got)
+								want, mag := c.reference()
+								for i := range want {
+									if d := math.Abs(float64(got[i]) - want[i]); d > 1e-5*mag[i] || math.IsNaN(float64(got[i])) || (mag[i] == 0 && got[i] != 0) {
+										t.Fatalf("%v k=%d rows=%d raw=%v x=%g: row %d: %g, ggml's formats give %g (Σ|terms| %g)", typ, k, rows, raw, xs, i, got[i], want[i], mag[i])
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// Rows that are not whole groups, or x without its plain form, are refused.
+func TestGroupDotRowsRefuses(t *testing.T) {
+	c := newActCase(rand.New(rand.NewPCG(1, 1)), quant.Q4_0, 64, 32, false, 1)
+	gq, gd := groupCase(t, &c)
+	plain, _ := QuantizeAct(quant.Q4_0, c.x, make([]byte, ActRowBytes(64)), false)
+	for name, call := range map[string]func(){
+		"rows":   func() { GroupDotRows(quant.Q4_0, gq, gd, 64, &plain, make([]float32, 20)) },
+		"bytes":  func() { GroupDotRows(quant.Q4_0, gq[:100], gd, 64, &plain, make([]float32, 32)) },
+		"x":      func() { GroupDotRows(quant.Q4_0, gq, gd, 64, &ActRow{}, make([]float32, 32)) },
+		"format": func() { GroupDotRows(quant.BF16, gq, gd, 64, &plain, make([]float32, 32)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			call()
+		}()
+	}
+}
+
+// The row-group kernels against ActDotRows on Split's layout, one thread, both with x quantized
+// to int8 (the bytes counted are the file's: half-float scales for both), weights in L2, in L3
+// and streamed from memory.
+//
+//	go test ./engine/cpu/kernels -run XXX -bench GroupDotRows -cpu 1
+func BenchmarkGroupDotRows(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, shape := range [][2]int{{2048, 768}, {32000, 288}, {200000, 288}} {
+			rows, k := shape[0], shape[1]
+			c := newActCase(r, typ, k, rows, false, 1)
+			gq, gd := groupCase(b, &c)
+			y := make([]float32, rows)
+			bytes := int64(len(c.q) + 2*len(c.d))
+			b.Run(fmt.Sprintf("%v/%dx%d/split", typ, rows, k), func(b *testing.B) {
+				buf := make([]byte, ActRowBytes(k))
+				b.SetBytes(bytes)
+				for b.Loop() {
+					a, _ := QuantizeAct(typ, c.x, buf, VNNI())
+					ActDotRows(typ, c.q, c.d, k, &a, y)
+				}
+			})
+			b.Run(fmt.Sprintf("%v/%dx%d/grouped", typ, rows, k), func(b *testing.B) {
+				buf := make([]byte, ActRowBytes(k))
+				b.SetBytes(bytes)
+				for b.Loop() {
+					a, _ := QuantizeAct(typ, c.x, buf, false)
+					GroupDotRows(typ, gq, gd, k, &a, y)
+				}
+			})
+		}
+	}
+}
