@@ -116,6 +116,12 @@ func checkLayout(backend backends.Backend, m *models.Model, ctx *context.Context
 		scope, _ := models.VariablePath(p.Name)
 		v := ctx.InAbsPath(scope).GetVariable(p.Var)
 		if v == nil || !slices.Equal(v.Shape().Dimensions, p.Store) {
+			if name, store, ok := layers.GroupedForm(p.Var, p.Store); ok {
+				// The loader chose the matrix's other form, its rows in groups.
+				if g := ctx.InAbsPath(scope).GetVariable(name); g != nil && slices.Equal(g.Shape().Dimensions, store) {
+					continue
+				}
+			}
 			return fmt.Errorf("tensor %s is not stored as variable %s %v of the inference layout", p.Name, p.Var, p.Store)
 		}
 	}

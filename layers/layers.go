@@ -38,6 +38,9 @@ func Linear(ctx *context.Context, x *Node, out int, bias bool, std float64) *Nod
 func Matrix(ctx *context.Context, g *Graph, out, in int, dtype dtypes.DType, std float64) Weight {
 	if t := MatrixType(ctx, []int{out, in}); t != quant.F32 {
 		names, types, dims := QuantizedVars(t, out, in)
+		if Groupable(t, out, in) && ctx.InspectVariableInScope(groupedName(t)) != nil {
+			names, types, dims = GroupedVars(t, out, in) // the form a loader chose
+		}
 		// Quantized variables are only ever loaded (models.SetParam); the zero initializer
 		// serves models.Layout, which builds the graph on an empty context to list them.
 		zctx := ctx.WithInitializer(initializers.Zero)

@@ -16,12 +16,19 @@ package layers
 // and runs one kernel that reads the stored bytes (engine/cpu/quantdot.go), which is what makes
 // decoding faster: it reads 2, 1.125 or 0.625 bytes per weight instead of 4.
 //
+// A Q8_0 or Q4_0 matrix whose rows are a multiple of 16 may instead be held in row groups
+// (quant.Group: sixteen rows interleaved), the variables GroupedVars lists; the graph then moves
+// the groups back into rows first (rowParts), and the CPU backend reads the groups directly. A
+// loader chooses the form (models.StoreTensor groups for a backend that asks for it); Matrix
+// follows what the context holds.
+//
 // Only an inference context holds quantized matrices (SetWeightType); training contexts stay
 // float32. Matrices whose input width is not a multiple of 32 stay float32 under Q8_0/Q4_0 (as
 // llama.cpp leaves such tensors unquantized).
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
@@ -78,6 +85,46 @@ func MatrixType(ctx *context.Context, shape []int) quant.Type {
 func quantName(t quant.Type) string { return "weight_" + t.String() }
 func scaleName(t quant.Type) string { return "weight_" + t.String() + "_scale" }
 
+// Names of the variables of a matrix held as t in row groups.
+func groupedName(t quant.Type) string      { return "weight_" + t.String() + "_rows" }
+func groupedScaleName(t quant.Type) string { return "weight_" + t.String() + "_rows_scale" }
+
+// Groupable reports whether a matrix [out, in] held as t can be held in row groups.
+func Groupable(t quant.Type, out, in int) bool {
+	return (t == quant.Q8_0 || t == quant.Q4_0) && out%quant.GroupRows == 0 && in%32 == 0
+}
+
+// GroupedForm returns the variable and its shape that hold in row groups the matrix whose
+// values variable in rows is name [store...] (QuantizedVars), if it can be grouped.
+func GroupedForm(name string, store []int) (string, []int, bool) {
+	for _, t := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		if name != quantName(t) || len(store) != 2 {
+			continue
+		}
+		out, in := store[0], store[1]*32/(t.BlockBytes()-2)
+		if names, _, dims := GroupedVars(t, out, in); names != nil {
+			return names[0], dims[0], true
+		}
+	}
+	return "", nil, false
+}
+
+// GroupedVars lists the variables holding a matrix [out, in] as t in row groups (Groupable):
+// name, dtype and shape of the grouped values [out/16, in/32, 16 × a block's bytes of values],
+// then of the scales [out/16, in/32, 16].
+func GroupedVars(t quant.Type, out, in int) (names []string, types []dtypes.DType, shapes [][]int) {
+	if !Groupable(t, out, in) {
+		return nil, nil, nil
+	}
+	vt := dtypes.Int8
+	if t == quant.Q4_0 {
+		vt = dtypes.Uint8
+	}
+	g, nb := out/quant.GroupRows, in/32
+	return []string{groupedName(t), groupedScaleName(t)}, []dtypes.DType{vt, dtypes.Float32},
+		[][]int{{g, nb, quant.GroupRows * (t.BlockBytes() - 2)}, {g, nb, quant.GroupRows}}
+}
+
 // QuantizedVars lists the variables holding a matrix [out, in] as t: name, dtype and shape of
 // the values, then of the scales (block formats only).
 func QuantizedVars(t quant.Type, out, in int) (names []string, types []dtypes.DType, shapes [][]int) {
@@ -103,8 +150,10 @@ func CheckpointName(name string, shape []int) (string, []int) {
 				return "weight", []int{shape[0], 2 * shape[1]}
 			}
 			return "weight", shape
-		case scaleName(t):
+		case scaleName(t), groupedScaleName(t):
 			return "", nil
+		case groupedName(t):
+			return "weight", []int{shape[0] * quant.GroupRows, shape[1] * 32}
 		}
 	}
 	return name, shape
@@ -116,7 +165,7 @@ type Weight struct {
 	Type    quant.Type
 	Out, In int
 	w       *Node // F32 or BF16: [out, in]
-	q, d    *Node // Q8_0/Q4_0: values and scales
+	q, d    *Node // Q8_0/Q4_0: values and scales, in rows or (rank 3) in row groups
 }
 
 // FloatWeight wraps a float32 matrix [out, in].
@@ -126,7 +175,7 @@ func FloatWeight(w *Node) Weight {
 }
 
 // QuantizedWeight wraps the stored parts of a matrix [out, in] held as t: the bfloat16 values,
-// or the values and scales of a block format (the variables QuantizedVars lists).
+// or the values and scales of a block format (the variables QuantizedVars or GroupedVars list).
 func QuantizedWeight(t quant.Type, out, in int, parts ...*Node) Weight {
 	w := Weight{Type: t, Out: out, In: in}
 	if t.Quantized() {
@@ -145,7 +194,38 @@ func (w Weight) Float() *Node {
 	case quant.BF16:
 		return ConvertDType(w.w, dtypes.Float32)
 	}
-	return dequantize(w.Type, w.q, w.d)
+	q, d := w.rowParts(w.q, w.d)
+	return dequantize(w.Type, q, d)
+}
+
+// grouped reports whether the matrix is held in row groups.
+func (w Weight) grouped() bool { return w.q != nil && w.q.Rank() == 3 }
+
+// rowParts returns the values and scales q, d of whole groups of rows [..., g, nb, ...] in
+// rows, [..., 16·g, nb·vb] and [..., 16·g, nb]: as they are for a matrix held in rows,
+// moved back out of their groups otherwise (quant.Group's layout, undone).
+func (w Weight) rowParts(q, d *Node) (*Node, *Node) {
+	if !w.grouped() {
+		return q, d
+	}
+	dims := q.Shape().Dimensions
+	lead, r := dims[:len(dims)-3], len(dims)-3
+	g, nb, vb := dims[r], dims[r+1], dims[r+2]/quant.GroupRows
+	cat := func(tail ...int) []int { return append(append([]int(nil), lead...), tail...) }
+	perm := func(tail ...int) []int {
+		p := make([]int, 0, r+len(tail))
+		for i := range r {
+			p = append(p, i)
+		}
+		for _, a := range tail {
+			p = append(p, r+a)
+		}
+		return p
+	}
+	q = Reshape(q, cat(g, nb, vb/4, quant.GroupRows, 4)...)
+	q = Reshape(TransposeAllDims(q, perm(0, 3, 1, 2, 4)...), cat(g*quant.GroupRows, nb*vb)...)
+	d = TransposeAllDims(d, perm(0, 2, 1)...)
+	return q, Reshape(d, cat(g*quant.GroupRows, nb)...)
 }
 
 // MulT computes x·Wᵀ for x [..., in], returning [..., out].
@@ -163,7 +243,39 @@ func (w Weight) Rows(ids *Node) *Node {
 		return ConvertDType(Gather(w.w, ExpandAxes(ids, -1)), dtypes.Float32)
 	}
 	at := ExpandAxes(ids, -1)
-	return dequantize(w.Type, Gather(w.q, at), Gather(w.d, at))
+	if !w.grouped() {
+		return dequantize(w.Type, Gather(w.q, at), Gather(w.d, at))
+	}
+	return w.groupedRows(ids)
+}
+
+// groupedRows is Rows for a matrix in row groups: each row's bytes gathered where its group
+// keeps them, 4 bytes at every step s of every block b, at ((g·nb + b)·steps + s)·16 + r in
+// units of 4 bytes for row 16g + r, and its scales at (g·nb + b)·16 + r.
+func (w Weight) groupedRows(ids *Node) *Node {
+	const G = quant.GroupRows
+	dims := w.q.Shape().Dimensions
+	groups, nb, vb := dims[0], dims[1], dims[2]/G
+	steps := vb / 4
+	units, scales := make([]int32, nb*steps), make([]int32, nb)
+	for b := range nb {
+		scales[b] = int32(b * G)
+		for st := range steps {
+			units[b*steps+st] = int32((b*steps + st) * G)
+		}
+	}
+	// at(first, offsets): each id's first index plus the offsets, flat [ids·len(offsets), 1]
+	// (Gather takes indices of at most one axis more than the table).
+	at := func(first *Node, offsets []int32) *Node {
+		first = ExpandAxes(first, -1)
+		all := Add(first, ExpandLeftToRank(Const(ids.Graph(), offsets), first.Rank()))
+		return Reshape(all, ids.Shape().Size()*len(offsets), 1)
+	}
+	lane, group := ModScalar(ids, G), DivScalar(ids, G)
+	lead := ids.Shape().Dimensions
+	q := Gather(Reshape(w.q, groups*nb*steps*G, 4), at(Add(MulScalar(group, nb*steps*G), lane), units))
+	d := Gather(Reshape(w.d, groups*nb*G, 1), at(Add(MulScalar(group, nb*G), lane), scales))
+	return dequantize(w.Type, Reshape(q, slices.Concat(lead, []int{nb * vb})...), Reshape(d, slices.Concat(lead, []int{nb})...))
 }
 
 // dequantize builds the float32 values [..., in] of blocks q [..., in] (Q8_0) or [..., in/2]

@@ -93,6 +93,9 @@ func storeQuantized(scope *context.Context, backend backends.Backend, typ quant.
 			return nil
 		}
 	case quant.Q8_0, quant.Q4_0:
+		if p, ok := backend.(RowGroupsPreferrer); ok && p.PrefersRowGroups() && layers.Groupable(typ, out, in) {
+			return storeGrouped(scope, backend, typ, dims, values, raw)
+		}
 		// The values and the scales are made in one pass: scales first into a scratch slice.
 		d := make([]float32, out*in/32)
 		var q []byte
@@ -109,6 +112,47 @@ func storeQuantized(scope *context.Context, backend backends.Backend, typ quant.
 		}
 	default:
 		return fmt.Errorf("weights cannot be held as %v", typ)
+	}
+	for i, name := range names {
+		t, err := newTensorOf(backend, shapes[i], types[i], fills[i])
+		if err != nil {
+			return err
+		}
+		scope.VariableWithValue(name, t)
+	}
+	return nil
+}
+
+// RowGroupsPreferrer is a backend that reads Q8_0 and Q4_0 matrices faster in row groups
+// (layers.GroupedVars) than in rows: the loaders hold them so for it. Any backend runs either
+// form; the choice only changes the speed.
+type RowGroupsPreferrer interface {
+	PrefersRowGroups() bool
+}
+
+// storeGrouped sets the variables of a Q8_0 or Q4_0 matrix dims [out, in] held in row groups
+// (layers.GroupedVars), from float32 values or (values nil) raw blocks: split first into
+// scratch, then grouped into the variables' memory.
+func storeGrouped(scope *context.Context, backend backends.Backend, typ quant.Type, dims []int, values []float32, raw []byte) error {
+	out, in := dims[0], dims[1]
+	q, d := make([]byte, out*in/32*(typ.BlockBytes()-2)), make([]float32, out*in/32)
+	var err error
+	if values == nil {
+		err = quant.Split(typ, raw, q, d)
+	} else {
+		err = quant.QuantizeSplit(typ, values, q, d)
+	}
+	if err != nil {
+		return err
+	}
+	if err := CheckFinite(fmt.Sprintf("%s scales", typ), d); err != nil {
+		return err
+	}
+	names, types, shapes := layers.GroupedVars(typ, out, in)
+	gd := make([]float32, len(d))
+	fills := []func(flat any) error{
+		func(flat any) error { return quant.Group(typ, q, d, out, in/32, flatBytes(flat), gd) },
+		func(flat any) error { copy(flat.([]float32), gd); return nil },
 	}
 	for i, name := range names {
 		t, err := newTensorOf(backend, shapes[i], types[i], fills[i])

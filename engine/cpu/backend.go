@@ -152,6 +152,12 @@ func (b *Backend) Summary() string {
 	return fmt.Sprintf("%s (%s kernels, %d threads%s)", BackendName, path, b.threads, act)
 }
 
+// PrefersRowGroups reports that Q8_0 and Q4_0 matrices are faster here held in row groups
+// (layers.GroupedVars; models.RowGroupsPreferrer): where the row-group kernels run and products
+// take int8 x. Anywhere else a matrix in row groups is moved back into rows a task at a time, at
+// every call: correct, and several times slower.
+func (b *Backend) PrefersRowGroups() bool { return b.actq8 && kernels.GroupKernels() }
+
 // NumDevices implements backends.Backend.
 func (b *Backend) NumDevices() int { return 1 }
 

@@ -15,6 +15,13 @@ package cpu
 // actq8 (Q8_0 and Q4_0), x is quantized to int8 blocks instead and every block is an integer dot
 // product: row by row for a few rows, on the integer GEMM (kernels.ActGemm) for many.
 // Any other use of the same ops still runs op by op, so the match only changes the speed.
+//
+// A matrix held in row groups (layers.GroupedVars: sixteen rows interleaved, the form a loader
+// chooses for a backend that asks for it, PrefersRowGroups) reaches the same expression through
+// the transposes that move its groups back into rows; the match passes through them and the
+// product reads the groups (kernels.GroupDotRows): one or a few rows of x, and many, each four
+// rows of x against a task's groups in L2. Where those kernels do not run (a kernel set changed
+// after loading), a task moves its rows out of their groups into scratch at every call.
 
 import (
 	"encoding/binary"
@@ -33,13 +40,15 @@ import (
 // quantDotAttr replaces the dotAttr of a DotGeneral rewritten to x·Wᵀ with W stored as typ;
 // its inputs become x, the values and (block formats) the scales.
 type quantDotAttr struct {
-	dot  *dotAttr
-	typ  quant.Type
-	N, K int
+	dot     *dotAttr
+	typ     quant.Type
+	N, K    int
+	grouped bool // the values and scales are in row groups (quant.Group)
 }
 
-// quantDotsCompiled counts the products rewritten so far (for tests).
-var quantDotsCompiled atomic.Int64
+// quantDotsCompiled counts the products rewritten so far, groupedDotsCompiled those of them
+// whose matrix is in row groups (for tests).
+var quantDotsCompiled, groupedDotsCompiled atomic.Int64
 
 // fuseQuantizedProducts finds the products whose right operand is a dequantized matrix and makes
 // them read its stored parts; the dequantizing nodes then are dead unless something else reads
@@ -66,9 +75,12 @@ func fuseQuantizedProducts(nodes []*node, outs []*node) int {
 			inputs = append(inputs, m.d)
 		}
 		n.inputs = inputs
-		n.attr = &quantDotAttr{dot: attr, typ: m.typ, N: N, K: K}
+		n.attr = &quantDotAttr{dot: attr, typ: m.typ, N: N, K: K, grouped: m.qGrouped}
 		rewritten++
 		quantDotsCompiled.Add(1)
+		if m.qGrouped {
+			groupedDotsCompiled.Add(1)
+		}
 	}
 	return rewritten
 }
@@ -93,6 +105,9 @@ type dequantMatch struct {
 	uses []int
 	typ  quant.Type
 	q, d *node
+	// q and d hold the matrix in row groups (layers' Weight.rowParts moves them back into
+	// rows: transposes the match passes through).
+	qGrouped, dGrouped bool
 }
 
 // through reports whether n is read by its consumer in the expression only.
@@ -127,10 +142,10 @@ func (m *dequantMatch) match(w *node, N, K int) bool {
 		}
 		for _, order := range [][2]int{{0, 1}, {1, 0}} {
 			values, scales := v.inputs[order[0]], v.inputs[order[1]]
-			if m.scales(scales, v, N*K/32) && m.values(values, N*K) {
+			if m.scales(scales, v, N*K/32) && m.values(values, N*K) && m.qGrouped == m.dGrouped {
 				return true
 			}
-			m.q, m.d = nil, nil
+			m.q, m.d, m.qGrouped, m.dGrouped = nil, nil, false, false
 		}
 	}
 	return false
@@ -156,9 +171,32 @@ func (m *dequantMatch) scales(b, mul *node, blocks int) bool {
 	if !ok || d.shape.DType != dtypes.Float32 || d.shape.Size() != blocks {
 		return false
 	}
+	if g, ok := m.ungrouped(d, []int{0, 2, 1}); ok {
+		m.d, m.dGrouped = g, true
+		return true
+	}
 	m.d = d
 	return true
 }
+
+// ungrouped matches a transpose by perm of a reshape of a rank-3 node (row groups [g, nb, ...],
+// see Weight.rowParts) and returns that node.
+func (m *dequantMatch) ungrouped(n *node, perm []int) (*node, bool) {
+	if n.op != backends.OpTypeTranspose || !m.through(n) {
+		return nil, false
+	}
+	if p, _ := n.attr.([]int); !slices.Equal(p, perm) {
+		return nil, false
+	}
+	g, ok := m.strip(n.inputs[0])
+	if !ok || g.shape.Rank() != 3 || g.shape.Dimensions[2]%quant.GroupRows != 0 {
+		return nil, false
+	}
+	return g, true
+}
+
+// Row groups of values [g, nb, steps, 16, 4] back in rows [g, 16, nb, steps, 4].
+var ungroupValues = []int{0, 3, 1, 2, 4}
 
 // values matches convert(q) (Q8_0) or convert(concat(q & 15, q / 16)) + (−8) (Q4_0).
 func (m *dequantMatch) values(v *node, n int) bool {
@@ -170,6 +208,9 @@ func (m *dequantMatch) values(v *node, n int) bool {
 		src, ok := m.strip(v.inputs[0])
 		if ok && src.shape.DType == dtypes.Int8 && src.shape.Size() == n {
 			m.typ, m.q = quant.Q8_0, src
+			if g, ok := m.ungrouped(src, ungroupValues); ok {
+				m.q, m.qGrouped = g, true
+			}
 			return true
 		}
 		return false
@@ -201,6 +242,15 @@ func (m *dequantMatch) values(v *node, n int) bool {
 		if !ok1 || !ok2 || a != b || a.shape.Size() != n/2 {
 			continue
 		}
+		if r, ok := m.strip(a); ok && r != a {
+			// Only row groups moved back into rows reach the shared reshape through another.
+			if a, ok = m.ungrouped(r, ungroupValues); !ok {
+				continue
+			}
+			m.qGrouped = true
+		} else if g, ok := m.ungrouped(a, ungroupValues); ok {
+			a, m.qGrouped = g, true
+		}
 		m.typ, m.q = quant.Q4_0, a
 		return true
 	}
@@ -218,11 +268,11 @@ func (m *dequantMatch) byConst(n *node, op backends.OpType, want float64) (*node
 
 // stripShared strips the reshape both nibble ops read: it is read twice, by them.
 func (m *dequantMatch) stripShared(n *node) (*node, bool) {
-	for n.op == backends.OpTypeReshape {
-		if m.uses[n.id] != 2 {
-			return nil, false
-		}
+	for n.op == backends.OpTypeReshape && m.uses[n.id] == 2 {
 		n = n.inputs[0]
+	}
+	if n.op == backends.OpTypeReshape && m.uses[n.id] != 1 {
+		return nil, false
 	}
 	return n, true
 }
@@ -291,12 +341,14 @@ func planQuantDot(lw *lowering, qa *quantDotAttr) *quantDotPlan {
 	if p.act {
 		lw.e.backend.actUsed.Store(true)
 		if p.gemm {
-			p.sa = lw.scratch(kernels.ActRowsBytes(M, K))
+			// Room for either form: the integer GEMM's, or each row's plain form, which
+			// the row-group kernels read (plainRows).
+			p.sa = lw.scratch(max(kernels.ActRowsBytes(M, K), plainBytes(M, K)))
 		} else {
-			p.sa = lw.scratch(M * kernels.ActRowBytes(K))
+			p.sa = lw.scratch(plainBytes(M, K))
 		}
 	}
-	p.stored = quantMatrix{typ: qa.typ, K: K}
+	p.stored = quantMatrix{typ: qa.typ, K: K, grouped: qa.grouped}
 	pool := lw.e.backend.pool
 	// Rows of W per task: whole vectors, about 4 tasks per thread (each task costs two atomic
 	// operations on a cache line the threads share: a task of 32 rows of 768 Q8_0 values, 1 µs,
@@ -330,7 +382,41 @@ func (p *quantDotPlan) bind(f *frame, c *quantCall, x []float32) {
 	}
 	c.y = typed[float32](f.slots[p.io])
 	c.M, c.N, c.K, c.rows, c.act, c.gemm, c.noPack = p.M, p.N, p.K, p.rows, p.act, p.gemm, p.noPack
-	c.xa, c.layout = nil, false
+	c.xa, c.layout, c.plainRows = nil, false, false
+}
+
+// plainRows reports whether a product of many rows of x quantizes them each in its plain form,
+// for the row-group kernels, rather than for the integer GEMM: for weights in row groups where
+// those kernels run. The weights of a task stay in L2 while every row of x passes over them,
+// and a group's block costs about a quarter of a GEMM tile's instructions per value.
+func (p *quantDotPlan) plainRows() bool {
+	return p.gemm && p.stored.grouped && kernels.GroupKernels()
+}
+
+// plainBytes is the scratch of M rows of x of K quantized in their plain form, with the packed
+// sums and scales of each four rows (kernels.Pack4) after them.
+func plainBytes(M, K int) int { return M*kernels.ActRowBytes(K) + M/4*kernels.Pack4Bytes(K) }
+
+// quantizePlain quantizes the M rows of x [M, K] each in its plain form into xa (plainBytes),
+// across the pool, and packs them.
+func quantizePlain(pool *pool, typ quant.Type, x []float32, M, K int, xa []byte) {
+	rb := kernels.ActRowBytes(K)
+	pool.parallelFor(M, 16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			// Lengths are fixed at compile time, so quantizing cannot fail.
+			kernels.QuantizeAct(typ, x[i*K:i*K+K], xa[i*rb:], false)
+		}
+	})
+	pack4(xa, M, K)
+}
+
+// pack4 packs every four rows of x of K quantized in their plain form in xa (plainBytes) for
+// the row-group kernels' four rows at a time.
+func pack4(xa []byte, M, K int) {
+	rb, pb := kernels.ActRowBytes(K), kernels.Pack4Bytes(K)
+	for g := range M / 4 {
+		kernels.Pack4(xa[4*g*rb:], rb, K, xa[M*rb+g*pb:])
+	}
 }
 
 // x returns the call's x as float32 rows [M, K]: its slot, or its axes moved into scratch.
@@ -363,11 +449,17 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		// pool, would be a heap object per call, and decoding's garbage costs page faults.
 		c := f.stepState(step, newQuantCall).(*quantCall)
 		p.bind(f, c, p.x(f))
-		if p.gemm {
+		if p.plainRows() {
+			c.xa, c.plainRows = f.slots[p.sa], true
+			quantizePlain(pool, qa.typ, c.x, M, K, c.xa)
+		} else if p.gemm {
 			c.rowsQ = c.quant.rows(pool, qa.typ, c.x, M, K, f.slots[p.sa])
 		} else if p.act {
-			c.xa, c.layout = f.slots[p.sa], kernels.VNNI()
+			c.xa, c.layout = f.slots[p.sa], p.vnniLayout()
 			quantizeRows(qa.typ, c.x, M, K, c.xa, c.layout)
+			if !c.layout {
+				pack4(c.xa, M, K)
+			}
 		}
 		c.pa = kernels.PackedA{}
 		if M > 4 && !p.noPack && !p.gemm {
@@ -401,6 +493,7 @@ type quantCall struct {
 	xa                  []byte
 	layout, act, noPack bool
 	gemm                bool // act with more than four rows: rowsQ, for kernels.ActGemm
+	plainRows           bool // gemm, but xa holds every row's plain form (quantDotPlan.plainRows)
 	rowsQ               kernels.ActRows
 	quant               actRowsJob
 	pa                  kernels.PackedA
@@ -440,31 +533,57 @@ func (j *actRowsJob) task(t int) {
 	j.a.QuantizeGroups(j.x, j.a.K, t*actRowsPerTask, min(j.a.Groups(), (t+1)*actRowsPerTask))
 }
 
+// vnniLayout reports whether x is quantized in the VNNI kernels' layout for this product: where
+// they run, unless the weights are in row groups, whose kernels read x's plain form.
+func (p *quantDotPlan) vnniLayout() bool { return kernels.VNNI() && !p.stored.grouped }
+
 // task computes rows [t·rows, (t+1)·rows) of y.
 func (c *quantCall) task(t int) {
-	M, N, K := c.M, c.N, c.K
 	n0 := t * c.rows
-	n1 := min(N, n0+c.rows)
+	n1 := min(c.N, n0+c.rows)
+	if !c.w.grouped {
+		c.rowsTask(c.w, c.y, n0, n1)
+		return
+	}
+	if c.plainRows || c.act && !c.gemm && !c.layout && kernels.GroupKernels() {
+		c.w.mulGroupsAct(c.M, c.xa, c.y, c.N, n0, n1)
+		return
+	}
+	// The other paths read whole rows: the task's, moved out of their groups.
+	nb, vb := c.K/32, c.w.typ.BlockBytes()-2
+	buf := groupScratch.Get((n1 - n0) * nb * (vb + 4))
+	defer groupScratch.Put(buf)
+	rows := quantMatrix{typ: c.w.typ, K: c.K, q: buf[:(n1-n0)*nb*vb], d: typed[float32](buf[(n1-n0)*nb*vb:])}
+	quant.UngroupRows(c.w.typ, c.w.q, c.w.d, nb, n0, n1, rows.q, rows.d)
+	c.rowsTask(rows, c.y[n0:], 0, n1-n0)
+}
+
+// groupScratch holds a task's rows moved out of their groups (quantCall.task).
+var groupScratch = freelist.New(freelist.Config[byte]{Max: freelist.PerCPU})
+
+// rowsTask computes rows [n0, n1) of y (rows of N) with w holding those rows whole.
+func (c *quantCall) rowsTask(w quantMatrix, y []float32, n0, n1 int) {
+	M, N, K := c.M, c.N, c.K
 	if c.gemm {
-		c.w.mulGemmAct(&c.rowsQ, c.y, N, n0, n1)
+		w.mulGemmAct(&c.rowsQ, y, N, n0, n1)
 		return
 	}
 	if c.act {
-		c.w.mulRowsAct(M, c.xa, c.layout, c.y, N, n0, n1)
+		w.mulRowsAct(M, c.xa, c.layout, y, N, n0, n1)
 		return
 	}
 	if M <= 4 {
-		c.w.mulRows(M, c.x, c.y, N, n0, n1)
+		w.mulRows(M, c.x, y, N, n0, n1)
 		return
 	}
 	panel := panels.Get(panelFloats)
 	for p0 := n0; p0 < n1; p0 += panelFloats / K {
 		p1 := min(n1, p0+panelFloats/K)
-		c.w.dequant(p0, p1, panel)
+		w.dequant(p0, p1, panel)
 		if c.noPack {
-			kernels.MatMulNT(M, p1-p0, K, c.x, K, panel, K, c.y[p0:], N)
+			kernels.MatMulNT(M, p1-p0, K, c.x, K, panel, K, y[p0:], N)
 		} else {
-			kernels.SgemmPacked(c.pa, true, p1-p0, panel, K, 0, c.y[p0:], N)
+			kernels.SgemmPacked(c.pa, true, p1-p0, panel, K, 0, y[p0:], N)
 		}
 	}
 	panels.Put(panel)
@@ -482,12 +601,34 @@ func quantOnCaller(pool *pool, macs int) bool {
 // is above it.
 const minParallelQuantMACs = 1 << 18
 
-// quantMatrix is a stored matrix [N, K] of one call: its bytes, and its scales.
+// quantMatrix is a stored matrix [N, K] of one call: its bytes, and its scales, in rows or in
+// row groups.
 type quantMatrix struct {
-	typ quant.Type
-	K   int
-	q   []byte
-	d   []float32
+	typ     quant.Type
+	K       int
+	q       []byte
+	d       []float32
+	grouped bool
+}
+
+// mulGroupsAct computes y[i, n0:n1] = x[i]·W[n0:n1]ᵀ for the m rows of x quantized in xa in
+// their plain form and packed (plainBytes), W in row groups (n0 and n1 − n0 whole groups but for the matrix's end), a
+// block of weight rows at a time so that it stays in L2 across the rows of x.
+func (w quantMatrix) mulGroupsAct(m int, xa []byte, y []float32, N, n0, n1 int) {
+	K, nb, rb, pb := w.K, w.K/32, kernels.ActRowBytes(w.K), kernels.Pack4Bytes(w.K)
+	rowBytes := nb * (w.typ.BlockBytes() - 2)
+	for r0 := n0; r0 < n1; r0 += kernels.QuantRowBlock {
+		r1 := min(n1, r0+kernels.QuantRowBlock)
+		gq, gd := w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb]
+		i := 0
+		for ; i+4 <= m; i += 4 {
+			kernels.GroupDotRows4(w.typ, gq, gd, K, xa[i*rb:], rb, xa[m*rb+i/4*pb:], y[i*N+r0:], N, r1-r0)
+		}
+		for ; i < m; i++ {
+			x := kernels.ActView(xa[i*rb:], K, false)
+			kernels.GroupDotRows(w.typ, gq, gd, K, &x, y[i*N+r0:i*N+r1])
+		}
+	}
 }
 
 // mulRows computes y[i, n0:n1] = x[i]·W[n0:n1]ᵀ for the m ≤ 4 rows of x.

@@ -35,7 +35,6 @@ import (
 	"sync/atomic"
 
 	"github.com/gomlx/gomlx/backends"
-	"github.com/posformer/posformer/engine/cpu/kernels"
 	"github.com/posformer/posformer/layers/quant"
 )
 
@@ -157,29 +156,64 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 	return func(f *frame) {
 		g := f.stepState(step, mk).(*siblingDotsCall)
 		x := plans[0].x(f) // the same x for all (the later members' own scratch for it stays unused)
-		layout := kernels.VNNI()
-		src := plainSrc
-		if layout {
-			src = typeSrc
-		}
 		for i, p := range plans {
 			c := &g.calls[i]
 			p.bind(f, c, x)
 			switch {
-			case p.gemm && typeSrc[i] == i:
-				c.rowsQ = g.quant.rows(pool, p.stored.typ, x, p.M, p.K, f.slots[p.sa])
-			case p.gemm:
-				c.rowsQ = g.calls[typeSrc[i]].rowsQ
-			case p.act:
-				if src[i] == i {
-					quantizeRows(p.stored.typ, x, p.M, p.K, f.slots[p.sa], layout)
+			case p.plainRows():
+				src := i // the first member that quantizes x's rows in their plain form
+				for j := range i {
+					if plans[j].plainRows() {
+						src = j
+						break
+					}
 				}
-				c.xa, c.layout = f.slots[plans[src[i]].sa], layout
+				if src == i {
+					quantizePlain(pool, p.stored.typ, x, p.M, p.K, f.slots[p.sa])
+				}
+				c.xa, c.plainRows = f.slots[plans[src].sa], true
+			case p.gemm:
+				src := i // the first member of the same type on the integer GEMM
+				for j := range i {
+					if plans[j].gemm && !plans[j].plainRows() && plans[j].stored.typ == p.stored.typ {
+						src = j
+						break
+					}
+				}
+				if src == i {
+					c.rowsQ = g.quant.rows(pool, p.stored.typ, x, p.M, p.K, f.slots[p.sa])
+				} else {
+					c.rowsQ = g.calls[src].rowsQ
+				}
+			case p.act:
+				layout := p.vnniLayout()
+				src := xSource(plans, typeSrc, plainSrc, i, layout)
+				if src == i {
+					quantizeRows(p.stored.typ, x, p.M, p.K, f.slots[p.sa], layout)
+					if !layout {
+						pack4(f.slots[p.sa], p.M, p.K)
+					}
+				}
+				c.xa, c.layout = f.slots[plans[src].sa], layout
 			}
 		}
 		runQuantTasks(pool, macs, total, g.run)
 		pf.hintNext(pool, f)
 	}, nil
+}
+
+// xSource is the member whose scratch holds x quantized for member i, in the VNNI layout
+// (layout) or the plain form: the first of the same type in the layout, the first in the plain
+// form (any type's); the member itself where an earlier one has x in the other form only.
+func xSource(plans []*quantDotPlan, typeSrc, plainSrc []int, i int, layout bool) int {
+	src := plainSrc[i]
+	if layout {
+		src = typeSrc[i]
+	}
+	if plans[src].vnniLayout() != layout {
+		return i
+	}
+	return src
 }
 
 // siblingDotsCall is one call of a group: its members' calls, and run, its task method bound once.

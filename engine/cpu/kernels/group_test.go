@@ -9,13 +9,9 @@ import (
 	"github.com/posformer/posformer/layers/quant"
 )
 
-// groupCase is an actCase's matrix in row groups, its scales rounded to half floats first (a
-// raw case's random scales are not).
-func groupCase(t testing.TB, c *actCase) ([]byte, []uint16) {
-	for i, v := range c.d {
-		c.d[i] = quant.F16ToF32(quant.F32ToF16(v))
-	}
-	gq, gd := make([]byte, len(c.q)), make([]uint16, len(c.d))
+// groupCase is an actCase's matrix in row groups.
+func groupCase(t testing.TB, c *actCase) ([]byte, []float32) {
+	gq, gd := make([]byte, len(c.q)), make([]float32, len(c.d))
 	if err := quant.Group(c.typ, c.q, c.d, c.rows, c.k/32, gq, gd); err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +81,7 @@ func TestGroupDotRowsRefuses(t *testing.T) {
 }
 
 // The row-group kernels against ActDotRows on Split's layout, one thread, both with x quantized
-// to int8 (the bytes counted are the file's: half-float scales for both), weights in L2, in L3
-// and streamed from memory.
+// to int8, weights in L2, in L3 and streamed from memory.
 //
 //	go test ./engine/cpu/kernels -run XXX -bench GroupDotRows -cpu 1
 func BenchmarkGroupDotRows(b *testing.B) {
@@ -97,7 +92,7 @@ func BenchmarkGroupDotRows(b *testing.B) {
 			c := newActCase(r, typ, k, rows, false, 1)
 			gq, gd := groupCase(b, &c)
 			y := make([]float32, rows)
-			bytes := int64(len(c.q) + 2*len(c.d))
+			bytes := int64(len(c.q) + 4*len(c.d))
 			b.Run(fmt.Sprintf("%v/%dx%d/split", typ, rows, k), func(b *testing.B) {
 				buf := make([]byte, ActRowBytes(k))
 				b.SetBytes(bytes)
@@ -115,5 +110,53 @@ func BenchmarkGroupDotRows(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// Four rows of x at once give each row's GroupDotRows exactly (the same sums in the same
+// order), for rows of x spaced as a product's scratch spaces them, on every kernel path.
+func TestGroupDotRows4(t *testing.T) {
+	for _, p := range Paths() {
+		t.Run(p, func(t *testing.T) {
+			withKernels(t, p)
+			r := rand.New(rand.NewPCG(25, 26))
+			for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+				for _, k := range actDepths {
+					for _, raw := range []bool{false, true} {
+						if raw && typ != quant.Q8_0 {
+							continue
+						}
+						const rows, ldy = 48, 53
+						c := newActCase(r, typ, k, rows, raw, 1)
+						gq, gd := groupCase(t, &c)
+						stride := ActRowBytes(k)
+						xa := make([]byte, 4*stride)
+						one := make([]float32, 4*rows)
+						for i := range 4 {
+							x := make([]float32, k)
+							for j := range x {
+								x[j] = float32(r.NormFloat64())
+							}
+							a, err := QuantizeAct(typ, x, xa[i*stride:], false)
+							if err != nil {
+								t.Fatal(err)
+							}
+							GroupDotRows(typ, gq, gd, k, &a, one[i*rows:(i+1)*rows])
+						}
+						y := make([]float32, 3*ldy+rows)
+						pack := make([]byte, Pack4Bytes(k))
+						Pack4(xa, stride, k, pack)
+						GroupDotRows4(typ, gq, gd, k, xa, stride, pack, y, ldy, rows)
+						for i := range 4 {
+							for j := range rows {
+								if math.Float32bits(y[i*ldy+j]) != math.Float32bits(one[i*rows+j]) {
+									t.Fatalf("%v k=%d raw=%v: x row %d, y[%d] = %g, one row at a time %g", typ, k, raw, i, j, y[i*ldy+j], one[i*rows+j])
+								}
+							}
+						}
+					}
+				}
+			}
+		})
 	}
 }

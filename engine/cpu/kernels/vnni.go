@@ -49,7 +49,7 @@ func VNNI() bool { return haveVNNIAsm && vnniCPU && quantKernels() == quantAVX51
 type ActRow struct {
 	q  []int8
 	d  []float32
-	s  []int32 // Σ q over each block, for the row-group kernels (group.go)
+	s  []int32 // 8·Σ q over each block, for the row-group kernels (group.go)
 	q4 []int8
 	o  []int16
 	vq []int8
@@ -103,14 +103,14 @@ func QuantizeAct(typ quant.Type, x []float32, buf []byte, layout bool) (ActRow, 
 		return a, nil
 	}
 	if IntAsm() {
-		quantizeRowAsm(x, a.q, a.d, nil)
+		quantizeRowAsm(x, a.q, a.d, a.s)
 		pairQ4Asm(a.q, a.q4, a.o)
-	} else {
-		if err := quant.QuantizeSplit(quant.Q8_0, x, bytesAs[byte](buf[:k]), a.d); err != nil {
-			return a, fmt.Errorf("quantizing activations: %w", err)
-		}
-		pairQ4(a.q, a.q4, a.o)
+		return a, nil
 	}
+	if err := quant.QuantizeSplit(quant.Q8_0, x, bytesAs[byte](buf[:k]), a.d); err != nil {
+		return a, fmt.Errorf("quantizing activations: %w", err)
+	}
+	pairQ4(a.q, a.q4, a.o)
 	blockSums(a.q, a.s)
 	return a, nil
 }
