@@ -17,7 +17,8 @@ package layers
 // decoding faster: it reads 2, 1.125 or 0.625 bytes per weight instead of 4.
 //
 // A Q8_0 or Q4_0 matrix whose rows are a multiple of 16 may instead be held in row groups
-// (quant.Group: sixteen rows interleaved), the variables GroupedVars lists; the graph then moves
+// (quant.Group: sixteen rows interleaved, scales as half floats: a GGUF file's bytes), the
+// variables GroupedVars lists; the graph then moves
 // the groups back into rows first (rowParts), and the CPU backend reads the groups directly. A
 // loader chooses the form (models.StoreTensor groups for a backend that asks for it); Matrix
 // follows what the context holds.
@@ -111,7 +112,8 @@ func GroupedForm(name string, store []int) (string, []int, bool) {
 
 // GroupedVars lists the variables holding a matrix [out, in] as t in row groups (Groupable):
 // name, dtype and shape of the grouped values [out/16, in/32, 16 × a block's bytes of values],
-// then of the scales [out/16, in/32, 16].
+// then of the half-float scales [out/16, in/32, 16]. A backend that asks for them must hold
+// float16 parameters (GoMLX's reference backend does not).
 func GroupedVars(t quant.Type, out, in int) (names []string, types []dtypes.DType, shapes [][]int) {
 	if !Groupable(t, out, in) {
 		return nil, nil, nil
@@ -121,7 +123,7 @@ func GroupedVars(t quant.Type, out, in int) (names []string, types []dtypes.DTyp
 		vt = dtypes.Uint8
 	}
 	g, nb := out/quant.GroupRows, in/32
-	return []string{groupedName(t), groupedScaleName(t)}, []dtypes.DType{vt, dtypes.Float32},
+	return []string{groupedName(t), groupedScaleName(t)}, []dtypes.DType{vt, dtypes.Float16},
 		[][]int{{g, nb, quant.GroupRows * (t.BlockBytes() - 2)}, {g, nb, quant.GroupRows}}
 }
 
@@ -202,7 +204,7 @@ func (w Weight) Float() *Node {
 func (w Weight) grouped() bool { return w.q != nil && w.q.Rank() == 3 }
 
 // rowParts returns the values and scales q, d of whole groups of rows [..., g, nb, ...] in
-// rows, [..., 16·g, nb·vb] and [..., 16·g, nb]: as they are for a matrix held in rows,
+// rows, [..., 16·g, nb·vb] and float32 [..., 16·g, nb]: as they are for a matrix held in rows,
 // moved back out of their groups otherwise (quant.Group's layout, undone).
 func (w Weight) rowParts(q, d *Node) (*Node, *Node) {
 	if !w.grouped() {
@@ -224,7 +226,7 @@ func (w Weight) rowParts(q, d *Node) (*Node, *Node) {
 	}
 	q = Reshape(q, cat(g, nb, vb/4, quant.GroupRows, 4)...)
 	q = Reshape(TransposeAllDims(q, perm(0, 3, 1, 2, 4)...), cat(g*quant.GroupRows, nb*vb)...)
-	d = TransposeAllDims(d, perm(0, 2, 1)...)
+	d = TransposeAllDims(ConvertDType(d, dtypes.Float32), perm(0, 2, 1)...)
 	return q, Reshape(d, cat(g*quant.GroupRows, nb)...)
 }
 
@@ -274,7 +276,7 @@ func (w Weight) groupedRows(ids *Node) *Node {
 	lane, group := ModScalar(ids, G), DivScalar(ids, G)
 	lead := ids.Shape().Dimensions
 	q := Gather(Reshape(w.q, groups*nb*steps*G, 4), at(Add(MulScalar(group, nb*steps*G), lane), units))
-	d := Gather(Reshape(w.d, groups*nb*G, 1), at(Add(MulScalar(group, nb*G), lane), scales))
+	d := ConvertDType(Gather(Reshape(w.d, groups*nb*G, 1), at(Add(MulScalar(group, nb*G), lane), scales)), dtypes.Float32)
 	return dequantize(w.Type, Reshape(q, slices.Concat(lead, []int{nb * vb})...), Reshape(d, slices.Concat(lead, []int{nb})...))
 }
 

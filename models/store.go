@@ -17,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
 	"github.com/posformer/posformer/layers/quant"
+	"github.com/x448/float16"
 )
 
 // StoreTensor stores the checkpoint tensor name of the given shape, whose values raw holds in
@@ -131,8 +132,8 @@ type RowGroupsPreferrer interface {
 }
 
 // storeGrouped sets the variables of a Q8_0 or Q4_0 matrix dims [out, in] held in row groups
-// (layers.GroupedVars), from float32 values or (values nil) raw blocks: split first into
-// scratch, then grouped into the variables' memory.
+// (layers.GroupedVars), from float32 values or (values nil) raw blocks: split and grouped in
+// scratch first.
 func storeGrouped(scope *context.Context, backend backends.Backend, typ quant.Type, dims []int, values []float32, raw []byte) error {
 	out, in := dims[0], dims[1]
 	q, d := make([]byte, out*in/32*(typ.BlockBytes()-2)), make([]float32, out*in/32)
@@ -149,10 +150,13 @@ func storeGrouped(scope *context.Context, backend backends.Backend, typ quant.Ty
 		return err
 	}
 	names, types, shapes := layers.GroupedVars(typ, out, in)
-	gd := make([]float32, len(d))
+	gq, gd := make([]byte, len(q)), make([]uint16, len(d))
+	if err := quant.Group(typ, q, d, out, in/32, gq, gd); err != nil {
+		return err // never for blocks from a file or Quantize, whose scales are half floats
+	}
 	fills := []func(flat any) error{
-		func(flat any) error { return quant.Group(typ, q, d, out, in/32, flatBytes(flat), gd) },
-		func(flat any) error { copy(flat.([]float32), gd); return nil },
+		func(flat any) error { copy(flatBytes(flat), gq); return nil },
+		func(flat any) error { copy(flatUint16(flat), gd); return nil },
 	}
 	for i, name := range names {
 		t, err := newTensorOf(backend, shapes[i], types[i], fills[i])
@@ -195,8 +199,13 @@ func flatBytes(flat any) []byte {
 	panic(fmt.Sprintf("models: %T is not a byte slice", flat))
 }
 
-// flatUint16 views GoMLX's bfloat16 flat slice (a uint16 underneath) as uint16.
+// flatUint16 views GoMLX's bfloat16 or float16 flat slice (a uint16 underneath) as uint16.
 func flatUint16(flat any) []uint16 {
-	f := flat.([]bfloat16.BFloat16)
-	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
+	switch f := flat.(type) {
+	case []bfloat16.BFloat16:
+		return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
+	case []float16.Float16:
+		return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
+	}
+	panic(fmt.Sprintf("models: %T is not a 16-bit float slice", flat))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/backends/simplego"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
 	. "github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/layers"
@@ -23,9 +24,9 @@ type grouping struct {
 func (g grouping) PrefersRowGroups() bool { return g.prefers }
 
 // A backend that asks for row groups gets its Q8_0 and Q4_0 matrices of whole groups of rows in
-// them (a matrix of 40 rows, and any other backend, in rows), and the graph reads either form
-// as the same matrix: the dequantized values of the file's blocks, exactly, on GoMLX's
-// reference backend.
+// them, as GroupedVars lists them (a matrix of 40 rows, and any other backend, in rows, which
+// the graph reads as the file's blocks dequantized, exactly, on GoMLX's reference backend; the
+// CPU backend's tests read the groups, engine/cpu/groupdot_test.go).
 func TestStoreGroupsRowsForABackendThatAsks(t *testing.T) {
 	ref, err := simplego.New("ops_sequential")
 	if err != nil {
@@ -60,10 +61,19 @@ func TestStoreGroupsRowsForABackendThatAsks(t *testing.T) {
 			if err := StoreTensor(ctx, be, "layer_0.w.weight", []int{c.out, in}, typ, raw); err != nil {
 				t.Fatal(err)
 			}
-			names, _, _ := layers.GroupedVars(typ, c.out, in)
-			grouped := names != nil && ctx.InAbsPath("/"+Scope+"/layer_0/w").GetVariable(names[0]) != nil
+			names, types, dims := layers.GroupedVars(typ, c.out, in)
+			scope := ctx.InAbsPath("/" + Scope + "/layer_0/w")
+			grouped := names != nil && scope.GetVariable(names[0]) != nil
 			if grouped != c.grouped {
 				t.Fatalf("%v, %d rows, backend prefers groups %v: grouped %v, want %v", typ, c.out, c.prefers, grouped, c.grouped)
+			}
+			if grouped {
+				for i, name := range names {
+					if v := scope.GetVariable(name); !v.Shape().Equal(shapes.Make(types[i], dims[i]...)) {
+						t.Fatalf("%v: %s is %s, want %v %v", typ, name, v.Shape(), types[i], dims[i])
+					}
+				}
+				continue // float16 scales: not for the reference backend
 			}
 			exe := context.MustNewExec(be, ctx.Reuse(), func(ctx *context.Context, g *Graph) *Node {
 				return layers.Matrix(ctx.In(Scope).In("layer_0").In("w"), g, c.out, in, dtypes.Float32, 0).Float()

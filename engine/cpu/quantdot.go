@@ -171,7 +171,16 @@ func (m *dequantMatch) scales(b, mul *node, blocks int) bool {
 	if !ok || d.shape.DType != dtypes.Float32 || d.shape.Size() != blocks {
 		return false
 	}
-	if g, ok := m.ungrouped(d, []int{0, 2, 1}); ok {
+	if d.op == backends.OpTypeTranspose {
+		// Row groups' half-float scales: widened, then moved back into rows.
+		c, ok := m.ungrouped(d, []int{0, 2, 1})
+		if !ok || c.op != backends.OpTypeConvertDType || !m.through(c) {
+			return false
+		}
+		g, ok := m.strip(c.inputs[0])
+		if !ok || g.shape.DType != dtypes.Float16 || g.shape.Rank() != 3 {
+			return false
+		}
 		m.d, m.dGrouped = g, true
 		return true
 	}
@@ -377,7 +386,10 @@ func (p *quantDotPlan) bind(f *frame, c *quantCall, x []float32) {
 	c.x = x
 	c.w = p.stored // the matrix's fixed parts, then this call's bytes
 	c.w.q = f.slots[p.iq]
-	if p.id >= 0 {
+	switch {
+	case p.id >= 0 && p.stored.grouped:
+		c.w.dh = typed[uint16](f.slots[p.id])
+	case p.id >= 0:
 		c.w.d = typed[float32](f.slots[p.id])
 	}
 	c.y = typed[float32](f.slots[p.io])
@@ -554,7 +566,7 @@ func (c *quantCall) task(t int) {
 	buf := groupScratch.Get((n1 - n0) * nb * (vb + 4))
 	defer groupScratch.Put(buf)
 	rows := quantMatrix{typ: c.w.typ, K: c.K, q: buf[:(n1-n0)*nb*vb], d: typed[float32](buf[(n1-n0)*nb*vb:])}
-	quant.UngroupRows(c.w.typ, c.w.q, c.w.d, nb, n0, n1, rows.q, rows.d)
+	quant.UngroupRows(c.w.typ, c.w.q, c.w.dh, nb, n0, n1, rows.q, rows.d)
 	c.rowsTask(rows, c.y[n0:], 0, n1-n0)
 }
 
@@ -602,12 +614,13 @@ func quantOnCaller(pool *pool, macs int) bool {
 const minParallelQuantMACs = 1 << 18
 
 // quantMatrix is a stored matrix [N, K] of one call: its bytes, and its scales, in rows or in
-// row groups.
+// row groups (half-float scales, dh).
 type quantMatrix struct {
 	typ     quant.Type
 	K       int
 	q       []byte
 	d       []float32
+	dh      []uint16
 	grouped bool
 }
 
@@ -619,7 +632,7 @@ func (w quantMatrix) mulGroupsAct(m int, xa []byte, y []float32, N, n0, n1 int) 
 	rowBytes := nb * (w.typ.BlockBytes() - 2)
 	for r0 := n0; r0 < n1; r0 += kernels.QuantRowBlock {
 		r1 := min(n1, r0+kernels.QuantRowBlock)
-		gq, gd := w.q[r0*rowBytes:r1*rowBytes], w.d[r0*nb:r1*nb]
+		gq, gd := w.q[r0*rowBytes:r1*rowBytes], w.dh[r0*nb:r1*nb]
 		i := 0
 		for ; i+4 <= m; i += 4 {
 			kernels.GroupDotRows4(w.typ, gq, gd, K, xa[i*rb:], rb, xa[m*rb+i/4*pb:], y[i*N+r0:], N, r1-r0)

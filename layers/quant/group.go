@@ -7,13 +7,13 @@ package quant
 // a block lie side by side: 4 bytes of each row, then the next 4 of each, so that one 64-byte
 // vector holds 4 values of all sixteen rows, each 32-bit lane one row's integer dot product of
 // 4 values with 4 values of x, and a block's scaling is one vector op for the sixteen rows. The
-// matrix is read as one stream. The scales stay float32, as in Split's layout: GoMLX's reference
-// backend has no float16 parameters, and a llama2.c file's scales are not half floats.
+// matrix is read as one stream, and with its scales as half floats it is exactly the bytes of a
+// GGUF file.
 //
 // For rows n = 16g + r (r < 16) and block b, the grouped values are
 //
 //	gq[g][b][s][r][k] = q[n][b·vb + 4s + k]     (s < vb/4 steps, k < 4)
-//	gd[g][b][r]       = d[n][b]
+//	gd[g][b][r]       = d[n][b] as a half float
 //
 // with vb the bytes of a block's values (32 for Q8_0, 16 for Q4_0): Q4_0's byte 4s+k holds
 // values 4s+k and 16+4s+k, Q8_0's is value 4s+k.
@@ -24,15 +24,21 @@ import "fmt"
 const GroupRows = 16
 
 // Group interleaves a matrix of n rows (a multiple of GroupRows) and nb blocks a row, in Split's
-// layout (q, d), into row groups (gq and gd, the lengths of q and d).
-func Group(t Type, q []byte, d []float32, n, nb int, gq []byte, gd []float32) error {
+// layout (q, d), into row groups (gq, the length of q; gd, half floats, the length of d). It
+// fails for a scale that a half float does not hold exactly: a matrix from a GGUF file or from
+// Quantize never has one (a llama2.c file's float32 scales may).
+func Group(t Type, q []byte, d []float32, n, nb int, gq []byte, gd []uint16) error {
 	vb, err := groupCheck(t, n, nb, len(q), len(d), len(gq), len(gd))
 	if err != nil {
 		return err
 	}
 	for i, v := range d {
+		h := F32ToF16(v)
+		if F16ToF32(h) != v {
+			return fmt.Errorf("grouping rows: scale %d (%g) is not a half float", i, v)
+		}
 		n, b := i/nb, i%nb
-		gd[(n/GroupRows*nb+b)*GroupRows+n%GroupRows] = v
+		gd[(n/GroupRows*nb+b)*GroupRows+n%GroupRows] = h
 	}
 	steps := vb / 4
 	for n := range n {
@@ -48,7 +54,7 @@ func Group(t Type, q []byte, d []float32, n, nb int, gq []byte, gd []float32) er
 }
 
 // Ungroup is Group's inverse: the rows of gq and gd back in Split's layout.
-func Ungroup(t Type, gq []byte, gd []float32, n, nb int, q []byte, d []float32) error {
+func Ungroup(t Type, gq []byte, gd []uint16, n, nb int, q []byte, d []float32) error {
 	if _, err := groupCheck(t, n, nb, len(q), len(d), len(gq), len(gd)); err != nil {
 		return err
 	}
@@ -59,13 +65,13 @@ func Ungroup(t Type, gq []byte, gd []float32, n, nb int, q []byte, d []float32) 
 // UngroupRows writes rows [r0, r1) of a grouped matrix of nb blocks a row in Split's layout into
 // q and d (rows r1−r0 of each): for the kernels that read whole rows. The lengths are the
 // caller's to get right.
-func UngroupRows(t Type, gq []byte, gd []float32, nb, r0, r1 int, q []byte, d []float32) {
+func UngroupRows(t Type, gq []byte, gd []uint16, nb, r0, r1 int, q []byte, d []float32) {
 	vb := t.BlockBytes() - 2
 	steps := vb / 4
 	for n := r0; n < r1; n++ {
 		g, r := n/GroupRows, n%GroupRows
 		for b := range nb {
-			d[(n-r0)*nb+b] = gd[(g*nb+b)*GroupRows+r]
+			d[(n-r0)*nb+b] = F16ToF32(gd[(g*nb+b)*GroupRows+r])
 			blk := (g*nb + b) * GroupRows * vb
 			for s := range steps {
 				copy(q[((n-r0)*nb+b)*vb+4*s:][:4], gq[blk+(s*GroupRows+r)*4:])

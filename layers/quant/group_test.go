@@ -21,13 +21,13 @@ func TestGroupRows(t *testing.T) {
 		if err := QuantizeSplit(typ, w, q, d); err != nil {
 			t.Fatal(err)
 		}
-		gq, gd := make([]byte, len(q)), make([]float32, len(d))
+		gq, gd := make([]byte, len(q)), make([]uint16, len(d))
 		if err := Group(typ, q, d, n, nb, gq, gd); err != nil {
 			t.Fatal(err)
 		}
 		for row := range n {
 			for b := range nb {
-				if got := gd[(row/16*nb+b)*16+row%16]; got != d[row*nb+b] {
+				if got := F16ToF32(gd[(row/16*nb+b)*16+row%16]); got != d[row*nb+b] {
 					t.Fatalf("%v: scale of row %d block %d is %g, want %g", typ, row, b, got, d[row*nb+b])
 				}
 				for j := range vb {
@@ -56,10 +56,10 @@ func TestGroupRows(t *testing.T) {
 }
 
 // Group refuses what it cannot interleave: rows not a multiple of 16, lengths that do not fit,
-// a format without blocks.
+// a scale that is not a half float, a format without blocks.
 func TestGroupRowsErrors(t *testing.T) {
 	q, d := make([]byte, 16*16), make([]float32, 16)
-	gq, gd := make([]byte, len(q)), make([]float32, len(d))
+	gq, gd := make([]byte, len(q)), make([]uint16, len(d))
 	if err := Group(Q4_0, q, d, 16, 1, gq, gd); err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@
 // bytes of x, broadcast. The weights enter vpdpbusd as unsigned bytes: Q4_0's nibbles n as they
 // are (the value is n − 8), Q8_0's q flipped to q + 128 (xor 0x80); so each lane's sum is off by
 // 8·Σx (or 128·Σx) over the block's 32 values of x, subtracted once for all sixteen rows. The
-// exact integer sums, converted to float, take the block's sixteen weight scales times x's
-// scale in one FMA into the group's sixteen results, which
+// exact integer sums, converted to float, take the block's sixteen weight scales (half floats,
+// widened by one vcvtph2ps) times x's scale in one FMA into the group's sixteen results, which
 // are stored as they are: no horizontal sums. x's sums come as 8·Σ (ActRow.s), Q4_0's offset
 // already, shifted by 4 for Q8_0's. Two integer accumulators halve the chain of
 // vpdpbusd a block waits on. Registers:
@@ -47,11 +47,11 @@
 	VPADDD       Z2, Z1, Z1 \
 	VPSUBD       Z7, Z1, Z1 \
 	VCVTDQ2PS    Z1, Z1 \
-	VMOVUPS      (DX), Z6 \
+	VCVTPH2PS    (DX), Z6 \
 	VMULPS.BCST  (R9)(BX*4), Z6, Z6 \
 	VFMADD231PS  Z6, Z1, Z0 \
 	ADDQ         $qbytes, SI \
-	ADDQ         $64, DX \
+	ADDQ         $32, DX \
 	ADDQ         $32, R13 \
 	INCQ         BX
 
@@ -135,13 +135,13 @@
 #define Q8OFF VPSLLD $4, Z17, Z17
 
 #define BLOCKEND4(SHIFT, qbytes) \
-	VMOVUPS (DX), Z16 \
+	VCVTPH2PS (DX), Z16 \
 	ROWEND(0, SHIFT, Z8, Z9, Z0) \
 	ROWEND(1, SHIFT, Z10, Z11, Z1) \
 	ROWEND(2, SHIFT, Z12, Z13, Z2) \
 	ROWEND(3, SHIFT, Z14, Z15, Z3) \
 	ADDQ $qbytes, SI \
-	ADDQ $64, DX \
+	ADDQ $32, DX \
 	ADDQ $32, R13 \
 	ADDQ $32, R15 \
 	ADDQ $16, AX \
@@ -172,7 +172,7 @@
 	DOT4(Z4, (4*s), A0, A1, A2, A3)
 
 
-// func q4GroupDotVNNI(gq *uint8, gd *float32, xq *int8, xs *int32, xd *float32, y *float32, groups int, nb int)
+// func q4GroupDotVNNI(gq *uint8, gd *uint16, xq *int8, xs *int32, xd *float32, y *float32, groups int, nb int)
 TEXT ·q4GroupDotVNNI(SB), NOSPLIT, $0-64
 	ARGS
 	MOVL         $0x0f0f0f0f, AX
@@ -206,7 +206,7 @@ q4done:
 	VZEROUPPER
 	RET
 
-// func q8GroupDotVNNI(gq *int8, gd *float32, xq *int8, xs *int32, xd *float32, y *float32, groups int, nb int)
+// func q8GroupDotVNNI(gq *int8, gd *uint16, xq *int8, xs *int32, xd *float32, y *float32, groups int, nb int)
 TEXT ·q8GroupDotVNNI(SB), NOSPLIT, $0-64
 	ARGS
 	MOVL         $0x80808080, AX
@@ -241,7 +241,7 @@ q8done:
 	VZEROUPPER
 	RET
 
-// func q4GroupDot4VNNI(gq *uint8, gd *float32, xq *int8, xstride int, xs4 *int32, xd4 *float32, y *float32, ystride int, groups int, nb int)
+// func q4GroupDot4VNNI(gq *uint8, gd *uint16, xq *int8, xstride int, xs4 *int32, xd4 *float32, y *float32, ystride int, groups int, nb int)
 TEXT ·q4GroupDot4VNNI(SB), NOSPLIT, $0-80
 	ARGS4
 	MOVL         $0x0f0f0f0f, BX
@@ -271,7 +271,7 @@ q4g4done:
 	VZEROUPPER
 	RET
 
-// func q8GroupDot4VNNI(gq *int8, gd *float32, xq *int8, xstride int, xs4 *int32, xd4 *float32, y *float32, ystride int, groups int, nb int)
+// func q8GroupDot4VNNI(gq *int8, gd *uint16, xq *int8, xstride int, xs4 *int32, xd4 *float32, y *float32, ystride int, groups int, nb int)
 TEXT ·q8GroupDot4VNNI(SB), NOSPLIT, $0-80
 	ARGS4
 	MOVL         $0x80808080, BX

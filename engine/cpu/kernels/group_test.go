@@ -9,9 +9,13 @@ import (
 	"github.com/posformer/posformer/layers/quant"
 )
 
-// groupCase is an actCase's matrix in row groups.
-func groupCase(t testing.TB, c *actCase) ([]byte, []float32) {
-	gq, gd := make([]byte, len(c.q)), make([]float32, len(c.d))
+// groupCase is an actCase's matrix in row groups, its scales rounded to half floats first (a
+// raw case's random scales are not).
+func groupCase(t testing.TB, c *actCase) ([]byte, []uint16) {
+	for i, v := range c.d {
+		c.d[i] = quant.F16ToF32(quant.F32ToF16(v))
+	}
+	gq, gd := make([]byte, len(c.q)), make([]uint16, len(c.d))
 	if err := quant.Group(c.typ, c.q, c.d, c.rows, c.k/32, gq, gd); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +85,8 @@ func TestGroupDotRowsRefuses(t *testing.T) {
 }
 
 // The row-group kernels against ActDotRows on Split's layout, one thread, both with x quantized
-// to int8, weights in L2, in L3 and streamed from memory.
+// to int8 (the bytes counted are the file's for both, though rows keep float32 scales), weights in
+// L2, in L3 and streamed from memory.
 //
 //	go test ./engine/cpu/kernels -run XXX -bench GroupDotRows -cpu 1
 func BenchmarkGroupDotRows(b *testing.B) {
@@ -92,7 +97,7 @@ func BenchmarkGroupDotRows(b *testing.B) {
 			c := newActCase(r, typ, k, rows, false, 1)
 			gq, gd := groupCase(b, &c)
 			y := make([]float32, rows)
-			bytes := int64(len(c.q) + 4*len(c.d))
+			bytes := int64(len(c.q) + 2*len(c.d)) // the file's bytes (half-float scales)
 			b.Run(fmt.Sprintf("%v/%dx%d/split", typ, rows, k), func(b *testing.B) {
 				buf := make([]byte, ActRowBytes(k))
 				b.SetBytes(bytes)
