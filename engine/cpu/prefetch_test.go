@@ -184,8 +184,14 @@ func TestPrefetchLinksDecodingProducts(t *testing.T) {
 		}
 		return h
 	}
+	runLinked(t, "actq8=true", graph, args)
+}
+
+// runLinked runs three products in a row on one thread and on two (extra, a backend option
+// for both): two hints a call on two threads, none on one, the same bits. It returns the output.
+func runLinked(t *testing.T, extra string, graph func([]*Node) *Node, args func() []any) []float32 {
 	var outs [2][]float32
-	for i, config := range []string{"threads=1,actq8=true", "threads=2,actq8=true"} {
+	for i, config := range []string{"threads=1," + extra, "threads=2," + extra} {
 		before := prefetchHints.Load()
 		be := mustBackend(t, config)
 		outs[i] = tensors.MustCopyFlatData[float32](MustNewExec(be, graph).MustExec(args()...)[0])
@@ -198,6 +204,7 @@ func TestPrefetchLinksDecodingProducts(t *testing.T) {
 			t.Fatalf("y[%d] = %g on two threads, %g on one", k, outs[1][k], outs[0][k])
 		}
 	}
+	return outs[1]
 }
 
 // Float32 products of one row of x are linked into the same chain as quantized ones, each
@@ -251,21 +258,10 @@ func TestPrefetchLinksFloat32Products(t *testing.T) {
 		}
 		want = y
 	}
-	var outs [2][]float32
-	for i, config := range []string{"threads=1,actq8=false", "threads=2,actq8=false"} {
-		before := prefetchHints.Load()
-		be := mustBackend(t, config)
-		outs[i] = tensors.MustCopyFlatData[float32](MustNewExec(be, graph).MustExec(args()...)[0])
-		if n, want := prefetchHints.Load()-before, int64(2*i); n != want {
-			t.Errorf("%s: %d hints, want %d (three products in a row; none without workers)", config, n, want)
-		}
-	}
-	for k := range outs[0] {
-		if math.Float32bits(outs[0][k]) != math.Float32bits(outs[1][k]) {
-			t.Fatalf("y[%d] = %g on two threads, %g on one", k, outs[1][k], outs[0][k])
-		}
-		if d := math.Abs(float64(outs[1][k]) - want[k]); d > 1e-4*(1+math.Abs(want[k])) {
-			t.Fatalf("y[%d] = %g, want %g", k, outs[1][k], want[k])
+	got := runLinked(t, "actq8=false", graph, args)
+	for k := range got {
+		if d := math.Abs(float64(got[k]) - want[k]); d > 1e-4*(1+math.Abs(want[k])) {
+			t.Fatalf("y[%d] = %g, want %g", k, got[k], want[k])
 		}
 	}
 }

@@ -27,32 +27,39 @@ func groupCase(t testing.TB, c *actCase) ([]byte, []uint16) {
 // exact zeros for a row of x of zeros; every byte of every row counts (raw Q8_0 bytes reach
 // −128 and 127), odd and even block counts, one group and many.
 func TestGroupDotRows(t *testing.T) {
+	forEachGroupCase(t, 21, []int{16, 48}, func(t *testing.T, r *rand.Rand, typ quant.Type, k, rows int, raw bool) {
+		for _, xs := range []float64{1, 0, 1e-30} {
+			c := newActCase(r, typ, k, rows, raw, xs)
+			gq, gd := groupCase(t, &c)
+			a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, rows)
+			GroupDotRows(typ, gq, gd, k, &a, got)
+			want, mag := c.reference()
+			for i := range want {
+				if d := math.Abs(float64(got[i]) - want[i]); d > 1e-5*mag[i] || math.IsNaN(float64(got[i])) || (mag[i] == 0 && got[i] != 0) {
+					t.Fatalf("%v k=%d rows=%d raw=%v x=%g: row %d: %g, ggml's formats give %g (Σ|terms| %g)", typ, k, rows, raw, xs, i, got[i], want[i], mag[i])
+				}
+			}
+		}
+	})
+}
+
+// forEachGroupCase runs f on every kernel path, for both weight types, every depth and each of
+// rowCounts, weights from the quantizer and (Q8_0) raw bytes.
+func forEachGroupCase(t *testing.T, seed uint64, rowCounts []int, f func(t *testing.T, r *rand.Rand, typ quant.Type, k, rows int, raw bool)) {
 	for _, p := range Paths() {
 		t.Run(p, func(t *testing.T) {
 			withKernels(t, p)
-			r := rand.New(rand.NewPCG(21, 22))
+			r := rand.New(rand.NewPCG(seed, seed+1))
 			for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
 				for _, k := range actDepths {
-					for _, rows := range []int{16, 48} {
+					for _, rows := range rowCounts {
 						for _, raw := range []bool{false, true} {
-							if raw && typ != quant.Q8_0 {
-								continue
-							}
-							for _, xs := range []float64{1, 0, 1e-30} {
-								c := newActCase(r, typ, k, rows, raw, xs)
-								gq, gd := groupCase(t, &c)
-								a, err := QuantizeAct(typ, c.x, make([]byte, ActRowBytes(k)), false)
-								if err != nil {
-									t.Fatal(err)
-								}
-								got := make([]float32, rows)
-								GroupDotRows(typ, gq, gd, k, &a, got)
-								want, mag := c.reference()
-								for i := range want {
-									if d := math.Abs(float64(got[i]) - want[i]); d > 1e-5*mag[i] || math.IsNaN(float64(got[i])) || (mag[i] == 0 && got[i] != 0) {
-										t.Fatalf("%v k=%d rows=%d raw=%v x=%g: row %d: %g, ggml's formats give %g (Σ|terms| %g)", typ, k, rows, raw, xs, i, got[i], want[i], mag[i])
-									}
-								}
+							if !raw || typ == quant.Q8_0 {
+								f(t, r, typ, k, rows, raw)
 							}
 						}
 					}
@@ -121,47 +128,34 @@ func BenchmarkGroupDotRows(b *testing.B) {
 // Four rows of x at once give each row's GroupDotRows exactly (the same sums in the same
 // order), for rows of x spaced as a product's scratch spaces them, on every kernel path.
 func TestGroupDotRows4(t *testing.T) {
-	for _, p := range Paths() {
-		t.Run(p, func(t *testing.T) {
-			withKernels(t, p)
-			r := rand.New(rand.NewPCG(25, 26))
-			for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-				for _, k := range actDepths {
-					for _, raw := range []bool{false, true} {
-						if raw && typ != quant.Q8_0 {
-							continue
-						}
-						const rows, ldy = 48, 53
-						c := newActCase(r, typ, k, rows, raw, 1)
-						gq, gd := groupCase(t, &c)
-						stride := ActRowBytes(k)
-						xa := make([]byte, 4*stride)
-						one := make([]float32, 4*rows)
-						for i := range 4 {
-							x := make([]float32, k)
-							for j := range x {
-								x[j] = float32(r.NormFloat64())
-							}
-							a, err := QuantizeAct(typ, x, xa[i*stride:], false)
-							if err != nil {
-								t.Fatal(err)
-							}
-							GroupDotRows(typ, gq, gd, k, &a, one[i*rows:(i+1)*rows])
-						}
-						y := make([]float32, 3*ldy+rows)
-						pack := make([]byte, Pack4Bytes(k))
-						Pack4(xa, stride, k, pack)
-						GroupDotRows4(typ, gq, gd, k, xa, stride, pack, y, ldy, rows)
-						for i := range 4 {
-							for j := range rows {
-								if math.Float32bits(y[i*ldy+j]) != math.Float32bits(one[i*rows+j]) {
-									t.Fatalf("%v k=%d raw=%v: x row %d, y[%d] = %g, one row at a time %g", typ, k, raw, i, j, y[i*ldy+j], one[i*rows+j])
-								}
-							}
-						}
-					}
+	const ldy = 53
+	forEachGroupCase(t, 25, []int{48}, func(t *testing.T, r *rand.Rand, typ quant.Type, k, rows int, raw bool) {
+		c := newActCase(r, typ, k, rows, raw, 1)
+		gq, gd := groupCase(t, &c)
+		stride := ActRowBytes(k)
+		xa := make([]byte, 4*stride)
+		one := make([]float32, 4*rows)
+		for i := range 4 {
+			x := make([]float32, k)
+			for j := range x {
+				x[j] = float32(r.NormFloat64())
+			}
+			a, err := QuantizeAct(typ, x, xa[i*stride:], false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			GroupDotRows(typ, gq, gd, k, &a, one[i*rows:(i+1)*rows])
+		}
+		y := make([]float32, 3*ldy+rows)
+		pack := make([]byte, Pack4Bytes(k))
+		Pack4(xa, stride, k, pack)
+		GroupDotRows4(typ, gq, gd, k, xa, stride, pack, y, ldy, rows)
+		for i := range 4 {
+			for j := range rows {
+				if math.Float32bits(y[i*ldy+j]) != math.Float32bits(one[i*rows+j]) {
+					t.Fatalf("%v k=%d raw=%v: x row %d, y[%d] = %g, one row at a time %g", typ, k, raw, i, j, y[i*ldy+j], one[i*rows+j])
 				}
 			}
-		})
-	}
+		}
+	})
 }
