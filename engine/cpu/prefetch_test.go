@@ -155,19 +155,8 @@ func TestPoolHintStopsAtTheNextJob(t *testing.T) {
 // Compile links each decoding-sized quantized product to the next, so that it hands the pool's
 // workers the next one's weights; the products' values are those computed on one thread.
 func TestPrefetchLinksDecodingProducts(t *testing.T) {
-	r := rand.New(rand.NewPCG(31, 32))
 	const N, K = 768, 512 // above minParallelQuantMACs for one row of x
-	x := make([]float32, K)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	ws := make([][]float32, 3)
-	for i := range ws {
-		ws[i] = make([]float32, N*K)
-		for j := range ws[i] {
-			ws[i][j] = float32(r.NormFloat64())
-		}
-	}
+	x, ws := randomChain(rand.New(rand.NewPCG(31, 32)), N, K, 1)
 	args := func() []any { // tensors for one backend
 		a := []any{tensors.FromFlatDataAndDimensions(x, 1, K)}
 		for _, wf := range ws {
@@ -185,6 +174,23 @@ func TestPrefetchLinksDecodingProducts(t *testing.T) {
 		return h
 	}
 	runLinked(t, "actq8=true", graph, args)
+}
+
+// randomChain is a row of x of k normal values and three matrices [n, k] of normal values times
+// scale.
+func randomChain(r *rand.Rand, n, k int, scale float64) ([]float32, [][]float32) {
+	x := make([]float32, k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	ws := make([][]float32, 3)
+	for i := range ws {
+		ws[i] = make([]float32, n*k)
+		for j := range ws[i] {
+			ws[i][j] = float32(r.NormFloat64() * scale)
+		}
+	}
+	return x, ws
 }
 
 // runLinked runs three products in a row on one thread and on two (extra, a backend option
@@ -212,19 +218,8 @@ func runLinked(t *testing.T, extra string, graph func([]*Node) *Node, args func(
 // two hints a call, and every product's rows are computed whole on one thread or two alike, and
 // as a float64 product gives them.
 func TestPrefetchLinksFloat32Products(t *testing.T) {
-	r := rand.New(rand.NewPCG(33, 34))
 	const N, K = 768, 512 // above minParallelMACs for one row of x
-	x := make([]float32, K)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	ws := make([][]float32, 3)
-	for i := range ws {
-		ws[i] = make([]float32, N*K)
-		for j := range ws[i] {
-			ws[i][j] = float32(r.NormFloat64()) / 16
-		}
-	}
+	x, ws := randomChain(rand.New(rand.NewPCG(33, 34)), N, K, 1.0/16)
 	_, deq := quantParts(t, quant.Q4_0, ws[1], N, K)
 	args := func() []any { // tensors for one backend
 		qparts, _ := quantParts(t, quant.Q4_0, ws[1], N, K)
