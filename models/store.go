@@ -132,8 +132,8 @@ type RowGroupsPreferrer interface {
 }
 
 // storeGrouped sets the variables of a Q8_0 or Q4_0 matrix dims [out, in] held in row groups
-// (layers.GroupedVars), from float32 values or (values nil) raw blocks: split and grouped in
-// scratch first.
+// (layers.GroupedVars), from float32 values or (values nil) raw blocks: split in scratch first,
+// then grouped into the variables' memory.
 func storeGrouped(scope *context.Context, backend backends.Backend, typ quant.Type, dims []int, values []float32, raw []byte) error {
 	out, in := dims[0], dims[1]
 	q, d := make([]byte, out*in/32*(typ.BlockBytes()-2)), make([]float32, out*in/32)
@@ -150,12 +150,10 @@ func storeGrouped(scope *context.Context, backend backends.Backend, typ quant.Ty
 		return err
 	}
 	names, types, shapes := layers.GroupedVars(typ, out, in)
-	gq, gd := make([]byte, len(q)), make([]uint16, len(d))
-	if err := quant.Group(typ, q, d, out, in/32, gq, gd); err != nil {
-		return err // never for blocks from a file or Quantize, whose scales are half floats
-	}
+	gd := make([]uint16, len(d))
 	fills := []func(flat any) error{
-		func(flat any) error { copy(flatBytes(flat), gq); return nil },
+		// Never fails for blocks from a file or from Quantize, whose scales are half floats.
+		func(flat any) error { return quant.Group(typ, q, d, out, in/32, flatBytes(flat), gd) },
 		func(flat any) error { copy(flatUint16(flat), gd); return nil },
 	}
 	for i, name := range names {
