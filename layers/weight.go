@@ -18,10 +18,9 @@ package layers
 //
 // A Q8_0 or Q4_0 matrix whose rows are a multiple of 16 may instead be held in row groups
 // (quant.Group: sixteen rows interleaved, scales as half floats: a GGUF file's bytes), the
-// variables GroupedVars lists; the graph then moves
-// the groups back into rows first (rowParts), and the CPU backend reads the groups directly. A
-// loader chooses the form (models.StoreTensor groups for a backend that asks for it); Matrix
-// follows what the context holds.
+// variables GroupedVars lists; the graph then moves the groups back into rows first (rowParts),
+// and the CPU backend reads the groups directly. A loader chooses the form (models.StoreTensor
+// groups for a backend that asks for it); Matrix follows what the context holds.
 //
 // Only an inference context holds quantized matrices (SetWeightType); training contexts stay
 // float32. Matrices whose input width is not a multiple of 32 stay float32 under Q8_0/Q4_0 (as

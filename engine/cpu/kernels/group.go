@@ -2,9 +2,9 @@ package kernels
 
 // Products of rows of x with a matrix stored in row groups (layers/quant's Group: sixteen rows
 // interleaved, scales as half floats): the layout where a block's scaling is one vector op for
-// sixteen rows and the weights are one stream. On one thread (BenchmarkGroupDotRows, against ActDotRows on Split's
-// layout, both with x quantized to int8): Q4_0 in cache (2048 rows of 768) 3x the rate, from
-// memory (200000 rows of 288) 1.5x; Q8_0 1.6x and 1.3x.
+// sixteen rows and the weights are one stream. On one thread (BenchmarkGroupDotRows, against
+// ActDotRows on Split's layout, both with x quantized to int8): Q4_0 in cache (2048 rows of
+// 768) 3x the rate, from memory (200000 rows of 288) 1.5x; Q8_0 1.6x and 1.3x.
 
 import (
 	"fmt"
