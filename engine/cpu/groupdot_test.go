@@ -45,9 +45,10 @@ func groupedParts(t testing.TB, typ quant.Type, wf []float32, n, k int) (grouped
 }
 
 // A product with a matrix in row groups is rewritten to read the groups (none of the
-// transposes that move them back into rows runs) on every path: one row of x on the group
-// kernels (int8 x) or on rows moved out of their groups a task at a time (float32 x), many rows
-// on the integer GEMM or on dequantized panels, on one thread and two, under every kernel set.
+// transposes that move them back into rows runs) on every path: with int8 x on the group
+// kernels (four rows of x at a time when there are four), with float32 x or under a kernel set
+// without them on rows moved out of their groups a task at a time; one row of x and many, on
+// one thread and two, under every kernel set.
 // With float32 x it equals the float64 product with the dequantized matrix; with int8 x the same
 // product with the matrix in rows (both round x alike and sum each block exactly: they differ
 // by the order of float additions, bounded by 1e-5 of Σ|terms|).
