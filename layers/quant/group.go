@@ -18,7 +18,10 @@ package quant
 // with vb the bytes of a block's values (32 for Q8_0, 16 for Q4_0): Q4_0's byte 4s+k holds
 // values 4s+k and 16+4s+k, Q8_0's is value 4s+k.
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // GroupRows is the number of rows a group interleaves: the 32-bit lanes of a 64-byte vector.
 const GroupRows = 16
@@ -46,7 +49,7 @@ func Group(t Type, q []byte, d []float32, n, nb int, gq []byte, gd []uint16) err
 		for b := range nb {
 			blk := (g*nb + b) * GroupRows * vb
 			for s := range steps {
-				copy(gq[blk+(s*GroupRows+r)*4:][:4], q[(n*nb+b)*vb+4*s:])
+				binary.LittleEndian.PutUint32(gq[blk+(s*GroupRows+r)*4:], binary.LittleEndian.Uint32(q[(n*nb+b)*vb+4*s:]))
 			}
 		}
 	}
@@ -74,7 +77,7 @@ func UngroupRows(t Type, gq []byte, gd []uint16, nb, r0, r1 int, q []byte, d []f
 			d[(n-r0)*nb+b] = F16ToF32(gd[(g*nb+b)*GroupRows+r])
 			blk := (g*nb + b) * GroupRows * vb
 			for s := range steps {
-				copy(q[((n-r0)*nb+b)*vb+4*s:][:4], gq[blk+(s*GroupRows+r)*4:])
+				binary.LittleEndian.PutUint32(q[((n-r0)*nb+b)*vb+4*s:], binary.LittleEndian.Uint32(gq[blk+(s*GroupRows+r)*4:]))
 			}
 		}
 	}
