@@ -1,5 +1,5 @@
-// AVX-512 VNNI kernels for one row of x against row groups of Q8_0 or Q4_0 weights (group.go,
-// layers/quant's row groups). Hand-written.
+// AVX-512 VNNI kernels for one row of x, and for four, against row groups of Q8_0 or Q4_0
+// weights (group.go, layers/quant's row groups). Hand-written.
 //
 // A group's block is 16 rows × 32 values; each 64-byte vector of it holds 4 values of every row,
 // one row a 32-bit lane, and one vpdpbusd adds each lane's four products with the same four
@@ -9,8 +9,8 @@
 // exact integer sums, converted to float, take the block's sixteen weight scales (half floats,
 // widened by one vcvtph2ps) times x's scale in one FMA into the group's sixteen results, which
 // are stored as they are: no horizontal sums. x's sums come as 8·Σ (ActRow.s), Q4_0's offset
-// already, shifted by 4 for Q8_0's. Two integer accumulators halve the chain of
-// vpdpbusd a block waits on. Registers:
+// already, shifted by 4 for Q8_0's. Two integer accumulators halve the chain of vpdpbusd a
+// block waits on. Registers of the one-row kernels:
 //
 //	SI, DX   the group's values and scales at the current block
 //	DI       x's values (ActRow.q), R13 at the current block; R8 the blocks' sums of x (ActRow.s),
