@@ -419,6 +419,12 @@ func Evaluate(backend backends.Backend, task string, rows []Row, cells []Cell, b
 
 // EvaluateDocs is Evaluate with, for the cells that have Docs, each row's per-document sums.
 func EvaluateDocs(backend backends.Backend, task string, rows []Row, cells []Cell, b Budget, progress Progress) ([]report.Result, []DocScore, error) {
+	return EvaluateResuming(backend, task, rows, cells, b, progress, nil)
+}
+
+// EvaluateResuming is EvaluateDocs that takes the (row, length) pairs resume holds from it
+// instead of scoring them again, and saves there every pair it scores (resume nil: none).
+func EvaluateResuming(backend backends.Backend, task string, rows []Row, cells []Cell, b Budget, progress Progress, resume *Resume) ([]report.Result, []DocScore, error) {
 	var out []report.Result
 	var docScores []DocScore
 	done := 0
@@ -433,6 +439,18 @@ func EvaluateDocs(backend backends.Backend, task string, rows []Row, cells []Cel
 		var e *engine.Engine
 		for i, c := range cells {
 			if r.MaxLength > 0 && c.Length > r.MaxLength || c.Length < r.MinLength {
+				continue
+			}
+			key := pairKey(task, r, c.Length)
+			if p, ok := resume.get(key); ok {
+				out = append(out, p.Results...)
+				if p.Doc != nil {
+					docScores = append(docScores, *p.Doc)
+				}
+				done += len(c.Exs)
+				if progress != nil {
+					progress(done, fmt.Sprintf("%s %s len %d (resumed)", task, label(r), c.Length))
+				}
 				continue
 			}
 			// A row without an override keeps one engine (and its compiled graphs) for every
@@ -492,9 +510,13 @@ func EvaluateDocs(backend backends.Backend, task string, rows []Row, cells []Cel
 				s = tasks.Scores{}
 				ds = nil
 			}
-			out = append(out, metrics(task, r, c, s)...)
+			rs := metrics(task, r, c, s)
+			out = append(out, rs...)
 			if ds != nil {
 				docScores = append(docScores, *ds)
+			}
+			if err := resume.put(key, rs, ds); err != nil {
+				return nil, nil, err
 			}
 		}
 	}

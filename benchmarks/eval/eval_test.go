@@ -2,11 +2,15 @@ package eval
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/posformer/posformer/benchmarks/recipe"
@@ -415,5 +419,83 @@ func TestZeroShotPasskey(t *testing.T) {
 		if r.Task != tasks.LM || !strings.HasPrefix(r.Metric, ZeroShotPrefix) || r.Value < 0 || r.Value > 1 || math.IsNaN(r.Depth) {
 			t.Errorf("result %+v", r)
 		}
+	}
+}
+
+// An evaluation stopped midway takes up where it stopped: after the first row's pairs are kept,
+// a second evaluation takes those from the file (and only those: every other pair is scored)
+// and gives what one uninterrupted evaluation gives; a model whose weights change starts over,
+// and Remove leaves no file.
+func TestEvaluateResumes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rope")
+	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
+	b := Quick
+	b.CorpusBytes = 512
+	cells, err := Plan(tasks.LM, 1, 16, b, nil, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cells {
+		cells[i].Docs = []corpus.Doc{{Path: "a", Start: 0, End: 300}, {Path: "b", Start: 301, End: 700}}
+	}
+	rows := RowsFor(tasks.LM, ti, dir, b)[:3]
+	backend, _ := engine.NewBackend("")
+	want, wantDocs, err := EvaluateDocs(backend, tasks.LM, rows, cells, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := OpenResume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := EvaluateResuming(backend, tasks.LM, rows[:1], cells, b, nil, first); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenResume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Pairs() != len(cells) {
+		t.Fatalf("%d pairs kept, want the first row's %d", again.Pairs(), len(cells))
+	}
+	resumed := 0
+	got, gotDocs, err := EvaluateResuming(backend, tasks.LM, rows, cells, b, func(_ int, status string) {
+		if strings.HasSuffix(status, "(resumed)") {
+			resumed++
+		}
+	}, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed != len(cells) {
+		t.Errorf("%d pairs taken from the file, want %d", resumed, len(cells))
+	}
+	if len(got) != len(want) || len(gotDocs) != len(wantDocs) {
+		t.Fatalf("%d results and %d document scores, want %d and %d", len(got), len(gotDocs), len(want), len(wantDocs))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Variant != w.Variant || g.Metric != w.Metric || g.Length != w.Length || g.N != w.N ||
+			math.Float64bits(g.Value) != math.Float64bits(w.Value) && !(math.IsNaN(g.Value) && math.IsNaN(w.Value)) {
+			t.Fatalf("result %d resumed: %+v, uninterrupted: %+v", i, g, w)
+		}
+	}
+	for i := range wantDocs {
+		if !slices.Equal(gotDocs[i].Bits, wantDocs[i].Bits) || !slices.Equal(gotDocs[i].N, wantDocs[i].N) {
+			t.Fatalf("document scores %d resumed differ from the uninterrupted run's", i)
+		}
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, models.WeightsFile), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := OpenResume(dir); err != nil || r.Pairs() != 0 {
+		t.Fatalf("after the weights changed: %d pairs kept (%v), want none", r.Pairs(), err)
+	}
+	if err := again.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ResumeFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the file is still there after Remove: %v", err)
 	}
 }

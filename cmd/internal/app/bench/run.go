@@ -286,6 +286,11 @@ func runFull(o options) error {
 			if err != nil {
 				return nil, err
 			}
+			// The pairs scored before a stop are taken up, not scored again (eval.Resume).
+			resume, err := eval.OpenResume(m.Dir)
+			if err != nil {
+				return nil, err
+			}
 			var out []report.Result
 			var docs []eval.DocScore
 			for _, g := range eval.Groups(eval.RowsForModel(m.Task, ti, m.Dir, eval.Full, m.Variant)) {
@@ -294,7 +299,7 @@ func runFull(o options) error {
 					return nil, err
 				}
 				units := float64(max(eval.Units(g.Rows, cs), 1))
-				rs, ds, err := eval.EvaluateDocs(backend, m.Task, g.Rows, cs, eval.Full, func(n int, _ string) { frac(float64(n) / units) })
+				rs, ds, err := eval.EvaluateResuming(backend, m.Task, g.Rows, cs, eval.Full, func(n int, _ string) { frac(float64(n) / units) }, resume)
 				if err != nil {
 					return nil, err
 				}
@@ -315,6 +320,9 @@ func runFull(o options) error {
 				if err := models.WriteFileAtomic(grid.DocsPath(o.out, grid.Cell{Model: m}), eval.EncodeDocScores(docs)); err != nil {
 					return nil, err
 				}
+			}
+			if err := resume.Remove(); err != nil {
+				return nil, err
 			}
 			return eval.Stamp(out, data.ID()), nil
 		},
