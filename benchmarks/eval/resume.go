@@ -2,8 +2,8 @@ package eval
 
 // An evaluation that takes up where it stopped. A cell of the grid evaluates its model on every
 // row at every length, an hour and more of one core for a language model with RoPE's scaling
-// rows, and a grid stopped midway (the end of a working stretch, a kill) lost all of it: the
-// cell counts as done only with its results. Resume keeps each finished (row, length) pair's
+// rows, and a grid stopped midway (a kill, a machine taken back) would lose all of it: the cell
+// counts as done only with its results. Resume keeps each finished (row, length) pair's
 // results in a file beside the model, written through a temporary file and a rename after every
 // pair; an evaluation given it skips the pairs the file holds. The file names the model's
 // weights (their size and modification time), so a model trained again starts over.
