@@ -189,6 +189,7 @@ func lowerDot(lw *lowering) (stepFn, error) {
 	step := lw.step
 	var pf *weightPrefetch
 	if rp.perm == nil && mm.streamsRows() {
+		mm.ranged = true
 		pf = lw.e.registerPrefetch([]prefetchSource{{values: ib, scales: -1, tasks: mm.nt, rows: mm.nSize, n: N}})
 	}
 	return func(f *frame) {
@@ -203,15 +204,7 @@ func lowerDot(lw *lowering) (stepFn, error) {
 			call.b = loadB(f)
 		}
 		call.c = typed[float32](f.slots[io])
-		if pf == nil {
-			mm.run(call)
-			return
-		}
-		run := call.run
-		if call.bh != nil {
-			run = call.runHalf
-		}
-		pool.runRanges(mm.nt, run)
+		mm.run(call)
 		pf.hintNext(pool, f)
 	}, nil
 }
@@ -337,6 +330,9 @@ type matmul struct {
 	// half: B is stored as float16 or bfloat16 (dtypes.InvalidDType: float32), widened a batch
 	// item at a time by its tasks (taskHalf) or whole before the product.
 	half dtypes.DType
+	// ranged: the tasks stream W's rows (streamsRows), each thread its own run of them
+	// (pool.runRanges), as the step before fetched them (prefetch.go).
+	ranged bool
 }
 
 // splitK reports whether a product is a weight's gradient in shape (a long contraction over
@@ -429,6 +425,10 @@ func (mm *matmul) run(call *dotCall) {
 		for task := range mm.B * tiles {
 			run(task)
 		}
+		return
+	}
+	if mm.ranged {
+		mm.pool.runRanges(mm.B*tiles, run)
 		return
 	}
 	mm.pool.run(mm.B*tiles, run)
