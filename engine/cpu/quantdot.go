@@ -440,12 +440,15 @@ func (p *quantDotPlan) x(f *frame) []float32 {
 	return typed[float32](f.slots[p.sx])
 }
 
-// quantizeRows quantizes the M ≤ 4 rows of x into xa (M·kernels.ActRowBytes(K) bytes) for
-// products with typ weights.
+// quantizeRows quantizes the M ≤ 4 rows of x into xa (plainBytes) for products with typ
+// weights, in the VNNI layout or in the plain form, packed (pack4) for the row-group kernels.
 func quantizeRows(typ quant.Type, x []float32, M, K int, xa []byte, layout bool) {
 	for i := range M {
 		// Lengths are fixed at compile time, so quantizing cannot fail.
 		kernels.QuantizeAct(typ, x[i*K:i*K+K], xa[i*kernels.ActRowBytes(K):], layout)
+	}
+	if !layout {
+		pack4(xa, M, K)
 	}
 }
 
@@ -469,9 +472,6 @@ func lowerQuantDot(lw *lowering, qa *quantDotAttr) (stepFn, error) {
 		} else if p.act {
 			c.xa, c.layout = f.slots[p.sa], p.vnniLayout()
 			quantizeRows(qa.typ, c.x, M, K, c.xa, c.layout)
-			if !c.layout {
-				pack4(c.xa, M, K)
-			}
 		}
 		c.pa = kernels.PackedA{}
 		if M > 4 && !p.noPack && !p.gemm {
@@ -625,8 +625,9 @@ type quantMatrix struct {
 }
 
 // mulGroupsAct computes y[i, n0:n1] = x[i]·W[n0:n1]ᵀ for the m rows of x quantized in xa in
-// their plain form and packed (plainBytes), W in row groups (n0 and n1 − n0 whole groups but for the matrix's end), a
-// block of weight rows at a time so that it stays in L2 across the rows of x.
+// their plain form and packed (plainBytes), W in row groups (n0 and n1 − n0 whole groups but
+// for the matrix's end), a block of weight rows at a time so that it stays in L2 across the
+// rows of x.
 func (w quantMatrix) mulGroupsAct(m int, xa []byte, y []float32, N, n0, n1 int) {
 	K, nb, rb, pb := w.K, w.K/32, kernels.ActRowBytes(w.K), kernels.Pack4Bytes(w.K)
 	rowBytes := nb * (w.typ.BlockBytes() - 2)

@@ -190,9 +190,6 @@ func lowerSiblingDots(lws []*lowering) (stepFn, error) {
 				src := xSource(plans, typeSrc, plainSrc, i, layout)
 				if src == i {
 					quantizeRows(p.stored.typ, x, p.M, p.K, f.slots[p.sa], layout)
-					if !layout {
-						pack4(f.slots[p.sa], p.M, p.K)
-					}
 				}
 				c.xa, c.layout = f.slots[plans[src].sa], layout
 			}
