@@ -195,38 +195,26 @@ func (w Weight) Float() *Node {
 	case quant.BF16:
 		return ConvertDType(w.w, dtypes.Float32)
 	}
-	q, d := w.rowParts(w.q, w.d)
+	q, d := w.rowParts()
 	return dequantize(w.Type, q, d)
 }
 
 // grouped reports whether the matrix is held in row groups.
 func (w Weight) grouped() bool { return w.q != nil && w.q.Rank() == 3 }
 
-// rowParts returns the values and scales q, d of whole groups of rows [..., g, nb, ...] in
-// rows, [..., 16·g, nb·vb] and float32 [..., 16·g, nb]: as they are for a matrix held in rows,
-// moved back out of their groups otherwise (quant.Group's layout, undone).
-func (w Weight) rowParts(q, d *Node) (*Node, *Node) {
+// rowParts returns the matrix's values and scales in rows, [out, in/32 · a block's bytes of
+// values] and float32 [out, in/32]: as they are for a matrix held in rows, moved back out of their groups otherwise
+// (quant.Group's layout, undone).
+func (w Weight) rowParts() (*Node, *Node) {
 	if !w.grouped() {
-		return q, d
+		return w.q, w.d
 	}
-	dims := q.Shape().Dimensions
-	lead, r := dims[:len(dims)-3], len(dims)-3
-	g, nb, vb := dims[r], dims[r+1], dims[r+2]/quant.GroupRows
-	cat := func(tail ...int) []int { return append(append([]int(nil), lead...), tail...) }
-	perm := func(tail ...int) []int {
-		p := make([]int, 0, r+len(tail))
-		for i := range r {
-			p = append(p, i)
-		}
-		for _, a := range tail {
-			p = append(p, r+a)
-		}
-		return p
-	}
-	q = Reshape(q, cat(g, nb, vb/4, quant.GroupRows, 4)...)
-	q = Reshape(TransposeAllDims(q, perm(0, 3, 1, 2, 4)...), cat(g*quant.GroupRows, nb*vb)...)
-	d = TransposeAllDims(ConvertDType(d, dtypes.Float32), perm(0, 2, 1)...)
-	return q, Reshape(d, cat(g*quant.GroupRows, nb)...)
+	dims := w.q.Shape().Dimensions
+	g, nb, vb := dims[0], dims[1], dims[2]/quant.GroupRows
+	q := Reshape(w.q, g, nb, vb/4, quant.GroupRows, 4)
+	q = Reshape(TransposeAllDims(q, 0, 3, 1, 2, 4), g*quant.GroupRows, nb*vb)
+	d := TransposeAllDims(ConvertDType(w.d, dtypes.Float32), 0, 2, 1)
+	return q, Reshape(d, g*quant.GroupRows, nb)
 }
 
 // MulT computes x·Wᵀ for x [..., in], returning [..., out].
