@@ -95,22 +95,24 @@ func storeQuantized(scope *context.Context, backend backends.Backend, typ quant.
 		}
 	case quant.Q8_0, quant.Q4_0:
 		if p, ok := backend.(RowGroupsPreferrer); ok && p.PrefersRowGroups() && layers.Groupable(typ, out, in) {
-			return storeGrouped(scope, backend, typ, dims, values, raw)
+			// Split into scratch first, then grouped into the variables' memory.
+			q, d := make([]byte, out*in/32*(typ.BlockBytes()-2)), make([]float32, out*in/32)
+			if err := splitBlocks(typ, values, raw, q, d); err != nil {
+				return err
+			}
+			names, types, shapes = layers.GroupedVars(typ, out, in)
+			gd := make([]uint16, len(d))
+			fills = []func(flat any) error{
+				// Never fails for blocks from a file or from Quantize, whose scales are half floats.
+				func(flat any) error { return quant.Group(typ, q, d, out, in/32, flatBytes(flat), gd) },
+				func(flat any) error { copy(flatUint16(flat), gd); return nil },
+			}
+			break
 		}
 		// The values and the scales are made in one pass: scales first into a scratch slice.
 		d := make([]float32, out*in/32)
-		var q []byte
-		fills[0] = func(flat any) error {
-			q = flatBytes(flat)
-			if values == nil {
-				return quant.Split(typ, raw, q, d)
-			}
-			return quant.QuantizeSplit(typ, values, q, d)
-		}
-		fills[1] = func(flat any) error {
-			copy(flat.([]float32), d)
-			return CheckFinite(fmt.Sprintf("%s scales", typ), d)
-		}
+		fills[0] = func(flat any) error { return splitBlocks(typ, values, raw, flatBytes(flat), d) }
+		fills[1] = func(flat any) error { copy(flat.([]float32), d); return nil }
 	default:
 		return fmt.Errorf("weights cannot be held as %v", typ)
 	}
@@ -131,12 +133,9 @@ type RowGroupsPreferrer interface {
 	PrefersRowGroups() bool
 }
 
-// storeGrouped sets the variables of a Q8_0 or Q4_0 matrix dims [out, in] held in row groups
-// (layers.GroupedVars), from float32 values or (values nil) raw blocks: split in scratch first,
-// then grouped into the variables' memory.
-func storeGrouped(scope *context.Context, backend backends.Backend, typ quant.Type, dims []int, values []float32, raw []byte) error {
-	out, in := dims[0], dims[1]
-	q, d := make([]byte, out*in/32*(typ.BlockBytes()-2)), make([]float32, out*in/32)
+// splitBlocks writes a matrix's blocks in Split's layout into q and d, from float32 values or
+// (values nil) raw blocks, and refuses scales that are not finite.
+func splitBlocks(typ quant.Type, values []float32, raw []byte, q []byte, d []float32) error {
 	var err error
 	if values == nil {
 		err = quant.Split(typ, raw, q, d)
@@ -146,24 +145,7 @@ func storeGrouped(scope *context.Context, backend backends.Backend, typ quant.Ty
 	if err != nil {
 		return err
 	}
-	if err := CheckFinite(fmt.Sprintf("%s scales", typ), d); err != nil {
-		return err
-	}
-	names, types, shapes := layers.GroupedVars(typ, out, in)
-	gd := make([]uint16, len(d))
-	fills := []func(flat any) error{
-		// Never fails for blocks from a file or from Quantize, whose scales are half floats.
-		func(flat any) error { return quant.Group(typ, q, d, out, in/32, flatBytes(flat), gd) },
-		func(flat any) error { copy(flatUint16(flat), gd); return nil },
-	}
-	for i, name := range names {
-		t, err := newTensorOf(backend, shapes[i], types[i], fills[i])
-		if err != nil {
-			return err
-		}
-		scope.VariableWithValue(name, t)
-	}
-	return nil
+	return CheckFinite(fmt.Sprintf("%s scales", typ), d)
 }
 
 // newTensorOf is NewTensor for any dtype: fill gets the flat slice (as GoMLX types it).
