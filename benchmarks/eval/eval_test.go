@@ -29,6 +29,20 @@ func checkpoint(t *testing.T, dir, task, scheme string, L int) *recipe.TrainInfo
 	return checkpointPE(t, dir, task, map[string]any{"name": scheme}, L)
 }
 
+// tinyLM is a tiny RoPE language model at L = 16 in a temporary folder, with its train.json, a
+// quick budget scoring 512 bytes, and the cells of its evaluation (at lengths, nil: the budget's).
+func tinyLM(t *testing.T, lengths []int) (string, *recipe.TrainInfo, Budget, []Cell) {
+	dir := filepath.Join(t.TempDir(), "rope")
+	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
+	b := Quick
+	b.CorpusBytes = 512
+	cells, err := Plan(tasks.LM, 1, 16, b, lengths, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ti, b, cells
+}
+
 // checkpointPE is checkpoint with the scheme's options (pe["name"] the scheme).
 func checkpointPE(t *testing.T, dir, task string, pe map[string]any, L int) *recipe.TrainInfo {
 	t.Helper()
@@ -179,14 +193,7 @@ func TestRowsFor(t *testing.T) {
 // window equal to the plain row at L (one window covers it) and lower-or-equal context past it,
 // a RoPE-scaling row that changes the numbers, and a beyond-L metric only past L.
 func TestEvaluateTinyModel(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "rope")
-	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
-	b := Quick
-	b.CorpusBytes = 512
-	cells, err := Plan(tasks.LM, 1, 16, b, nil, text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ti, b, cells := tinyLM(t, nil)
 	rows := RowsFor(tasks.LM, ti, dir, b)
 	backend, _ := engine.NewBackend("")
 	last := 0
@@ -307,14 +314,7 @@ func TestBaselines(t *testing.T) {
 // byte counted once, the sliding row's too), a byte goes to the document it lies in, and a
 // document the windows never reach counts nothing.
 func TestEvaluateDocs(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "rope")
-	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
-	b := Quick
-	b.CorpusBytes = 512
-	cells, err := Plan(tasks.LM, 1, 16, b, nil, text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ti, b, cells := tinyLM(t, nil)
 	docs := []corpus.Doc{{Path: "a", Start: 0, End: 100}, {Path: "b", Start: 102, End: 300}, {Path: "c", Start: 302, End: 600}, {Path: "d", Start: 5000, End: 6000}}
 	for i := range cells {
 		cells[i].Docs = docs
@@ -355,14 +355,7 @@ func TestEvaluateDocs(t *testing.T) {
 // StreamingLLM's row: with a cache that holds the whole example it is the plain row (nothing is
 // ever dropped); past it, the cache shifts and the row is another finite number.
 func TestEvaluateStreaming(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "rope")
-	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
-	b := Quick
-	b.CorpusBytes = 512
-	cells, err := Plan(tasks.LM, 1, 16, b, []int{16, 64}, text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ti, b, cells := tinyLM(t, []int{16, 64})
 	rows := RowsFor(tasks.LM, ti, dir, b)
 	var plain, stream Row
 	for _, r := range rows {
@@ -427,14 +420,7 @@ func TestZeroShotPasskey(t *testing.T) {
 // and gives what one uninterrupted evaluation gives; a model whose weights change starts over,
 // and Remove leaves no file.
 func TestEvaluateResumes(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "rope")
-	ti := checkpoint(t, dir, tasks.LM, "rope", 16)
-	b := Quick
-	b.CorpusBytes = 512
-	cells, err := Plan(tasks.LM, 1, 16, b, nil, text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ti, b, cells := tinyLM(t, nil)
 	for i := range cells {
 		cells[i].Docs = []corpus.Doc{{Path: "a", Start: 0, End: 300}, {Path: "b", Start: 301, End: 700}}
 	}
