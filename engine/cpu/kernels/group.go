@@ -3,8 +3,10 @@ package kernels
 // Products of rows of x with a matrix stored in row groups (layers/quant's Group: sixteen rows
 // interleaved, scales as half floats): the layout where a block's scaling is one vector op for
 // sixteen rows and the weights are one stream. On one thread (BenchmarkGroupDotRows, against
-// ActDotRows on Split's layout, both with x quantized to int8): Q4_0 in cache (2048 rows of
-// 768) 3x the rate, from memory (200000 rows of 288) 1.5x; Q8_0 1.6x and 1.3x.
+// ActDotRows on Split's layout, both with x quantized to int8): with VNNI, Q4_0 in cache (2048
+// rows of 768) 3x the rate, from memory (200000 rows of 288) 1.5x, Q8_0 1.6x and 1.3x; on AVX2's
+// byte products (POSFORMER_KERNELS=avx2 on the same Zen 4), Q4_0 1.6-2.1x and 1.3x, Q8_0
+// 1.35-1.5x and 1.25x.
 
 import (
 	"fmt"
@@ -12,9 +14,10 @@ import (
 	"github.com/posformer/posformer/layers/quant"
 )
 
-// GroupKernels reports whether GroupDotRows runs on assembly here; elsewhere it runs a portable
-// loop, slower than ActDotRows on Split's layout, and a caller should ungroup rows instead.
-func GroupKernels() bool { return VNNI() }
+// GroupKernels reports whether GroupDotRows runs on assembly here (VNNI, or AVX2's byte
+// products); elsewhere it runs a portable loop, slower than ActDotRows on Split's layout, and a
+// caller should ungroup rows instead.
+func GroupKernels() bool { return quantKernels() != noQuantAsm }
 
 // GroupDotRows computes y[r] = x·W[r] for the rows of y (a multiple of quant.GroupRows), W the
 // first len(y) rows of a Q8_0 or Q4_0 matrix of rows of k in row groups (gq, gd), x quantized in
@@ -42,10 +45,16 @@ func GroupDotRows(typ quant.Type, gq []byte, gd []uint16, k int, a *ActRow, y []
 		groupDotRowsGo(typ, gq, gd, a.q, a.d, y, nb)
 		return
 	}
-	if typ == quant.Q8_0 {
-		q8GroupDotVNNI(&bytesAs[int8](gq)[0], &gd[0], &a.q[0], &a.s[0], &a.d[0], &y[0], len(y)/quant.GroupRows, nb)
-	} else {
-		q4GroupDotVNNI(&gq[0], &gd[0], &a.q[0], &a.s[0], &a.d[0], &y[0], len(y)/quant.GroupRows, nb)
+	groups := len(y) / quant.GroupRows
+	switch vnni := VNNI(); {
+	case typ == quant.Q8_0 && vnni:
+		q8GroupDotVNNI(&bytesAs[int8](gq)[0], &gd[0], &a.q[0], &a.s[0], &a.d[0], &y[0], groups, nb)
+	case typ == quant.Q8_0:
+		q8GroupDotAVX2(&bytesAs[int8](gq)[0], &gd[0], &a.q[0], &a.s[0], &a.d[0], &y[0], groups, nb)
+	case vnni:
+		q4GroupDotVNNI(&gq[0], &gd[0], &a.q[0], &a.s[0], &a.d[0], &y[0], groups, nb)
+	default:
+		q4GroupDotAVX2(&gq[0], &gd[0], &a.q[0], &a.s[0], &a.d[0], &y[0], groups, nb)
 	}
 }
 
@@ -85,10 +94,16 @@ func GroupDotRows4(typ quant.Type, gq []byte, gd []uint16, k int, xa []byte, str
 		panic(fmt.Sprintf("GroupDotRows4: %d rows of %d as %v, %d bytes, %d scales, %d results %d apart, x %d bytes %d apart, %d packed", rows, k, typ, len(gq), len(gd), len(y), ldy, len(xa), stride, len(pack)))
 	}
 	xs4, xd4 := &bytesAs[int32](pack)[0], &bytesAs[float32](pack[16*nb:])[0]
-	if typ == quant.Q8_0 {
-		q8GroupDot4VNNI(&bytesAs[int8](gq)[0], &gd[0], &bytesAs[int8](xa[:1])[0], stride, xs4, xd4, &y[0], 4*ldy, rows/quant.GroupRows, nb)
-	} else {
-		q4GroupDot4VNNI(&gq[0], &gd[0], &bytesAs[int8](xa[:1])[0], stride, xs4, xd4, &y[0], 4*ldy, rows/quant.GroupRows, nb)
+	xq, groups := &bytesAs[int8](xa[:1])[0], rows/quant.GroupRows
+	switch vnni := VNNI(); {
+	case typ == quant.Q8_0 && vnni:
+		q8GroupDot4VNNI(&bytesAs[int8](gq)[0], &gd[0], xq, stride, xs4, xd4, &y[0], 4*ldy, groups, nb)
+	case typ == quant.Q8_0:
+		q8GroupDot4AVX2(&bytesAs[int8](gq)[0], &gd[0], xq, stride, xs4, xd4, &y[0], 4*ldy, groups, nb)
+	case vnni:
+		q4GroupDot4VNNI(&gq[0], &gd[0], xq, stride, xs4, xd4, &y[0], 4*ldy, groups, nb)
+	default:
+		q4GroupDot4AVX2(&gq[0], &gd[0], xq, stride, xs4, xd4, &y[0], 4*ldy, groups, nb)
 	}
 }
 
