@@ -198,8 +198,15 @@ class Decoder:
             if len(slopes) != self.heads:
                 fail(f"alibi slopes has {len(slopes)} values, want one per head ({self.heads})")
             self.slopes = torch.tensor(slopes, dtype=dtype)
+        elif self.scheme == "sinusoidal":
+            # Vaswani et al. 2017, §3.5: PE(pos, 2i) = sin(pos·ω_i), PE(pos, 2i+1) = cos(pos·ω_i),
+            # ω_i = base^(-2i/d), added to the embeddings scaled by sqrt(d).
+            self.sin_base = float(pe.pop("base", 10000))
+            self.embed_scale = float(pe.pop("embed_scale", math.sqrt(self.dim)))
+            if pe.pop("learn_scale", False):
+                fail("sinusoidal learn_scale: this scorer builds the paper's fixed code only")
         elif self.scheme != "none":
-            fail(f"positional scheme {self.scheme!r}: this scorer builds rope, alibi and none (NoPE)")
+            fail(f"positional scheme {self.scheme!r}: this scorer builds rope, alibi, sinusoidal and none (NoPE)")
         if pe:
             fail(f"positional options {sorted(pe)} of {self.scheme}: this scorer does not build them")
         self._take_weights(w)
@@ -275,6 +282,12 @@ class Decoder:
             out = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
         return torch.cat([out, rest], dim=-1)
 
+    def sinusoid(self, pos):
+        """The code of positions pos [T] as [T, d], sin and cos of each frequency side by side."""
+        i = torch.arange(self.dim // 2, dtype=torch.float64)
+        ang = pos.to(torch.float64)[:, None] * self.sin_base ** (-2 * i / self.dim)[None, :]
+        return torch.stack([torch.sin(ang), torch.cos(ang)], dim=-1).flatten(-2).to(self.dtype)
+
     def attention(self, blk, x, pos, layer):
         B, T, _ = x.shape
         H, K, hd = self.heads, self.kv_heads, self.head_dim
@@ -307,6 +320,8 @@ class Decoder:
         """tokens [B, T] → log-softmax [B, T, vocab], positions 0..T-1."""
         pos = torch.arange(tokens.shape[1])
         x = self.embed[tokens]
+        if self.scheme == "sinusoidal":
+            x = x * self.embed_scale + self.sinusoid(pos)[None]
         for l, blk in enumerate(self.blocks):
             x = x + self.attention(blk, self.rmsnorm(x, blk["attn_norm"]), pos, l)
             x = x + self.ffn(blk, self.rmsnorm(x, blk["ffn_norm"]))
@@ -361,19 +376,25 @@ def read_engine(path, model_name, scheme):
     has one. From cmd/bench's stdout (-m DIR -task lm: its tables "lm bits_per_byte" and "lm
     bits_per_byte_beyond_L", 3 decimals, where the checkpoint as trained is the row labelled with
     its scheme alone, beside the unigram baseline and "scheme + variant" rows) or from a results
-    CSV (report's columns, 6 significant digits; this model's rows without a variant)."""
+    CSV (report's columns, 6 significant digits; this model's rows as trained: the variant of its
+    first row, which cmd/bench writes first: none, or the label of how it was trained, "BOS",
+    "lr=0.002")."""
     with open(path) as f:
         content = f.read()
     out = {m: {} for m in METRICS}
     if content.startswith("task,"):
-        text = None
+        text, variant = None, None
         for row in csv.DictReader(io.StringIO(content)):
-            if row["task"] == "lm" and row["metric"] in out and row["variant"] == "" and row["model"] == model_name:
+            if row["task"] != "lm" or row["model"] != model_name:
+                continue
+            if variant is None:
+                variant = row["variant"]
+            if row["metric"] in out and row["variant"] == variant:
                 if row["value"].lower() != "nan":
                     out[row["metric"]][int(row["length"])] = row["value"]
                 text = row.get("text") or text
         if not out[METRICS[0]]:
-            fail(f"{path} has no lm bits_per_byte rows of model {model_name} without a variant")
+            fail(f"{path} has no lm bits_per_byte rows of model {model_name}")
         return out, text
     for metric in METRICS:
         m = re.search(r"^lm " + metric + r"\s*\n\s*\n(\|.*\n)(\|.*\n)((?:\|.*\n)+)", content, re.M)
