@@ -24,16 +24,7 @@
 // prefetches 2 or 4 KB ahead).
 
 #include "textflag.h"
-
-#define ARGS \
-	MOVQ gq+0(FP), SI \
-	MOVQ gd+8(FP), DX \
-	MOVQ xq+16(FP), DI \
-	MOVQ xs+24(FP), R8 \
-	MOVQ xd+32(FP), R9 \
-	MOVQ y+40(FP), R10 \
-	MOVQ groups+48(FP), R11 \
-	MOVQ nb+56(FP), R12
+#include "group_args_amd64.h"
 
 // One group's start: zero results, the first block.
 #define GROUPSTART \
@@ -77,17 +68,6 @@
 // stride); their blocks' sums and scales come packed four to a block (xs4, xd4: AX and CX at
 // the current block). Integer sums: Z8 + 2i and Z9 + 2i for row i; results Z0-Z3; the block's
 // weight scales Z16.
-
-#define ARGS4 \
-	MOVQ gq+0(FP), SI \
-	MOVQ gd+8(FP), DX \
-	MOVQ xq+16(FP), DI \
-	MOVQ xstride+24(FP), R14 \
-	MOVQ xs4+32(FP), R8 \
-	MOVQ xd4+40(FP), R9 \
-	MOVQ y+48(FP), R10 \
-	MOVQ groups+64(FP), R11 \
-	MOVQ nb+72(FP), R12
 
 #define GROUPSTART4 \
 	VXORPS Z0, Z0, Z0 \

@@ -23,16 +23,7 @@
 //	Y14      0x0F in every byte (Q4_0); Y15 1 in every int16 (VPMADDWD's pair sum)
 
 #include "textflag.h"
-
-#define ARGS \
-	MOVQ gq+0(FP), SI \
-	MOVQ gd+8(FP), DX \
-	MOVQ xq+16(FP), DI \
-	MOVQ xs+24(FP), R8 \
-	MOVQ xd+32(FP), R9 \
-	MOVQ y+40(FP), R10 \
-	MOVQ groups+48(FP), R11 \
-	MOVQ nb+56(FP), R12
+#include "group_args_amd64.h"
 
 // The 32-bit constant val in every lane of Y (X its lower half); uses AX.
 #define BCAST(val, Y, X) \
@@ -113,17 +104,6 @@
 // blocks' sums and scales come packed four to a block (xs4, xd4: AX and CX at the current
 // block). Y0-Y3 the results of x's rows 0-3, Y4-Y7 their integer sums, Y12 the half's weight
 // scales, Y8-Y13 temporaries.
-
-#define ARGS4 \
-	MOVQ gq+0(FP), SI \
-	MOVQ gd+8(FP), DX \
-	MOVQ xq+16(FP), DI \
-	MOVQ xstride+24(FP), R14 \
-	MOVQ xs4+32(FP), R8 \
-	MOVQ xd4+40(FP), R9 \
-	MOVQ y+48(FP), R10 \
-	MOVQ groups+64(FP), R11 \
-	MOVQ nb+72(FP), R12
 
 #define HALFSTART4 \
 	VXORPS Y0, Y0, Y0 \
