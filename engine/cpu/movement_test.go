@@ -232,6 +232,57 @@ func TestMovementBroadcastInDim(t *testing.T) {
 	t.Run("float64", mvBroadcastCases[float64])
 }
 
+// Transposes and broadcasts large enough to be split across the pool (a leading axis kept,
+// each of its items moved by its own task) give the reference's elements, on one thread and on
+// two, for elements of 1, 4 and 8 bytes; those that keep no leading axis stay whole.
+func TestMovementAcrossThreads(t *testing.T) {
+	t.Run("float32", mvAcrossThreads[float32])
+	t.Run("uint8", mvAcrossThreads[uint8])
+	t.Run("float64", mvAcrossThreads[float64])
+}
+
+func mvAcrossThreads[T mvElem](t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	transposes := []struct{ dims, perm []int }{
+		{[]int{32, 128, 4, 32}, []int{0, 2, 1, 3}}, // heads out of a row of the hidden state
+		{[]int{32, 4, 128, 32}, []int{0, 2, 1, 3}}, // and back
+		{[]int{3, 70, 400}, []int{0, 2, 1}},        // items of odd sizes
+		{[]int{70, 3, 400}, []int{1, 0, 2}},        // no leading axis kept
+	}
+	broadcasts := []struct{ in, out, axes []int }{
+		{[]int{32, 128, 1}, []int{32, 128, 128}, []int{0, 1, 2}}, // a norm's per-row scale
+		{[]int{7, 300}, []int{7, 20, 300}, []int{0, 2}},
+		{[]int{5, 1, 300}, []int{5, 40, 300}, []int{0, 1, 2}},
+		{[]int{1, 300}, []int{200, 300}, []int{0, 1}}, // the leading axis broadcast: whole
+	}
+	for _, threads := range []int{1, 2} {
+		be := mustBackend(t, fmt.Sprintf("threads=%d", threads))
+		run := func(fn func(in []*graph.Node) *graph.Node, arg *tensors.Tensor) []T {
+			res, err := graph.ExecOnce(be, fn, arg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tensors.MustCopyFlatData[T](res)
+		}
+		for _, c := range transposes {
+			data := mvRandom[T](rng, product(c.dims))
+			fn := func(x []*graph.Node) *graph.Node { return graph.TransposeAllAxes(x[0], c.perm...) }
+			mvEqual(t, fmt.Sprintf("threads=%d transpose %v by %v", threads, c.dims, c.perm), run(fn, mvTensor(data, c.dims)), tensors.MustCopyFlatData[T](mvExec(t, fn, mvTensor(data, c.dims))))
+		}
+		for _, c := range broadcasts {
+			data := mvRandom[T](rng, product(c.in))
+			var expanded []int
+			for a := range c.out {
+				if !slices.Contains(c.axes, a) {
+					expanded = append(expanded, a)
+				}
+			}
+			fn := func(x []*graph.Node) *graph.Node { return graph.ExpandAndBroadcast(x[0], c.out, expanded) }
+			mvEqual(t, fmt.Sprintf("threads=%d broadcast %v -> %v", threads, c.in, c.out), run(fn, mvTensor(data, c.in)), tensors.MustCopyFlatData[T](mvExec(t, fn, mvTensor(data, c.in))))
+		}
+	}
+}
+
 // ---- Slice ----
 
 func mvSliceCase[T mvElem](t *testing.T, rng *rand.Rand, dims, starts, limits, strides []int) {

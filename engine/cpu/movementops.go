@@ -7,6 +7,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -19,6 +20,24 @@ func lowerTranspose(lw *lowering) (stepFn, error) {
 	in := lw.n.inputs[0]
 	perm := lw.n.attr.([]int)
 	size, dims, ia, io := elemSize(in), in.shape.Dimensions, lw.in[0], lw.out
+	pool := lw.e.backend.pool
+	if len(dims) > 1 && perm[0] == 0 && dims[0] > 1 && in.shape.Size() >= 2*elementwiseGrain {
+		// A leading axis kept in place: its items are independent transposes, split across
+		// the pool.
+		item := in.shape.Size() / dims[0] * size
+		rest, sub := slices.Clone(dims[1:]), make([]int, len(perm)-1)
+		for i, a := range perm[1:] {
+			sub[i] = a - 1
+		}
+		return func(f *frame) {
+			src, dst := f.slots[ia], f.slots[io]
+			pool.parallelFor(dims[0], max(1, elementwiseGrain*size/item), func(lo, hi int) {
+				for b := lo; b < hi; b++ {
+					transposeBytes(size, src[b*item:(b+1)*item], rest, sub, dst[b*item:(b+1)*item])
+				}
+			})
+		}, nil
+	}
 	return func(f *frame) { transposeBytes(size, f.slots[ia], dims, perm, f.slots[io]) }, nil
 }
 
@@ -26,6 +45,24 @@ func lowerBroadcast(lw *lowering) (stepFn, error) {
 	in := lw.n.inputs[0]
 	axes := lw.n.attr.([]int)
 	size, inDims, outDims, ia, io := elemSize(in), in.shape.Dimensions, lw.n.shape.Dimensions, lw.in[0], lw.out
+	pool := lw.e.backend.pool
+	if len(axes) > 0 && axes[0] == 0 && inDims[0] == outDims[0] && inDims[0] > 1 && lw.n.shape.Size() >= 2*elementwiseGrain {
+		// A leading axis kept: each of its items broadcasts on its own, across the pool.
+		d0 := inDims[0]
+		inItem, outItem := in.shape.Size()/d0*size, lw.n.shape.Size()/d0*size
+		subIn, subOut, sub := inDims[1:], outDims[1:], make([]int, len(axes)-1)
+		for i, a := range axes[1:] {
+			sub[i] = a - 1
+		}
+		return func(f *frame) {
+			src, dst := f.slots[ia], f.slots[io]
+			pool.parallelFor(d0, max(1, elementwiseGrain*size/outItem), func(lo, hi int) {
+				for b := lo; b < hi; b++ {
+					broadcastInDimBytes(size, src[b*inItem:(b+1)*inItem], subIn, subOut, sub, dst[b*outItem:(b+1)*outItem])
+				}
+			})
+		}, nil
+	}
 	return func(f *frame) { broadcastInDimBytes(size, f.slots[ia], inDims, outDims, axes, f.slots[io]) }, nil
 }
 
