@@ -167,11 +167,17 @@ func findFusions(nodes []*node, live []bool, uses []int, isOutput []bool) (map[i
 		if len(in) < 2 {
 			continue
 		}
+		// The members in topological order (ids ascend), taken from the tree's own set: a scan
+		// of every node before the root, for every root, made compiling a graph of some
+		// hundred thousand nodes take minutes.
+		ids := make([]int, 0, len(in))
+		for id := range in {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
 		leafSeen := map[int]bool{}
-		for _, m := range nodes[:n.id+1] {
-			if !in[m.id] {
-				continue
-			}
+		for _, id := range ids {
+			m := nodes[id]
 			f.members = append(f.members, m)
 			if m != n && !rec[m.id] {
 				member[m.id] = true

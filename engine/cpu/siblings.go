@@ -22,27 +22,85 @@ import (
 const maxSiblings = 4
 
 // mergeSiblings merges the trees of roots by the rule above: a merged tree lives under its first
-// root, and each later root maps to it too (its step is the first root's).
+// root, and each later root maps to it too (its step is the first root's). A tree's candidates
+// are the later trees that share a leaf or a member with it (indexed once: trying every pair made
+// a graph of thousands of trees take seconds to compile), tried in the order of their roots, and
+// the trees sharing what a merge brings in join the candidates.
 func mergeSiblings(roots map[int]*fusion) {
 	ids := make([]int, 0, len(roots))
 	for id := range roots {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	for i, id1 := range ids {
+	byLeaf, byMember := map[int][]int{}, map[int][]int{} // node id -> roots of the trees that hold it
+	for _, id := range ids {
+		f := roots[id]
+		for _, l := range f.leaves {
+			if l.shape.Size() > 1 {
+				byLeaf[l.id] = append(byLeaf[l.id], id)
+			}
+		}
+		for _, m := range f.members {
+			byMember[m.id] = append(byMember[m.id], id)
+		}
+	}
+	for _, id1 := range ids {
 		f1 := roots[id1]
 		if f1.root.id != id1 {
 			continue // merged into an earlier tree
 		}
-		for _, id2 := range ids[i+1:] {
+		var next candidates
+		after := id1
+		add := func(f *fusion) {
+			for _, l := range f.leaves {
+				next.push(byLeaf[l.id], after)
+			}
+			for _, m := range f.members {
+				next.push(byMember[m.id], after)
+			}
+		}
+		add(f1)
+		for id2, ok := next.pop(); ok; id2, ok = next.pop() {
 			f2 := roots[id2]
+			after = id2
 			if len(f1.outs) >= maxSiblings-1 || f2.root.id != id2 || len(f2.outs) > 0 || !siblings(f1, f2) {
 				continue
 			}
 			f1.merge(f2)
 			roots[id2] = f1
+			add(f2)
 		}
 	}
+}
+
+// candidates is an ascending set of tree roots still to try.
+type candidates struct {
+	ids  []int
+	seen map[int]bool
+}
+
+// push adds the roots after a that are not there yet.
+func (c *candidates) push(ids []int, a int) {
+	for _, id := range ids {
+		if id > a && !c.seen[id] {
+			if c.seen == nil {
+				c.seen = map[int]bool{}
+			}
+			c.seen[id] = true
+			i, _ := slices.BinarySearch(c.ids, id)
+			c.ids = slices.Insert(c.ids, i, id)
+		}
+	}
+}
+
+// pop takes the smallest root.
+func (c *candidates) pop() (int, bool) {
+	if len(c.ids) == 0 {
+		return 0, false
+	}
+	id := c.ids[0]
+	c.ids = c.ids[1:]
+	return id, true
 }
 
 // siblings reports whether f2 (the later root) may join f1.
