@@ -12,7 +12,8 @@
 // pair is at most 2·128·127 = 32,512, and each step goes to int32 on its own. The block's exact
 // sums, as float, take its sixteen weight scales (half floats, VCVTPH2PS) times x's scale in one
 // FMA into the group's results, stored as they are: no horizontal sums. The float operations
-// are those of the VNNI kernels, in the same order, so every kernel set gives the same bits.
+// are those of the VNNI kernels, in the same order, so the two give the same bits
+// (TestGroupKernelSetsAgree).
 // Registers of the one-row kernels:
 //
 //	SI, DX   the group's values and scales at the current block

@@ -159,3 +159,47 @@ func TestGroupDotRows4(t *testing.T) {
 		}
 	})
 }
+
+// The VNNI kernels and AVX2's give the same bits, one row of x and four: the same exact integer
+// sums, scaled by the same float operations in the same order.
+func TestGroupKernelSetsAgree(t *testing.T) {
+	if !VNNI() || !kernelsHave(AVX2) {
+		t.Skip("needs both the VNNI and the AVX2 kernels")
+	}
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		for _, k := range actDepths {
+			const rows = 48
+			c := newActCase(r, typ, k, rows, typ == quant.Q8_0, 1)
+			gq, gd := groupCase(t, &c)
+			stride := ActRowBytes(k)
+			xa := make([]byte, 4*stride)
+			for i := range 4 {
+				x := make([]float32, k)
+				for j := range x {
+					x[j] = float32(r.NormFloat64())
+				}
+				if _, err := QuantizeAct(typ, x, xa[i*stride:], false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pack := make([]byte, Pack4Bytes(k))
+			Pack4(xa, stride, k, pack)
+			run := func(p string) (one, four []float32) {
+				withKernels(t, p)
+				a := ActView(xa, k, false)
+				one, four = make([]float32, rows), make([]float32, 4*rows)
+				GroupDotRows(typ, gq, gd, k, &a, one)
+				GroupDotRows4(typ, gq, gd, k, xa, stride, pack, four, rows, rows)
+				return one, four
+			}
+			vOne, vFour := run(AVX512)
+			aOne, aFour := run(AVX2)
+			for i := range vFour {
+				if i < rows && math.Float32bits(vOne[i]) != math.Float32bits(aOne[i]) || math.Float32bits(vFour[i]) != math.Float32bits(aFour[i]) {
+					t.Fatalf("%v k=%d: result %d differs between the VNNI and the AVX2 kernels", typ, k, i)
+				}
+			}
+		}
+	}
+}
