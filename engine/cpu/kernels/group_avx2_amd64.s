@@ -20,7 +20,7 @@
 //	DI       x's values (ActRow.q), R13 at the current block; R8 the blocks' sums of x (ActRow.s),
 //	         R9 x's scales (ActRow.d), BX the current block
 //	R10      y, R11 the groups left, R12 the blocks a row
-//	Y0, Y1   the results of rows 0-7 and 8-15; Y2, Y3 their integer sums; Y4-Y9 temporaries
+//	Y0, Y1   the results of rows 0-7 and 8-15; Y2, Y3 their integer sums; Y4-Y7 temporaries
 //	Y14      0x0F in every byte (Q4_0); Y15 1 in every int16 (VPMADDWD's pair sum)
 
 #include "textflag.h"
