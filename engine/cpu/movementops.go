@@ -7,7 +7,6 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
@@ -20,23 +19,10 @@ func lowerTranspose(lw *lowering) (stepFn, error) {
 	in := lw.n.inputs[0]
 	perm := lw.n.attr.([]int)
 	size, dims, ia, io := elemSize(in), in.shape.Dimensions, lw.in[0], lw.out
-	pool := lw.e.backend.pool
 	if len(dims) > 1 && perm[0] == 0 && dims[0] > 1 && in.shape.Size() >= 2*elementwiseGrain {
-		// A leading axis kept in place: its items are independent transposes, split across
-		// the pool.
-		item := in.shape.Size() / dims[0] * size
-		rest, sub := slices.Clone(dims[1:]), make([]int, len(perm)-1)
-		for i, a := range perm[1:] {
-			sub[i] = a - 1
-		}
-		return func(f *frame) {
-			src, dst := f.slots[ia], f.slots[io]
-			pool.parallelFor(dims[0], max(1, elementwiseGrain*size/item), func(lo, hi int) {
-				for b := lo; b < hi; b++ {
-					transposeBytes(size, src[b*item:(b+1)*item], rest, sub, dst[b*item:(b+1)*item])
-				}
-			})
-		}, nil
+		// A leading axis kept in place: its items are independent transposes.
+		item, rest, sub := in.shape.Size()/dims[0]*size, dims[1:], withoutLeading(perm)
+		return perLeadingItem(lw, size, dims[0], item, item, func(src, dst []byte) { transposeBytes(size, src, rest, sub, dst) }), nil
 	}
 	return func(f *frame) { transposeBytes(size, f.slots[ia], dims, perm, f.slots[io]) }, nil
 }
@@ -45,25 +31,41 @@ func lowerBroadcast(lw *lowering) (stepFn, error) {
 	in := lw.n.inputs[0]
 	axes := lw.n.attr.([]int)
 	size, inDims, outDims, ia, io := elemSize(in), in.shape.Dimensions, lw.n.shape.Dimensions, lw.in[0], lw.out
-	pool := lw.e.backend.pool
 	if len(axes) > 0 && axes[0] == 0 && inDims[0] == outDims[0] && inDims[0] > 1 && lw.n.shape.Size() >= 2*elementwiseGrain {
-		// A leading axis kept: each of its items broadcasts on its own, across the pool.
+		// A leading axis kept: each of its items broadcasts on its own.
 		d0 := inDims[0]
-		inItem, outItem := in.shape.Size()/d0*size, lw.n.shape.Size()/d0*size
-		subIn, subOut, sub := inDims[1:], outDims[1:], make([]int, len(axes)-1)
-		for i, a := range axes[1:] {
-			sub[i] = a - 1
-		}
-		return func(f *frame) {
-			src, dst := f.slots[ia], f.slots[io]
-			pool.parallelFor(d0, max(1, elementwiseGrain*size/outItem), func(lo, hi int) {
-				for b := lo; b < hi; b++ {
-					broadcastInDimBytes(size, src[b*inItem:(b+1)*inItem], subIn, subOut, sub, dst[b*outItem:(b+1)*outItem])
-				}
-			})
-		}, nil
+		subIn, subOut, sub := inDims[1:], outDims[1:], withoutLeading(axes)
+		return perLeadingItem(lw, size, d0, in.shape.Size()/d0*size, lw.n.shape.Size()/d0*size, func(src, dst []byte) {
+			broadcastInDimBytes(size, src, subIn, subOut, sub, dst)
+		}), nil
 	}
 	return func(f *frame) { broadcastInDimBytes(size, f.slots[ia], inDims, outDims, axes, f.slots[io]) }, nil
+}
+
+// perLeadingItem is the step of a move that keeps its leading axis of d0 items in place: each
+// item (inItem bytes in, outItem out, elements of size bytes) moves on its own, split across the
+// pool, whose threads would otherwise wait while the caller moves data written by all of them.
+func perLeadingItem(lw *lowering, size, d0, inItem, outItem int, move func(src, dst []byte)) stepFn {
+	pool, ia, io := lw.e.backend.pool, lw.in[0], lw.out
+	grain := max(1, elementwiseGrain*size/outItem)
+	return func(f *frame) {
+		src, dst := f.slots[ia], f.slots[io]
+		pool.parallelFor(d0, grain, func(lo, hi int) {
+			for b := lo; b < hi; b++ {
+				move(src[b*inItem:(b+1)*inItem], dst[b*outItem:(b+1)*outItem])
+			}
+		})
+	}
+}
+
+// withoutLeading is axes (a permutation or a broadcast's axes) without its first, axis 0, and
+// the others renumbered for an item of that axis.
+func withoutLeading(axes []int) []int {
+	sub := make([]int, len(axes)-1)
+	for i, a := range axes[1:] {
+		sub[i] = a - 1
+	}
+	return sub
 }
 
 func lowerSlice(lw *lowering) (stepFn, error) {
