@@ -132,23 +132,13 @@ func TestGroupDotRows4(t *testing.T) {
 	forEachGroupCase(t, 25, []int{48}, func(t *testing.T, r *rand.Rand, typ quant.Type, k, rows int, raw bool) {
 		c := newActCase(r, typ, k, rows, raw, 1)
 		gq, gd := groupCase(t, &c)
-		stride := ActRowBytes(k)
-		xa := make([]byte, 4*stride)
+		xa, stride, pack := fourRowsOfX(t, r, typ, k)
 		one := make([]float32, 4*rows)
 		for i := range 4 {
-			x := make([]float32, k)
-			for j := range x {
-				x[j] = float32(r.NormFloat64())
-			}
-			a, err := QuantizeAct(typ, x, xa[i*stride:], false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := ActView(xa[i*stride:], k, false)
 			GroupDotRows(typ, gq, gd, k, &a, one[i*rows:(i+1)*rows])
 		}
 		y := make([]float32, 3*ldy+rows)
-		pack := make([]byte, Pack4Bytes(k))
-		Pack4(xa, stride, k, pack)
 		GroupDotRows4(typ, gq, gd, k, xa, stride, pack, y, ldy, rows)
 		for i := range 4 {
 			for j := range rows {
@@ -172,19 +162,7 @@ func TestGroupKernelSetsAgree(t *testing.T) {
 			const rows = 48
 			c := newActCase(r, typ, k, rows, typ == quant.Q8_0, 1)
 			gq, gd := groupCase(t, &c)
-			stride := ActRowBytes(k)
-			xa := make([]byte, 4*stride)
-			for i := range 4 {
-				x := make([]float32, k)
-				for j := range x {
-					x[j] = float32(r.NormFloat64())
-				}
-				if _, err := QuantizeAct(typ, x, xa[i*stride:], false); err != nil {
-					t.Fatal(err)
-				}
-			}
-			pack := make([]byte, Pack4Bytes(k))
-			Pack4(xa, stride, k, pack)
+			xa, stride, pack := fourRowsOfX(t, r, typ, k)
 			run := func(p string) (one, four []float32) {
 				withKernels(t, p)
 				a := ActView(xa, k, false)
@@ -202,4 +180,23 @@ func TestGroupKernelSetsAgree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fourRowsOfX is four random rows of x of k quantized in their plain forms, stride bytes apart
+// in xa (as a product's scratch spaces them), and their sums and scales packed (Pack4).
+func fourRowsOfX(t *testing.T, r *rand.Rand, typ quant.Type, k int) (xa []byte, stride int, pack []byte) {
+	stride = ActRowBytes(k)
+	xa = make([]byte, 4*stride)
+	for i := range 4 {
+		x := make([]float32, k)
+		for j := range x {
+			x[j] = float32(r.NormFloat64())
+		}
+		if _, err := QuantizeAct(typ, x, xa[i*stride:], false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pack = make([]byte, Pack4Bytes(k))
+	Pack4(xa, stride, k, pack)
+	return xa, stride, pack
 }
