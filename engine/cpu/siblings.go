@@ -60,10 +60,10 @@ func mergeSiblings(roots map[int]*fusion) {
 			}
 		}
 		add(f1)
-		for id2, ok := next.pop(); ok; id2, ok = next.pop() {
+		for id2, ok := next.pop(); ok && len(f1.outs) < maxSiblings-1; id2, ok = next.pop() {
 			f2 := roots[id2]
 			after = id2
-			if len(f1.outs) >= maxSiblings-1 || f2.root.id != id2 || len(f2.outs) > 0 || !siblings(f1, f2) {
+			if f2.root.id != id2 || len(f2.outs) > 0 || !siblings(f1, f2) {
 				continue
 			}
 			f1.merge(f2)
